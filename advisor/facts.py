@@ -1,0 +1,61 @@
+"""Facts: what the collector hands to the rule engine.
+
+Every model here crosses a stage boundary and is plain data (JSON round-trips).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class ProbeStatus(str, Enum):
+    ok = "ok"
+    not_applicable = "not_applicable"
+    error = "error"
+
+
+class ProbeResult(BaseModel):
+    """The outcome of one probe on one host."""
+
+    probe: str
+    status: ProbeStatus
+    #: the parsed facts (the probe's facts model, dumped to plain data); empty unless ok
+    facts: dict[str, Any] = Field(default_factory=dict)
+    #: the raw text the facts were parsed from (evidence); kept for captured replay
+    raw: str = ""
+    #: why not applicable / what failed (one line)
+    message: str | None = None
+    duration_s: float | None = None
+
+
+class HostFacts(BaseModel):
+    name: str
+    roles: list[str] = Field(default_factory=list)
+    groups: list[str] = Field(default_factory=list)
+    address: str | None = None
+    reachable: bool = True
+    #: host-level errors (unreachable, host key refused, permission denied ...), one line each
+    errors: list[str] = Field(default_factory=list)
+    probes: dict[str, ProbeResult] = Field(default_factory=dict)
+
+    def facts(self, probe: str) -> dict[str, Any] | None:
+        r = self.probes.get(probe)
+        if r is None or r.status != ProbeStatus.ok:
+            return None
+        return r.facts
+
+
+class FactSet(BaseModel):
+    """Per-host facts plus the cross-host measurements (mesh, efficiency)."""
+
+    site: str
+    hosts: dict[str, HostFacts] = Field(default_factory=dict)
+    #: pairwise throughput results (advisor.mesh), when measured
+    mesh: dict[str, Any] | None = None
+    #: active CPU-efficiency test results (advisor.efficiency), when measured
+    efficiency: dict[str, Any] | None = None
+    #: site-level context the rules may use (storage network, link rates, ...)
+    context: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,304 @@
+"""The site model: hosts, roles, groups, expected link rates, profiles, waivers, mesh pairs.
+
+A site comes from a site file (YAML, documented in docs/site-file.md) or from an Ansible
+inventory plus a role map (see advisor.inventory). Sites are found by name in
+``./sites/NAME.yml``, ``~/.config/storadvise/sites/NAME.yml`` and the lab's registry
+directory, or given as a path.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+import ipaddress
+import os
+import re
+from enum import Enum
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from advisor.errors import SiteFileError
+from advisor.units import parse_rate_bps
+
+
+class Role(str, Enum):
+    storage = "storage"
+    worker = "worker"
+    door = "door"
+    cache = "cache"
+    san_controller = "san-controller"
+
+
+ROLE_NAMES = [r.value for r in Role]
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _rate(v: Any) -> int | None:
+    if v is None:
+        return None
+    return parse_rate_bps(v)
+
+
+class Host(StrictModel):
+    name: str
+    address: str | None = None
+    port: int = Field(22, ge=1, le=65535)
+    user: str | None = None
+    key: Path | None = None
+    known_hosts: Path | None = None
+    roles: list[Role] = Field(default_factory=list)
+    groups: list[str] = Field(default_factory=list)
+    link_rate: int | None = Field(None, description="expected NIC rate in bits/s (site file: 1gbit, 10G, ...)")
+    sudo: bool | None = None
+    #: for a san-controller management host: the controllers SMcli talks to (names or addresses)
+    san_controllers: list[str] = Field(default_factory=list)
+    #: name of this host inside GPFS (mmlsconfig scopes), when it differs from ``name``
+    gpfs_node: str | None = None
+    #: free-form host variables (also passed to the Ansible inventory)
+    vars: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, v: str) -> str:
+        if not _NAME_RE.match(v):
+            raise ValueError("host name may hold letters, digits, '.', '_' and '-' only")
+        return v
+
+    @field_validator("link_rate", mode="before")
+    @classmethod
+    def _parse_rate(cls, v: Any) -> int | None:
+        return _rate(v)
+
+    @property
+    def connect_address(self) -> str:
+        return self.address or self.name
+
+    def has_role(self, *roles: str | Role) -> bool:
+        wanted = {Role(r) for r in roles}
+        return bool(wanted & set(self.roles))
+
+    @property
+    def role_names(self) -> list[str]:
+        return [r.value for r in self.roles]
+
+
+class Waiver(StrictModel):
+    rule: str
+    hosts: str = "*"
+    justification: str = Field(min_length=1)
+    approved_by: str | None = None
+    expires: dt.date | None = None
+
+    def matches(self, rule_id: str, host: str) -> bool:
+        return fnmatch.fnmatchcase(rule_id, self.rule) and fnmatch.fnmatchcase(host, self.hosts)
+
+    def expired(self, today: dt.date | None = None) -> bool:
+        return self.expires is not None and self.expires < (today or dt.date.today())
+
+
+class MeshPair(StrictModel):
+    """One request of the throughput mesh.
+
+    ``a`` only: a full mesh within group ``a``. ``a`` and ``b``: every host of ``a`` with every
+    host of ``b``. ``direction``: ``both`` (a->b and b->a) or ``forward`` (a->b only).
+    """
+
+    a: str
+    b: str | None = None
+    direction: Literal["both", "forward"] = "both"
+    exclude: list[str] = Field(default_factory=list, description="host names or fnmatch patterns left out")
+    expected_rate: int | None = None
+
+    @field_validator("expected_rate", mode="before")
+    @classmethod
+    def _parse_rate(cls, v: Any) -> int | None:
+        return _rate(v)
+
+
+class MeshSpec(StrictModel):
+    pairs: list[MeshPair] = Field(default_factory=list)
+    duration: float = Field(5.0, gt=0, le=600)
+    streams: int = Field(1, ge=1, le=128)
+    omit: float = Field(1.0, ge=0, le=60)
+    congestion: str | None = None
+    port_base: int = Field(5301, ge=1024, le=65000)
+    #: per-test hard timeout beyond duration+omit, seconds
+    timeout_margin: float = Field(15.0, gt=0)
+
+
+class StorageNetwork(StrictModel):
+    prefixes: list[str] = Field(default_factory=list)
+    interfaces: list[str] = Field(default_factory=list)
+
+    @field_validator("prefixes")
+    @classmethod
+    def _valid_prefixes(cls, v: list[str]) -> list[str]:
+        for p in v:
+            ipaddress.ip_network(p, strict=False)
+        return v
+
+
+class HostDefaults(StrictModel):
+    port: int | None = Field(None, ge=1, le=65535)
+    user: str | None = None
+    key: Path | None = None
+    known_hosts: Path | None = None
+    sudo: bool | None = None
+    link_rate: int | None = None
+
+    @field_validator("link_rate", mode="before")
+    @classmethod
+    def _parse_rate(cls, v: Any) -> int | None:
+        return _rate(v)
+
+
+STORAGE_KINDS = ("gpfs", "dcache", "eos", "xrootd", "ceph", "lustre", "beegfs", "nfs", "hdfs", "other")
+
+
+class Site(StrictModel):
+    name: str
+    description: str | None = None
+    storage_kind: Literal["gpfs", "dcache", "eos", "xrootd", "ceph", "lustre", "beegfs", "nfs", "hdfs", "other"] = "other"
+    profiles: list[str] = Field(default_factory=lambda: ["generic"])
+    #: profile variable overrides for this site
+    vars: dict[str, Any] = Field(default_factory=dict)
+    defaults: HostDefaults = Field(default_factory=HostDefaults)
+    hosts: list[Host] = Field(default_factory=list)
+    waivers: list[Waiver] = Field(default_factory=list)
+    storage_network: StorageNetwork = Field(default_factory=StorageNetwork)
+    mesh: MeshSpec | None = None
+    #: "ssh" (default) or "local" (every host is this machine; for the local-host scan)
+    transport: Literal["ssh", "local"] = "ssh"
+    #: extra sections other features read (e.g. ``efficiency``, ``lab``); validated by their owners
+    extensions: dict[str, Any] = Field(default_factory=dict)
+    #: the file this site was read from (not part of the file itself)
+    source: str | None = Field(None, exclude=True)
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, v: str) -> str:
+        if not _NAME_RE.match(v):
+            raise ValueError("site name may hold letters, digits, '.', '_' and '-' only")
+        return v
+
+    @model_validator(mode="after")
+    def _check_hosts(self) -> "Site":
+        seen: set[str] = set()
+        for h in self.hosts:
+            if h.name in seen:
+                raise ValueError(f"duplicate host name {h.name!r}")
+            seen.add(h.name)
+        return self
+
+    def apply_defaults(self) -> "Site":
+        """Fill host connection settings from ``defaults`` and resolve relative key paths."""
+        base = Path(self.source).parent if self.source else Path.cwd()
+        for h in self.hosts:
+            for field in ("port", "user", "key", "known_hosts", "sudo", "link_rate"):
+                dv = getattr(self.defaults, field)
+                if dv is not None and field not in h.model_fields_set:
+                    setattr(h, field, dv)
+            for field in ("key", "known_hosts"):
+                p = getattr(h, field)
+                if p is not None:
+                    p = Path(os.path.expanduser(str(p)))
+                    if not p.is_absolute():
+                        p = base / p
+                    setattr(h, field, p)
+        return self
+
+    def host(self, name: str) -> Host:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        known = ", ".join(h.name for h in self.hosts) or "none"
+        raise SiteFileError(self.source or self.name, f"unknown host {name!r} (site has: {known})")
+
+    def hosts_in(self, selector: str) -> list[Host]:
+        """Hosts of a group, a role, or a host name (in that order of lookup)."""
+        out = [h for h in self.hosts if selector in h.groups]
+        if not out and selector in ROLE_NAMES:
+            out = [h for h in self.hosts if h.has_role(selector)]
+        if not out:
+            out = [h for h in self.hosts if h.name == selector]
+        return out
+
+    @property
+    def groups(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for h in self.hosts:
+            for g in h.groups:
+                out.setdefault(g, []).append(h.name)
+        return out
+
+
+def site_search_dirs() -> list[Path]:
+    """Where ``--site NAME`` is looked up, in order."""
+    dirs = [Path.cwd() / "sites"]
+    cfg = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "storadvise" / "sites"
+    dirs.append(cfg)
+    dirs.append(lab_sites_dir())
+    extra = os.environ.get("STORADVISE_SITES_PATH")
+    if extra:
+        dirs = [Path(p) for p in extra.split(os.pathsep) if p] + dirs
+    return dirs
+
+
+def lab_sites_dir() -> Path:
+    """Where ``storadvise lab up`` registers the site files of running labs."""
+    return Path(os.environ.get("STORADVISE_LAB_DIR", "/run/storadvise/labs")) / "sites"
+
+
+def find_site_file(name_or_path: str) -> Path:
+    p = Path(name_or_path)
+    if p.suffix in (".yml", ".yaml", ".ini", ".cfg") or os.sep in name_or_path or p.is_file():
+        if not p.exists():
+            raise SiteFileError(str(p), "site file not found")
+        return p
+    for d in site_search_dirs():
+        for ext in (".yml", ".yaml"):
+            cand = d / f"{name_or_path}{ext}"
+            if cand.is_file():
+                return cand
+    looked = ", ".join(str(d) for d in site_search_dirs())
+    raise SiteFileError(name_or_path, f"no site named {name_or_path!r} (looked in {looked}; or give a path)")
+
+
+def load_site(name_or_path: str) -> Site:
+    """Load and validate a site by name or path; errors name file, line and field."""
+    from advisor.yaml_lines import load_located_yaml
+
+    path = find_site_file(name_or_path)
+    doc = load_located_yaml(path, "site file")
+    data = doc.data
+    if not isinstance(data, dict):
+        raise SiteFileError(str(path), "a site file is a YAML mapping with 'name' and 'hosts'", line=1)
+    if "inventory" in data:
+        from advisor.inventory import site_from_inventory_section
+
+        site = site_from_inventory_section(doc)
+    else:
+        site = doc.validate(Site)
+    site.source = str(path)
+    return site.apply_defaults()
+
+
+def local_site() -> Site:
+    """The embedded default: this machine, scanned through the local transport."""
+    import socket
+
+    name = socket.gethostname() or "localhost"
+    if not _NAME_RE.match(name):
+        name = "localhost"
+    return Site(
+        name="local",
+        description="the local host",
+        transport="local",
+        hosts=[Host(name=name, address="localhost", roles=[])],
+    )

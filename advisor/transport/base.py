@@ -1,0 +1,73 @@
+"""The transport interface: run a host's probe scripts and return their outputs.
+
+Implementations: ``local`` (subprocess), ``ssh`` (paramiko, one session per host for the whole
+batch), ``captured`` (a directory written by ``storadvise collect``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from pydantic import BaseModel
+
+
+class Command(BaseModel):
+    #: identifies the command in a batch; the probe name for probe scripts
+    key: str
+    #: POSIX sh script
+    script: str
+    #: run through sudo (when the host's sudo setting allows and the user is not root)
+    sudo: bool = False
+    timeout: float = 60.0
+
+
+class CommandResult(BaseModel):
+    key: str
+    #: exit status; None when it could not be determined (timed out, killed)
+    rc: int | None
+    stdout: str = ""
+    stderr: str = ""
+    duration_s: float = 0.0
+    timed_out: bool = False
+
+
+class TransportError(Exception):
+    """A host-level failure; the message is one line naming the host."""
+
+
+class HostUnreachable(TransportError):
+    pass
+
+
+class HostKeyRefused(TransportError):
+    """Unknown or wrong host key: the host is 'refused'."""
+
+
+class AuthenticationFailed(TransportError):
+    pass
+
+
+class Transport(ABC):
+    """Runs commands on one host."""
+
+    #: whether this transport runs on the machine storadvise runs on
+    is_local: bool = False
+
+    @abstractmethod
+    def run_batch(self, commands: list[Command]) -> list[CommandResult]:
+        """Run every command (in order) and return one result per command, same order.
+
+        Raises TransportError when the host cannot be used at all.
+        """
+
+    def run(self, script: str, timeout: float = 60.0, sudo: bool = False) -> CommandResult:
+        return self.run_batch([Command(key="cmd", script=script, timeout=timeout, sudo=sudo)])[0]
+
+    def close(self) -> None:  # pragma: no cover - default no-op
+        pass
+
+    def __enter__(self) -> "Transport":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,135 @@
+"""The probe contract.
+
+A probe is a small, pure thing: it declares the shell script it needs run on a host and a
+``parse(text) -> facts`` function. Parsing never does I/O, so the same probe works locally,
+over SSH, and from a directory of captured outputs.
+
+Conventions every probe follows:
+
+* ``script(ctx)`` returns a POSIX ``sh`` script. Its stdout is exactly what ``parse`` reads.
+  Several files/commands are separated by ``@@section NAME`` lines (see ``split_sections``).
+* A tool that is absent on the host (no ``mmlsconfig`` on a worker node) makes the script
+  print ``@@storadvise-not-applicable: <reason>`` and exit 0: the probe is then
+  ``not_applicable``, never an error (use ``require_tool`` to emit that check).
+* A tool that is present but fails (permission denied, daemon down) exits non-zero or prints
+  its message; ``parse`` raises ``ProbeParseError`` with a one-line message; the collector
+  turns that into an ``error`` result carried into the report.
+* ``parse`` must raise nothing but ``ProbeParseError`` on any input (tested with hypothesis).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, Field
+
+NOT_APPLICABLE_MARKER = "@@storadvise-not-applicable:"
+SECTION_MARKER = "@@section "
+
+
+class ProbeParseError(Exception):
+    """Malformed or truncated tool output. The message is one line, naming what was wrong."""
+
+
+class ProbeContext(BaseModel):
+    """What a probe may know about the host when it builds its script."""
+
+    host: str
+    roles: list[str] = Field(default_factory=list)
+    is_local: bool = False
+    #: interval for sampled probes (disk utilisation), seconds
+    sample_seconds: float = 5.0
+    storage_prefixes: list[str] = Field(default_factory=list)
+    storage_interfaces: list[str] = Field(default_factory=list)
+    san_controllers: list[str] = Field(default_factory=list)
+    gpfs_node: str | None = None
+    #: host and site variables (free-form; e.g. xcache config path overrides)
+    vars: dict[str, Any] = Field(default_factory=dict)
+
+
+class Probe(ABC):
+    """Base class; subclasses set the class attributes and implement script/parse."""
+
+    #: dotted name, ``subsystem.what`` (``network.sysctl``, ``block.diskstats``, ``gpfs.mmlsconfig``)
+    name: ClassVar[str]
+    title: ClassVar[str] = ""
+    #: run only on hosts with one of these roles; empty = every host
+    roles: ClassVar[frozenset[str]] = frozenset()
+    #: the script needs root (run through sudo when the host is configured for it)
+    needs_root: ClassVar[bool] = False
+    #: the pydantic model ``parse`` returns
+    facts_model: ClassVar[type[BaseModel]]
+
+    def applies_to(self, roles: list[str]) -> bool:
+        return not self.roles or bool(self.roles & set(roles))
+
+    @abstractmethod
+    def script(self, ctx: ProbeContext) -> str:
+        """The shell script whose stdout ``parse`` reads."""
+
+    @abstractmethod
+    def parse(self, text: str) -> BaseModel:
+        """Pure parser: text in, facts out; raises only ProbeParseError."""
+
+    def timeout(self, ctx: ProbeContext) -> float:
+        """Seconds the script may run."""
+        return 30.0
+
+    def local_text(self, ctx: ProbeContext) -> str | None:
+        """Optionally produce the script's output in-process on the local host (e.g. with psutil).
+
+        Returns None to run ``script`` instead.
+        """
+        return None
+
+
+def not_applicable_reason(text: str) -> str | None:
+    """The reason when the output says the probe does not apply, else None."""
+    for line in text.splitlines()[:5]:
+        if line.startswith(NOT_APPLICABLE_MARKER):
+            return line[len(NOT_APPLICABLE_MARKER):].strip() or "not applicable"
+    return None
+
+
+def require_tool(tool: str, *extra_dirs: str) -> str:
+    """Shell snippet: find ``tool`` on PATH or in ``extra_dirs``, set ``$TOOL_<name>``, or bow out.
+
+    The variable is ``TOOL`` with non-alphanumerics turned to ``_`` appended (``TOOL_mmlsconfig``).
+    """
+    var = "TOOL_" + re.sub(r"[^A-Za-z0-9]", "_", tool)
+    q = shlex.quote(tool)
+    checks = " ".join(f"{shlex.quote(d.rstrip('/') + '/' + tool)}" for d in extra_dirs)
+    return (
+        f'{var}=""\n'
+        f"if command -v {q} >/dev/null 2>&1; then {var}=$(command -v {q}); else\n"
+        f"  for c in {checks}; do [ -x \"$c\" ] && {var}=\"$c\" && break; done\n"
+        f"fi\n"
+        f'[ -n "${var}" ] || {{ echo "{NOT_APPLICABLE_MARKER} {tool} not found"; exit 0; }}\n'
+    )
+
+
+def section(name: str) -> str:
+    """Shell snippet that starts a section of the output."""
+    return f"echo {shlex.quote(SECTION_MARKER + name)}\n"
+
+
+def split_sections(text: str) -> dict[str, str]:
+    """Split ``@@section NAME`` delimited output into ``{NAME: body}``; text before the first
+    marker is kept under ``""``. A repeated name keeps the last body."""
+    out: dict[str, str] = {}
+    current = ""
+    buf: list[str] = []
+    for line in text.splitlines():
+        if line.startswith(SECTION_MARKER):
+            out[current] = "\n".join(buf)
+            current = line[len(SECTION_MARKER):].strip()
+            buf = []
+        else:
+            buf.append(line)
+    out[current] = "\n".join(buf)
+    if out.get("") == "":
+        del out[""]
+    return out
