@@ -1,0 +1,474 @@
+"""Network probes: ``network.sysctl`` (TCP/IP sysctls, runtime and persisted) and ``network.nic``.
+
+``network.sysctl``
+------------------
+The runtime value of each key is read from ``/proc/sys`` (no ``sysctl`` binary needed). A key
+whose file does not exist (``net.core.netdev_max_backlog`` inside a network namespace) is
+``absent``, not an error.
+
+The persisted value is what a reboot would set. It is computed by the rules procps-ng
+``sysctl --system`` uses (sysctl.conf(5), sysctl(8); systemd-sysctl, sysctl.d(5), agrees for
+the directories it shares):
+
+1. ``*.conf`` files are collected from ``/etc/sysctl.d``, ``/run/sysctl.d``,
+   ``/usr/local/lib/sysctl.d``, ``/usr/lib/sysctl.d``, ``/lib/sysctl.d`` in that order of
+   precedence: a file whose basename was already seen in an earlier directory is masked (this is
+   how /etc overrides a vendor file; a symlink to /dev/null masks without setting anything);
+2. the remaining files are applied sorted by basename regardless of directory; for the same key,
+   a later line overrides an earlier one (within a file, too);
+3. ``/etc/sysctl.conf`` is applied last (procps; systemd-sysctl reads it only through the
+   ``/etc/sysctl.d/99-sysctl.conf`` symlink most distributions ship, which comes to the same).
+
+Line syntax (both tools): blank lines and lines whose first non-blank character is ``#`` or
+``;`` are comments (there are no trailing comments: the rest of the line is the value); ``key =
+value`` with optional blanks; a leading ``-`` means "ignore failure" and is stripped; a key whose
+first separator is ``/`` uses slashes as separators and dots inside a component
+(``net/ipv4/conf/eth0.100/rp_filter`` is ``net.ipv4.conf.eth0/100.rp_filter``). Values with
+several fields (``tcp_rmem``) have their blanks normalised to single spaces. Lines without
+``=`` are ignored as both tools do (they warn). Glob keys (systemd's ``net.ipv4.conf.*.x``) are
+not expanded: they are not recorded as setting any key.
+
+For every key we report the effective persisted value, the file/line that sets it, and every
+other line (in any applied file, or in a masked file) that sets the key to a different value:
+these conflict with the effective line and the remediation comments them out.
+
+``network.nic``
+---------------
+Per interface from ``/sys/class/net/<if>``: speed (``-1``/unreadable, as on veth or a link that
+is down, gives ``None``), mtu, tx_queue_len, operstate, address; the driver from the
+``device/driver`` symlink, else from ``ethtool -i`` (veth, bridge, bond have no device), else
+``None``; addresses from ``ip -j addr`` (``ip -o addr`` when the iproute2 is too old for ``-j``).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+
+from pydantic import BaseModel, Field
+
+from probes.probe import Probe, ProbeContext, ProbeParseError, section, split_sections
+
+# ---------------------------------------------------------------------------------------------
+# network.sysctl
+# ---------------------------------------------------------------------------------------------
+
+TRACKED_SYSCTLS: tuple[str, ...] = (
+    "net.ipv4.tcp_sack",
+    "net.ipv4.tcp_timestamps",
+    "net.ipv4.tcp_window_scaling",
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem",
+    "net.core.rmem_max",
+    "net.core.wmem_max",
+    "net.core.netdev_max_backlog",
+    "net.core.default_qdisc",
+    "net.ipv4.tcp_congestion_control",
+    "net.ipv4.tcp_available_congestion_control",
+    "net.ipv4.tcp_mtu_probing",
+    "net.ipv4.tcp_no_metrics_save",
+)
+
+#: precedence order: a basename seen in an earlier directory masks the later ones
+SYSCTL_DIRS: tuple[str, ...] = (
+    "/etc/sysctl.d",
+    "/run/sysctl.d",
+    "/usr/local/lib/sysctl.d",
+    "/usr/lib/sysctl.d",
+    "/lib/sysctl.d",
+)
+SYSCTL_CONF = "/etc/sysctl.conf"
+
+_KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:/@+-]*$")
+_GLOB_CHARS = set("*?[")
+
+
+class SysctlConflict(BaseModel):
+    """A config line that sets the key to another value than the effective persisted one."""
+
+    file: str
+    lineno: int
+    line: str
+    value: str
+
+
+class SysctlSetting(BaseModel):
+    #: runtime value, blanks normalised (``"4096 131072 6291456"``); None when absent/unreadable
+    runtime: str | None = None
+    #: the runtime value's fields as integers, when every field is one
+    runtime_ints: list[int] | None = None
+    #: the key does not exist on this host (no /proc/sys file)
+    absent: bool = False
+    #: the runtime value as ``key = value`` (evidence)
+    line: str | None = None
+    #: effective value from the sysctl configuration files; None when no file sets it
+    persisted: str | None = None
+    persisted_ints: list[int] | None = None
+    persisted_file: str | None = None
+    #: the config line as written (stripped)
+    persisted_line: str | None = None
+    persisted_lineno: int | None = None
+    conflicts: list[SysctlConflict] = Field(default_factory=list)
+
+
+class SysctlFacts(BaseModel):
+    #: the tracked keys plus every other ``net.*`` key a config file sets
+    sysctls: dict[str, SysctlSetting] = Field(default_factory=dict)
+    #: applied config files, in the order they are applied
+    files_read: list[str] = Field(default_factory=list)
+    #: files masked by a file of the same basename in an earlier directory (or by a /dev/null link)
+    files_masked: list[str] = Field(default_factory=list)
+    #: files that exist but could not be read
+    files_unreadable: list[str] = Field(default_factory=list)
+
+
+def normalize_sysctl_key(key: str) -> str:
+    """Dotted form of a key; a key whose first separator is ``/`` swaps ``/`` and ``.``."""
+    key = key.strip()
+    first_sep = re.search(r"[./]", key)
+    if first_sep and first_sep.group(0) == "/":
+        key = key.translate(str.maketrans("/.", "./"))
+    return key
+
+
+def sysctl_proc_path(key: str) -> str:
+    """``net.ipv4.conf.eth0/100.rp_filter`` -> ``/proc/sys/net/ipv4/conf/eth0.100/rp_filter``."""
+    return "/proc/sys/" + normalize_sysctl_key(key).translate(str.maketrans("./", "/."))
+
+
+def _normalize_value(value: str) -> str:
+    return " ".join(value.split())
+
+
+def _ints(value: str | None) -> list[int] | None:
+    if value is None:
+        return None
+    fields = value.split()
+    if not fields or not all(re.fullmatch(r"-?\d+", f) for f in fields):
+        return None
+    return [int(f) for f in fields]
+
+
+class _ConfigLine(BaseModel):
+    file: str
+    lineno: int
+    line: str
+    key: str
+    value: str
+
+
+def parse_sysctl_conf(path: str, text: str) -> list[_ConfigLine]:
+    """The assignments of one sysctl configuration file, in order."""
+    out: list[_ConfigLine] = []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        stripped = raw.strip()
+        if not stripped or stripped[0] in "#;":
+            continue
+        if "=" not in stripped:
+            continue
+        key, _, value = stripped.partition("=")
+        key = key.strip()
+        if key.startswith("-"):
+            key = key[1:].strip()
+        if not key or _GLOB_CHARS & set(key) or not _KEY_RE.match(key):
+            continue
+        out.append(
+            _ConfigLine(file=path, lineno=lineno, line=stripped, key=normalize_sysctl_key(key), value=_normalize_value(value))
+        )
+    return out
+
+
+def order_sysctl_files(paths: list[str]) -> tuple[list[str], list[str]]:
+    """(applied in order, masked) per procps ``sysctl --system``; see the module docstring."""
+    chosen: dict[str, str] = {}
+    masked: list[str] = []
+    for directory in SYSCTL_DIRS:
+        for path in sorted(p for p in paths if posixpath.dirname(p) == directory and p.endswith(".conf")):
+            base = posixpath.basename(path)
+            if base in chosen:
+                masked.append(path)
+            else:
+                chosen[base] = path
+    applied = [chosen[b] for b in sorted(chosen)]
+    if SYSCTL_CONF in paths:
+        applied.append(SYSCTL_CONF)
+    return applied, masked
+
+
+_FILE_SECTION = "file "
+_NULL_SECTION = "devnull "
+_UNREADABLE_SECTION = "unreadable "
+_RUNTIME_ABSENT = "@@absent"
+_RUNTIME_UNREADABLE = "@@unreadable"
+
+
+def _sysctl_script() -> str:
+    dirs = " ".join(SYSCTL_DIRS)
+    tracked = " ".join(TRACKED_SYSCTLS)
+    return f"""\
+for d in {dirs}; do
+  for f in "$d"/*.conf; do
+    [ -e "$f" ] || [ -L "$f" ] || continue
+    if [ -L "$f" ] && [ "$(readlink -f "$f")" = /dev/null ]; then echo "@@section {_NULL_SECTION}$f"; continue; fi
+    [ -f "$f" ] || continue
+    if [ -r "$f" ]; then echo "@@section {_FILE_SECTION}$f"; cat "$f"; echo; else echo "@@section {_UNREADABLE_SECTION}$f"; fi
+  done
+done
+if [ -f {SYSCTL_CONF} ]; then
+  if [ -r {SYSCTL_CONF} ]; then echo "@@section {_FILE_SECTION}{SYSCTL_CONF}"; cat {SYSCTL_CONF}; echo
+  else echo "@@section {_UNREADABLE_SECTION}{SYSCTL_CONF}"; fi
+fi
+extra=$(for d in {dirs}; do cat "$d"/*.conf 2>/dev/null; done; cat {SYSCTL_CONF} 2>/dev/null) || true
+extra=$(printf '%s\\n' "$extra" | sed -n 's/^[[:space:]]*-\\{{0,1\\}}[[:space:]]*\\(net[./][A-Za-z0-9_.:/@+-]*\\)[[:space:]]*=.*$/\\1/p' | sort -u)
+echo "@@section runtime"
+for k in {tracked} $extra; do
+  case "$k" in
+    net/*) p=$k; k=$(printf '%s' "$k" | tr '/.' './') ;;
+    *) p=$(printf '%s' "$k" | tr '/.' './') ;;
+  esac
+  f="/proc/sys/$p"
+  if [ ! -e "$f" ]; then printf '%s\\t%s\\n' "$k" "{_RUNTIME_ABSENT}"
+  elif v=$(cat "$f" 2>/dev/null); then printf '%s\\t%s\\n' "$k" "$(printf '%s' "$v" | tr '\\t\\n' '  ')"
+  else printf '%s\\t%s\\n' "$k" "{_RUNTIME_UNREADABLE}"; fi
+done
+"""
+
+
+def parse_sysctl_output(text: str) -> SysctlFacts:
+    sections = split_sections(text)
+    if "runtime" not in sections:
+        raise ProbeParseError("network.sysctl output has no 'runtime' section (truncated?)")
+    files: dict[str, str] = {}
+    devnull: list[str] = []
+    unreadable: list[str] = []
+    for name, body in sections.items():
+        if name.startswith(_FILE_SECTION):
+            files[name[len(_FILE_SECTION):].strip()] = body
+        elif name.startswith(_NULL_SECTION):
+            devnull.append(name[len(_NULL_SECTION):].strip())
+        elif name.startswith(_UNREADABLE_SECTION):
+            unreadable.append(name[len(_UNREADABLE_SECTION):].strip())
+        elif name not in ("runtime", ""):
+            raise ProbeParseError(f"network.sysctl output has an unknown section {name!r}")
+        elif name == "" and body.strip():
+            raise ProbeParseError("network.sysctl output has text before its first section")
+
+    runtime: dict[str, str | None] = {}
+    absent: set[str] = set()
+    for lineno, line in enumerate(sections["runtime"].splitlines(), start=1):
+        if not line.strip():
+            continue
+        key, sep, value = line.partition("\t")
+        if not sep or not _KEY_RE.match(key.strip()):
+            raise ProbeParseError(f"network.sysctl runtime line {lineno} is not 'key<TAB>value': {line[:60]!r}")
+        key = normalize_sysctl_key(key)
+        if value == _RUNTIME_ABSENT:
+            absent.add(key)
+            runtime[key] = None
+        elif value == _RUNTIME_UNREADABLE:
+            runtime[key] = None
+        else:
+            runtime[key] = _normalize_value(value)
+    missing = [k for k in TRACKED_SYSCTLS if k not in runtime]
+    if missing:
+        raise ProbeParseError(f"network.sysctl runtime section lacks {missing[0]} (truncated?)")
+
+    all_paths = list(files) + devnull
+    applied, masked = order_sysctl_files(all_paths)
+    applied = [p for p in applied if p in files]
+    masked += [p for p in devnull if p not in masked]
+
+    effective: dict[str, _ConfigLine] = {}
+    seen_lines: dict[str, list[_ConfigLine]] = {}
+    for path in applied:
+        for cl in parse_sysctl_conf(path, files[path]):
+            effective[cl.key] = cl
+            seen_lines.setdefault(cl.key, []).append(cl)
+    for path in masked:
+        if path in files:
+            for cl in parse_sysctl_conf(path, files[path]):
+                seen_lines.setdefault(cl.key, []).append(cl)
+
+    keys = list(TRACKED_SYSCTLS) + sorted(k for k in set(effective) | set(runtime) if k.startswith("net.") and k not in TRACKED_SYSCTLS)
+    out: dict[str, SysctlSetting] = {}
+    for key in keys:
+        rt = runtime.get(key)
+        eff = effective.get(key)
+        setting = SysctlSetting(
+            runtime=rt,
+            runtime_ints=_ints(rt),
+            absent=key in absent,
+            line=f"{key} = {rt}" if rt is not None else None,
+        )
+        if eff is not None:
+            setting.persisted = eff.value
+            setting.persisted_ints = _ints(eff.value)
+            setting.persisted_file = eff.file
+            setting.persisted_line = eff.line
+            setting.persisted_lineno = eff.lineno
+            setting.conflicts = [
+                SysctlConflict(file=cl.file, lineno=cl.lineno, line=cl.line, value=cl.value)
+                for cl in seen_lines.get(key, [])
+                if cl.value != eff.value
+            ]
+        out[key] = setting
+    return SysctlFacts(sysctls=out, files_read=applied, files_masked=masked, files_unreadable=unreadable)
+
+
+class NetworkSysctlProbe(Probe):
+    name = "network.sysctl"
+    title = "TCP/IP sysctls: runtime value, persisted value and the file that sets it"
+    facts_model = SysctlFacts
+
+    def script(self, ctx: ProbeContext) -> str:
+        return _sysctl_script()
+
+    def parse(self, text: str) -> SysctlFacts:
+        return parse_sysctl_output(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# network.nic
+# ---------------------------------------------------------------------------------------------
+
+
+class InterfaceFacts(BaseModel):
+    #: link speed in Mb/s; None when the kernel reports -1 or the file is unreadable (down, veth)
+    speed_mbps: int | None = None
+    mtu: int | None = None
+    txqueuelen: int | None = None
+    #: /sys/class/net/<if>/operstate: up, down, unknown, lowerlayerdown, dormant, notpresent, testing
+    operstate: str | None = None
+    driver: str | None = None
+    mac: str | None = None
+    #: ``address/prefixlen``, IPv4 and IPv6, in the order ``ip addr`` prints them
+    addresses: list[str] = Field(default_factory=list)
+    is_loopback: bool = False
+
+
+class NicFacts(BaseModel):
+    interfaces: dict[str, InterfaceFacts] = Field(default_factory=dict)
+
+
+_SYS_FIELDS = ("speed", "mtu", "tx_queue_len", "operstate", "address", "type", "driver")
+_IF_NAME_RE = re.compile(r"^[^\s/:]{1,64}$")
+_ARPHRD_LOOPBACK = 772
+
+
+def _nic_script() -> str:
+    return """\
+echo "@@section sysfs"
+for d in /sys/class/net/*; do
+  [ -d "$d" ] || continue
+  i=${d##*/}
+  for f in speed mtu tx_queue_len operstate address type; do
+    if v=$(cat "$d/$f" 2>/dev/null); then printf '%s\\t%s\\t%s\\n' "$i" "$f" "$v"; else printf '%s\\t%s\\t\\n' "$i" "$f"; fi
+  done
+  drv=""
+  if [ -e "$d/device/driver" ]; then drv=$(readlink "$d/device/driver"); drv=${drv##*/}; fi
+  if [ -z "$drv" ] && command -v ethtool >/dev/null 2>&1; then
+    drv=$(ethtool -i "$i" 2>/dev/null | sed -n 's/^driver: //p')
+  fi
+  printf '%s\\t%s\\t%s\\n' "$i" driver "$drv"
+done
+if ip -j addr >/dev/null 2>&1; then echo "@@section ip-j-addr"; ip -j addr
+else echo "@@section ip-o-addr"; ip -o addr; fi
+"""
+
+
+def _int_or_none(value: str) -> int | None:
+    value = value.strip()
+    if re.fullmatch(r"-?\d+", value):
+        return int(value)
+    return None
+
+
+def _addresses_from_json(text: str) -> dict[str, list[str]]:
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise ProbeParseError(f"ip -j addr: not JSON ({e.__class__.__name__} at char {getattr(e, 'pos', '?')})") from None
+    if not isinstance(data, list):
+        raise ProbeParseError("ip -j addr: expected a JSON list of interfaces")
+    out: dict[str, list[str]] = {}
+    for item in data:
+        if not isinstance(item, dict) or not isinstance(item.get("ifname"), str):
+            raise ProbeParseError("ip -j addr: an entry without 'ifname'")
+        addrs = out.setdefault(item["ifname"], [])
+        infos = item.get("addr_info", [])
+        if not isinstance(infos, list):
+            raise ProbeParseError(f"ip -j addr: {item['ifname']}: addr_info is not a list")
+        for info in infos:
+            if not isinstance(info, dict):
+                raise ProbeParseError(f"ip -j addr: {item['ifname']}: addr_info entry is not an object")
+            local, plen = info.get("local"), info.get("prefixlen")
+            if isinstance(local, str) and isinstance(plen, int) and not isinstance(plen, bool):
+                addrs.append(f"{local}/{plen}")
+    return out
+
+
+_IP_O_RE = re.compile(r"^\d+:\s+(\S+?)(?:@\S+)?\s+(inet6?)\s+(\S+/\d+)\s")
+
+
+def _addresses_from_oneline(text: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        m = _IP_O_RE.match(line)
+        if not m:
+            raise ProbeParseError(f"ip -o addr line {lineno} not understood: {line[:60]!r}")
+        out.setdefault(m.group(1), []).append(m.group(3))
+    return out
+
+
+def parse_nic_output(text: str) -> NicFacts:
+    sections = split_sections(text)
+    if "sysfs" not in sections:
+        raise ProbeParseError("network.nic output has no 'sysfs' section")
+    raw: dict[str, dict[str, str]] = {}
+    for lineno, line in enumerate(sections["sysfs"].splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) != 3 or parts[1] not in _SYS_FIELDS or not _IF_NAME_RE.match(parts[0]):
+            raise ProbeParseError(f"network.nic sysfs line {lineno} is not 'iface<TAB>field<TAB>value': {line[:60]!r}")
+        raw.setdefault(parts[0], {})[parts[1]] = parts[2].strip()
+    for ifname, fields in raw.items():
+        if "driver" not in fields:
+            raise ProbeParseError(f"network.nic sysfs entry for {ifname} is incomplete (truncated?)")
+    if "ip-j-addr" in sections:
+        addresses = _addresses_from_json(sections["ip-j-addr"])
+    elif "ip-o-addr" in sections:
+        addresses = _addresses_from_oneline(sections["ip-o-addr"])
+    else:
+        raise ProbeParseError("network.nic output has no 'ip-j-addr' or 'ip-o-addr' section (truncated?)")
+
+    interfaces: dict[str, InterfaceFacts] = {}
+    for ifname, f in raw.items():
+        speed = _int_or_none(f.get("speed", ""))
+        link_type = _int_or_none(f.get("type", ""))
+        interfaces[ifname] = InterfaceFacts(
+            speed_mbps=speed if speed is not None and speed > 0 else None,
+            mtu=_int_or_none(f.get("mtu", "")),
+            txqueuelen=_int_or_none(f.get("tx_queue_len", "")),
+            operstate=f.get("operstate") or None,
+            driver=f.get("driver") or None,
+            mac=f.get("address") or None,
+            addresses=addresses.get(ifname, []),
+            is_loopback=link_type == _ARPHRD_LOOPBACK,
+        )
+    return NicFacts(interfaces=interfaces)
+
+
+class NetworkNicProbe(Probe):
+    name = "network.nic"
+    title = "Network interfaces: speed, MTU, txqueuelen, state, driver, addresses"
+    facts_model = NicFacts
+
+    def script(self, ctx: ProbeContext) -> str:
+        return _nic_script()
+
+    def parse(self, text: str) -> NicFacts:
+        return parse_nic_output(text)
