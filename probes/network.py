@@ -117,7 +117,7 @@ class SysctlFacts(BaseModel):
     sysctls: dict[str, SysctlSetting] = Field(default_factory=dict)
     #: applied config files, in the order they are applied
     files_read: list[str] = Field(default_factory=list)
-    #: files masked by a file of the same basename in an earlier directory (or by a /dev/null link)
+    #: files masked by a file of the same basename in an earlier directory (a /dev/null link, too)
     files_masked: list[str] = Field(default_factory=list)
     #: files that exist but could not be read
     files_unreadable: list[str] = Field(default_factory=list)
@@ -198,6 +198,7 @@ def order_sysctl_files(paths: list[str]) -> tuple[list[str], list[str]]:
 
 _FILE_SECTION = "file "
 _NULL_SECTION = "devnull "
+_LINK_SECTION = "link "
 _UNREADABLE_SECTION = "unreadable "
 _RUNTIME_ABSENT = "@@absent"
 _RUNTIME_UNREADABLE = "@@unreadable"
@@ -207,11 +208,17 @@ def _sysctl_script() -> str:
     dirs = " ".join(SYSCTL_DIRS)
     tracked = " ".join(TRACKED_SYSCTLS)
     return f"""\
+seen_dirs=" "
 for d in {dirs}; do
+  [ -d "$d" ] || continue
+  real=$(readlink -f "$d")
+  case "$seen_dirs" in *" $real "*) continue ;; esac
+  seen_dirs="$seen_dirs$real "
   for f in "$d"/*.conf; do
     [ -e "$f" ] || [ -L "$f" ] || continue
     if [ -L "$f" ] && [ "$(readlink -f "$f")" = /dev/null ]; then echo "@@section {_NULL_SECTION}$f"; continue; fi
     [ -f "$f" ] || continue
+    if [ -L "$f" ]; then echo "@@section {_LINK_SECTION}$f $(readlink -f "$f")"; fi
     if [ -r "$f" ]; then echo "@@section {_FILE_SECTION}$f"; cat "$f"; echo; else echo "@@section {_UNREADABLE_SECTION}$f"; fi
   done
 done
@@ -222,7 +229,7 @@ fi
 extra=$(for d in {dirs}; do cat "$d"/*.conf 2>/dev/null; done; cat {SYSCTL_CONF} 2>/dev/null) || true
 extra=$(printf '%s\\n' "$extra" | sed -n 's/^[[:space:]]*-\\{{0,1\\}}[[:space:]]*\\(net[./][A-Za-z0-9_.:/@+-]*\\)[[:space:]]*=.*$/\\1/p' | sort -u)
 echo "@@section runtime"
-for k in {tracked} $extra; do
+for k in $(printf '%s\\n' {tracked} $extra | awk '!seen[$0]++'); do
   case "$k" in
     net/*) p=$k; k=$(printf '%s' "$k" | tr '/.' './') ;;
     *) p=$(printf '%s' "$k" | tr '/.' './') ;;
@@ -242,11 +249,16 @@ def parse_sysctl_output(text: str) -> SysctlFacts:
     files: dict[str, str] = {}
     devnull: list[str] = []
     unreadable: list[str] = []
+    #: symlinked config files -> the file they point to (Debian's 99-sysctl.conf -> ../sysctl.conf)
+    links: dict[str, str] = {}
     for name, body in sections.items():
         if name.startswith(_FILE_SECTION):
             files[name[len(_FILE_SECTION):].strip()] = body
         elif name.startswith(_NULL_SECTION):
             devnull.append(name[len(_NULL_SECTION):].strip())
+        elif name.startswith(_LINK_SECTION):
+            link, _, target = name[len(_LINK_SECTION):].strip().partition(" ")
+            links[link] = target.strip()
         elif name.startswith(_UNREADABLE_SECTION):
             unreadable.append(name[len(_UNREADABLE_SECTION):].strip())
         elif name not in ("runtime", ""):
@@ -277,7 +289,6 @@ def parse_sysctl_output(text: str) -> SysctlFacts:
     all_paths = list(files) + devnull
     applied, masked = order_sysctl_files(all_paths)
     applied = [p for p in applied if p in files]
-    masked += [p for p in devnull if p not in masked]
 
     effective: dict[str, _ConfigLine] = {}
     seen_lines: dict[str, list[_ConfigLine]] = {}
@@ -307,11 +318,13 @@ def parse_sysctl_output(text: str) -> SysctlFacts:
             setting.persisted_file = eff.file
             setting.persisted_line = eff.line
             setting.persisted_lineno = eff.lineno
-            setting.conflicts = [
-                SysctlConflict(file=cl.file, lineno=cl.lineno, line=cl.line, value=cl.value)
-                for cl in seen_lines.get(key, [])
-                if cl.value != eff.value
-            ]
+            # the same physical line reached through a symlink is reported once, under its own name
+            reported: set[tuple[str, int]] = set()
+            for cl in sorted(seen_lines.get(key, []), key=lambda c: c.file in links):
+                physical = (links.get(cl.file, cl.file), cl.lineno)
+                if cl.value != eff.value and physical not in reported:
+                    reported.add(physical)
+                    setting.conflicts.append(SysctlConflict(file=cl.file, lineno=cl.lineno, line=cl.line, value=cl.value))
         out[key] = setting
     return SysctlFacts(sysctls=out, files_read=applied, files_masked=masked, files_unreadable=unreadable)
 

@@ -1,0 +1,106 @@
+"""Shared helpers for probe tests: throwaway network namespaces and a private sysctl config tree.
+
+Everything created here is removed by the fixture/context manager, also when the test fails.
+The root namespace's firewall, sysctls and /etc are never touched: scripts run inside
+``ip netns exec NS unshare --mount``, where the sysctl directories are replaced by bind mounts of
+a temporary directory that only that mount namespace sees.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures"
+
+_counter = itertools.count()
+
+#: the directories a sysctl sandbox replaces; /run and /usr/local/lib are replaced as a whole
+#: because their sysctl.d subdirectories usually do not exist (no mount point to bind onto)
+_SANDBOX_MOUNTS = {
+    "/etc/sysctl.d": "etc/sysctl.d",
+    "/usr/lib/sysctl.d": "usr/lib/sysctl.d",
+    "/run": "run",
+    "/usr/local/lib": "usr/local/lib",
+}
+
+
+class SymlinkTo(str):
+    """A sysctl sandbox entry that is a symlink (to this target) instead of a file."""
+
+
+def have_root() -> bool:
+    return os.geteuid() == 0
+
+
+@contextlib.contextmanager
+def network_namespace(prefix: str = "sa-probe") -> Iterator[str]:
+    """A fresh network namespace (lo up); deleted on exit."""
+    name = f"{prefix}-{os.getpid()}-{next(_counter)}"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        subprocess.run(["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"], check=True)
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name], check=False)
+
+
+def run_in_namespace(ns: str, script: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["ip", "netns", "exec", ns, "sh", "-c", script], capture_output=True, text=True, timeout=timeout
+    )
+
+
+@contextlib.contextmanager
+def sysctl_sandbox(files: dict[str, str | None]) -> Iterator[Path]:
+    """A temporary tree holding ``files`` ({absolute path: content}) for the sysctl directories.
+
+    ``/etc/sysctl.conf`` in ``files`` is bind-mounted over the real one; absent, /dev/null is.
+    A value of ``None`` makes a symlink to /dev/null (systemd-style masking), a ``SymlinkTo``
+    a symlink to that target (Debian's ``/etc/sysctl.d/99-sysctl.conf -> ../sysctl.conf``).
+    """
+    root = Path(tempfile.mkdtemp(prefix="sa-sysctl-"))
+    try:
+        for rel in _SANDBOX_MOUNTS.values():
+            (root / rel).mkdir(parents=True, exist_ok=True)
+        for d in ("run/sysctl.d", "usr/local/lib/sysctl.d"):
+            (root / d).mkdir(parents=True, exist_ok=True)
+        for path, content in files.items():
+            target = root / path.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if content is None:
+                target.symlink_to("/dev/null")
+            elif isinstance(content, SymlinkTo):
+                target.symlink_to(str(content))
+            else:
+                target.write_text(content)
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def sandboxed_script(root: Path, script: str) -> str:
+    """Wrap ``script`` so it runs in a private mount namespace that sees ``root`` as its sysctl config."""
+    mounts = [f"mount --bind {shlex.quote(str(root / rel))} {shlex.quote(dst)}" for dst, rel in _SANDBOX_MOUNTS.items()]
+    conf = root / "etc" / "sysctl.conf"
+    mounts.append(f"mount --bind {shlex.quote(str(conf) if conf.exists() else '/dev/null')} /etc/sysctl.conf")
+    inner = "set -e\n" + "\n".join(mounts) + "\nset +e\n" + script
+    return f"exec unshare --mount --propagation private sh -c {shlex.quote(inner)}"
+
+
+@pytest.fixture
+def netns() -> Iterator[str]:
+    if not have_root():
+        pytest.fail("this test needs root (network namespaces); CI runs as root")
+    with network_namespace() as name:
+        yield name
