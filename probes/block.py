@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from probes.probe import (
     NOT_APPLICABLE_MARKER,
+    SECTION_MARKER,
     Probe,
     ProbeContext,
     ProbeParseError,
@@ -159,3 +160,130 @@ class BlockQueueProbe(Probe):
             name = key[len(DEVICE_SECTION):].strip().replace("!", "/")
             facts.devices[name] = parse_block_device(name, body)
         return facts
+
+
+# ----------------------------------------------------------------------------------------
+# block.ioerrors
+
+#: lines the host-side awk keeps; parse then matches them exactly with the patterns below
+KERNEL_LOG_GREP = "I/O error|error, dev |failed command: "
+IO_ERROR_PATTERNS = (
+    # block layer, blk-core.c blk_print_req_error(): "%s error, dev %s, sector %llu op 0x%x:(%s) ..."
+    # (before 5.x prefixed "blk_update_request: " / "print_req_error: ", 2.6-3.x "end_request: ");
+    # %s is a blk_errors name: "I/O", "critical medium", "timeout", "critical target" ...
+    re.compile(r"\berror, dev (?P<dev>[^\s,]+)"),
+    # page cache, fs/buffer.c buffer_io_error(): "Buffer I/O error on dev %pg, logical block %llu%s"
+    re.compile(r"Buffer I/O error on dev (?P<dev>[^\s,]+), logical block \d+"),
+    # libata-eh.c: ata_dev_err(dev, "failed command: %s\n", ...) -> "ata3.00: failed command: READ FPDMA QUEUED"
+    re.compile(r"(?P<dev>ata\d+(?:\.\d+)?): failed command: \S"),
+)
+#: sdb1 -> sdb, nvme0n1p2 -> nvme0n1: errors are counted against the whole disk
+PARTITION_OF_DISK = (
+    re.compile(r"^(?P<disk>(?:sd|hd|vd|xvd)[a-z]+)\d+$"),
+    re.compile(r"^(?P<disk>(?:nvme\d+n\d+|mmcblk\d+|nbd\d+|loop\d+))p\d+$"),
+)
+KEPT_LINES = 5
+LOG_SOURCES = ("dmesg", "journalctl")
+
+
+class DeviceIoErrors(BaseModel):
+    count: int = 0
+    #: the first few matching lines, verbatim (evidence)
+    lines: list[str] = Field(default_factory=list)
+
+
+class IoErrorFacts(BaseModel):
+    source: str
+    #: how many kernel log lines were scanned
+    log_lines: int = 0
+    total: int = 0
+    errors_by_device: dict[str, DeviceIoErrors] = Field(default_factory=dict)
+
+
+def disk_of(device: str) -> str:
+    for pattern in PARTITION_OF_DISK:
+        match = pattern.match(device)
+        if match:
+            return match.group("disk")
+    return device
+
+
+def io_error_device(line: str) -> str | None:
+    """The device an I/O error line names (its whole disk), or None for any other line."""
+    for pattern in IO_ERROR_PATTERNS:
+        match = pattern.search(line)
+        if match:
+            return disk_of(match.group("dev"))
+    return None
+
+
+def count_io_errors(source: str, log_lines: int, lines: list[str]) -> IoErrorFacts:
+    facts = IoErrorFacts(source=source, log_lines=log_lines)
+    for line in lines:
+        device = io_error_device(line)
+        if device is None:
+            continue
+        entry = facts.errors_by_device.setdefault(device, DeviceIoErrors())
+        entry.count += 1
+        if len(entry.lines) < KEPT_LINES:
+            entry.lines.append(line.strip())
+        facts.total += 1
+    return facts
+
+
+class IoErrorsProbe(Probe):
+    name = "block.ioerrors"
+    title = "I/O errors in the kernel log"
+    needs_root = True
+    facts_model = IoErrorFacts
+
+    def script(self, ctx: ProbeContext) -> str:
+        # journalctl's check runs without -q: -q hides the "insufficient permissions" warning
+        # an unprivileged user gets, which would turn an unreadable log into a clean pass.
+        return (
+            'src=""; why=""\n'
+            "if command -v dmesg >/dev/null 2>&1; then\n"
+            "  if dmesg >/dev/null 2>&1; then src=dmesg\n"
+            "  else m=$(dmesg 2>&1 >/dev/null | head -n 1)\n"
+            '    case "$m" in dmesg:*) why="$m" ;; *) why="dmesg: ${m:-failed}" ;; esac\n'
+            "  fi\n"
+            "fi\n"
+            'if [ -z "$src" ] && command -v journalctl >/dev/null 2>&1; then\n'
+            "  jerr=$(journalctl -k -b --no-pager -n 1 2>&1 >/dev/null); jrc=$?\n"
+            '  if [ "$jrc" -eq 0 ] && [ -z "$jerr" ]; then src=journalctl\n'
+            '  else why="${why:+$why; }journalctl: $(printf \'%s\' "${jerr:-exit $jrc}" | head -n 1)"; fi\n'
+            "fi\n"
+            'if [ -z "$src" ] && [ -z "$why" ]; then\n'
+            f'  echo "{NOT_APPLICABLE_MARKER} neither dmesg nor journalctl found"; exit 0\n'
+            "fi\n"
+            'if [ -z "$src" ]; then\n'
+            + section("unreadable")
+            + 'printf \'%s\\n\' "$why"\n'
+            "else\n"
+            + section("source")
+            + 'echo "$src"\n'
+            + section("errors")
+            + '{ if [ "$src" = dmesg ]; then dmesg; else journalctl -k -b --no-pager -q; fi; } |\n'
+            f"  awk '{{ n++ }} /{KERNEL_LOG_GREP.replace('/', chr(92) + '/')}/ {{ print }}"
+            f" END {{ print \"{SECTION_MARKER}log-lines\"; print n + 0 }}'\n"
+            "fi\n"
+            + section(END_SECTION)
+        )
+
+    def parse(self, text: str) -> IoErrorFacts:
+        sections = split_sections(text)
+        if END_SECTION not in sections:
+            raise ProbeParseError("block.ioerrors output truncated: no end marker")
+        if "unreadable" in sections:
+            reason = " ".join(sections["unreadable"].split()) or "no reason given"
+            raise ProbeParseError(f"kernel log not readable: {reason[:200]}")
+        for required in ("source", "log-lines", "errors"):
+            if required not in sections:
+                raise ProbeParseError(f"block.ioerrors output incomplete: no {required} section")
+        source = sections["source"].strip()
+        if source not in LOG_SOURCES:
+            raise ProbeParseError(f"block.ioerrors: unknown kernel log source {source[:40]!r}")
+        count = sections["log-lines"].strip()
+        if not count.isascii() or not count.isdigit():
+            raise ProbeParseError(f"block.ioerrors: log line count is not a number: {count[:40]!r}")
+        return count_io_errors(source, int(count), sections["errors"].splitlines())
