@@ -1,0 +1,168 @@
+"""The collector: for every host, the probes that apply to its roles, batched through one
+transport session per host, hosts in parallel; raw outputs parsed into facts."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.site import Host, Site
+from advisor.transport.base import Command, CommandResult, Transport, TransportError
+from probes import all_probes
+from probes.probe import Probe, ProbeContext, ProbeParseError, not_applicable_reason
+
+TransportFactory = Callable[[Host], Transport]
+#: called as (host name, finished: bool, message)
+ProgressCallback = Callable[[str, bool, str], None]
+
+
+def probe_context(site: Site, host: Host, is_local: bool, sample_seconds: float) -> ProbeContext:
+    return ProbeContext(
+        host=host.name,
+        roles=host.role_names,
+        is_local=is_local,
+        sample_seconds=sample_seconds,
+        storage_prefixes=list(site.storage_network.prefixes),
+        storage_interfaces=list(site.storage_network.interfaces),
+        san_controllers=list(host.san_controllers),
+        gpfs_node=host.gpfs_node,
+        vars={**site.vars, **host.vars},
+    )
+
+
+def probes_for(host: Host, selected: list[str] | None = None) -> list[Probe]:
+    probes = all_probes()
+    names = selected or list(probes)
+    return [probes[n] for n in names if n in probes and probes[n].applies_to(host.role_names)]
+
+
+def interpret(probe: Probe, result: CommandResult) -> ProbeResult:
+    """Turn a command's outcome into a probe result: ok with facts, not_applicable, or error."""
+    base = dict(probe=probe.name, raw=result.stdout, duration_s=round(result.duration_s, 3))
+    if result.timed_out:
+        return ProbeResult(status=ProbeStatus.error, message=f"timed out after {result.duration_s:.0f} s", **base)
+    reason = not_applicable_reason(result.stdout)
+    if reason:
+        return ProbeResult(status=ProbeStatus.not_applicable, message=reason, **base)
+    stderr_line = next((ln.strip() for ln in result.stderr.splitlines() if ln.strip()), "")
+    if result.rc is None and not result.stdout.strip():
+        return ProbeResult(status=ProbeStatus.error, message=stderr_line or "no output (not run)", **base)
+    if result.rc not in (0, None) and not result.stdout.strip():
+        return ProbeResult(status=ProbeStatus.error,
+                           message=stderr_line or f"exited with status {result.rc} and no output", **base)
+    try:
+        facts = probe.parse(result.stdout)
+    except ProbeParseError as exc:
+        msg = str(exc) or "unparseable output"
+        if result.rc not in (0, None) and stderr_line:
+            msg = f"{msg} (exit {result.rc}: {stderr_line})"
+        return ProbeResult(status=ProbeStatus.error, message=msg, **base)
+    except Exception as exc:  # a parser bug must not stop the scan of the other hosts
+        return ProbeResult(status=ProbeStatus.error,
+                           message=f"parser failed: {type(exc).__name__}: {exc}".splitlines()[0], **base)
+    return ProbeResult(status=ProbeStatus.ok, facts=facts.model_dump(mode="json"), **base)
+
+
+def collect_host(site: Site, host: Host, transport_factory: TransportFactory, sample_seconds: float,
+                 selected: list[str] | None = None,
+                 sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None) -> HostFacts:
+    hf = HostFacts(name=host.name, roles=host.role_names, groups=list(host.groups), address=host.connect_address)
+    probes = probes_for(host, selected)
+    try:
+        transport = transport_factory(host)
+    except TransportError as exc:
+        hf.reachable = False
+        hf.errors.append(str(exc))
+        return hf
+    try:
+        ctx = probe_context(site, host, transport.is_local, sample_seconds)
+        commands: list[Command] = []
+        local_results: dict[str, CommandResult] = {}
+        for p in probes:
+            text = p.local_text(ctx) if transport.is_local else None
+            if text is not None:
+                local_results[p.name] = CommandResult(key=p.name, rc=0, stdout=text)
+            else:
+                commands.append(Command(key=p.name, script=p.script(ctx), sudo=p.needs_root, timeout=p.timeout(ctx)))
+        results = transport.run_batch(commands) if commands else []
+    except TransportError as exc:
+        hf.reachable = False
+        hf.errors.append(str(exc))
+        return hf
+    finally:
+        transport.close()
+    by_key = {r.key: r for r in results}
+    by_key.update(local_results)
+    if sink is not None:
+        sink(host, commands + [Command(key=k, script="# collected in-process") for k in local_results],
+             [by_key[c.key] for c in commands] + list(local_results.values()))
+    for p in probes:
+        r = by_key.get(p.name)
+        if r is None:
+            hf.probes[p.name] = ProbeResult(probe=p.name, status=ProbeStatus.error, message="no result returned")
+            continue
+        hf.probes[p.name] = interpret(p, r)
+    return hf
+
+
+def collect_site_facts(site: Site, transport_factory: TransportFactory, *, parallel: int = 16,
+                       sample_seconds: float = 5.0, probes: list[str] | None = None,
+                       hosts: list[Host] | None = None, progress: ProgressCallback | None = None,
+                       sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None) -> FactSet:
+    """Probe every host of the site (or ``hosts``) in parallel with a bounded pool."""
+    targets = hosts if hosts is not None else site.hosts
+    factset = FactSet(site=site.name, context=site_context(site))
+    if not targets:
+        return factset
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(targets)))) as pool:
+        futures = {
+            pool.submit(collect_host, site, h, transport_factory, sample_seconds, probes, sink): h for h in targets
+        }
+        for fut in as_completed(futures):
+            h = futures[fut]
+            hf = fut.result()
+            factset.hosts[h.name] = hf
+            if progress:
+                status = "unreachable: " + hf.errors[0] if not hf.reachable else \
+                    f"{sum(1 for r in hf.probes.values() if r.status == ProbeStatus.ok)} probes ok"
+                progress(h.name, True, status)
+    factset.hosts = {h.name: factset.hosts[h.name] for h in targets}
+    return factset
+
+
+def site_context(site: Site) -> dict:
+    return {
+        "storage_kind": site.storage_kind,
+        "storage_network": site.storage_network.model_dump(),
+        "link_rates": {h.name: h.link_rate for h in site.hosts if h.link_rate},
+    }
+
+
+# --------------------------------------------------------------------------- captured outputs
+
+
+MANIFEST = "manifest.json"
+CAPTURE_FORMAT = 1
+
+
+def write_manifest(directory: Path, site: Site, started_at: str, hosts: dict[str, HostFacts]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    manifest = {
+        "capture_format": CAPTURE_FORMAT,
+        "site": json.loads(site.model_dump_json()),
+        "collected_at": started_at,
+        "hosts": {name: {"reachable": h.reachable, "errors": h.errors} for name, h in hosts.items()},
+    }
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    for name, h in hosts.items():
+        hd = directory / "hosts" / name
+        hd.mkdir(parents=True, exist_ok=True)
+        (hd / "host.json").write_text(json.dumps({"reachable": h.reachable, "errors": h.errors}, indent=2) + "\n")
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")

@@ -1,0 +1,1 @@
+"""Reports: the scan report model (JSON), the console summary, JUnit XML."""

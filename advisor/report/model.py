@@ -1,0 +1,129 @@
+"""The scan report: a versioned, documented JSON schema (docs/report-schema.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from advisor.errors import StoradviseError
+from advisor.facts import FactSet, ProbeStatus
+from advisor.findings import SEVERITY_ORDER, Finding, FindingStatus
+
+SCHEMA_VERSION = "1.0"
+
+
+class HostReport(BaseModel):
+    name: str
+    roles: list[str] = Field(default_factory=list)
+    groups: list[str] = Field(default_factory=list)
+    address: str | None = None
+    reachable: bool
+    errors: list[str] = Field(default_factory=list)
+    #: probe name -> ok | not_applicable | error
+    probes: dict[str, str] = Field(default_factory=dict)
+    #: probe name -> message (why not applicable / what failed)
+    probe_messages: dict[str, str] = Field(default_factory=dict)
+    #: parsed facts per probe (plain data), for offline analysis, plan and verify
+    facts: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScanSummary(BaseModel):
+    hosts: int
+    unreachable: int
+    probe_errors: int
+    by_status: dict[str, int]
+    failed_by_severity: dict[str, int]
+    worst_failed_severity: str | None
+    incomplete: bool
+
+
+class ScanReport(BaseModel):
+    schema_version: str = SCHEMA_VERSION
+    tool: str = "storadvise"
+    tool_version: str
+    site: str
+    site_file: str | None = None
+    profiles: list[str]
+    started_at: str
+    finished_at: str
+    duration_s: float
+    hosts: list[HostReport]
+    findings: list[Finding]
+    summary: ScanSummary
+    mesh: dict[str, Any] | None = None
+    efficiency: dict[str, Any] | None = None
+
+
+def summarise(factset: FactSet, findings: list[Finding]) -> ScanSummary:
+    by_status: dict[str, int] = {s.value: 0 for s in FindingStatus}
+    failed: dict[str, int] = {s: 0 for s in SEVERITY_ORDER}
+    for f in findings:
+        by_status[f.status.value] += 1
+        if f.status == FindingStatus.fail:
+            failed[f.severity.value] += 1
+    worst = next((s for s in reversed(SEVERITY_ORDER) if failed[s]), None)
+    unreachable = sum(1 for h in factset.hosts.values() if not h.reachable)
+    probe_errors = sum(1 for h in factset.hosts.values() for r in h.probes.values() if r.status == ProbeStatus.error)
+    mesh_failed = sum(1 for p in (factset.mesh or {}).get("paths", []) if p.get("status") != "ok")
+    return ScanSummary(
+        hosts=len(factset.hosts), unreachable=unreachable, probe_errors=probe_errors,
+        by_status=by_status, failed_by_severity=failed, worst_failed_severity=worst,
+        incomplete=bool(unreachable or probe_errors or mesh_failed),
+    )
+
+
+def build_report(factset: FactSet, findings: list[Finding], *, profiles: list[str], started_at: str,
+                 finished_at: str, duration_s: float, site_file: str | None) -> ScanReport:
+    from advisor import __version__
+
+    hosts = [
+        HostReport(
+            name=h.name, roles=h.roles, groups=h.groups, address=h.address, reachable=h.reachable, errors=h.errors,
+            probes={n: r.status.value for n, r in h.probes.items()},
+            probe_messages={n: r.message for n, r in h.probes.items() if r.message},
+            facts={n: r.facts for n, r in h.probes.items() if r.status == ProbeStatus.ok},
+        )
+        for h in factset.hosts.values()
+    ]
+    return ScanReport(
+        tool_version=__version__, site=factset.site, site_file=site_file, profiles=profiles,
+        started_at=started_at, finished_at=finished_at, duration_s=round(duration_s, 3),
+        hosts=hosts, findings=findings, summary=summarise(factset, findings),
+        mesh=factset.mesh, efficiency=factset.efficiency,
+    )
+
+
+def load_report(path: str | Path) -> ScanReport:
+    """Read a scan JSON written by ``storadvise scan --json``; refuses other schema versions."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise StoradviseError(f"{p}: scan report not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StoradviseError(f"{p}: cannot read scan report: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise StoradviseError(f"{p}:{exc.lineno}: not JSON: {exc.msg}") from None
+    if not isinstance(data, dict) or "schema_version" not in data:
+        raise StoradviseError(f"{p}: not a storadvise scan report (no schema_version)")
+    major = str(data["schema_version"]).split(".")[0]
+    if major != SCHEMA_VERSION.split(".")[0]:
+        raise StoradviseError(f"{p}: scan report schema {data['schema_version']} is not supported (this storadvise reads {SCHEMA_VERSION})")
+    try:
+        return ScanReport.model_validate(data)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        raise StoradviseError(f"{p}: invalid scan report at {'.'.join(str(x) for x in e['loc'])}: {e['msg']}") from None
+
+
+def exit_code(summary: ScanSummary, fail_on: str) -> int:
+    """0 clean; 2 a failed finding at or above ``fail_on``; 3 incomplete (and nothing at 2)."""
+    threshold = SEVERITY_ORDER.index(fail_on)
+    if any(n for s, n in summary.failed_by_severity.items() if SEVERITY_ORDER.index(s) >= threshold):
+        return 2
+    if summary.incomplete:
+        return 3
+    return 0

@@ -1,0 +1,235 @@
+"""Rule packs and profiles as data: loading and validation (docs/rules.md).
+
+The engine (advisor.rule_engine) evaluates what this module loads.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from advisor.errors import RuleDefinitionError, SiteFileError
+from advisor.findings import Remediation, Severity
+from advisor.resources import rules_dir
+from advisor.yaml_lines import load_located_yaml
+
+OPERATORS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "regex", "between", "present", "absent")
+Operator = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "regex", "between", "present", "absent"]
+_ID_RE = re.compile(r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")
+_VAR_RE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+
+
+class Condition(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str
+    operator: Operator
+    expected: Any = None
+
+
+class RuleSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    title: str
+    kind: Literal["check", "python"] = "check"
+    roles: list[str] = Field(default_factory=list)
+    probe: str | None = None
+    fact: str | None = None
+    for_each: str | None = None
+    where: Condition | None = None
+    operator: Operator | None = None
+    expected: Any = None
+    function: str | None = None
+    severity: Severity
+    rationale: str = Field(min_length=1)
+    references: list[str] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=list)
+    remediation: Remediation = Field(default_factory=Remediation)
+    tags: list[str] = Field(default_factory=list)
+    #: the pack file the rule came from (set by the loader)
+    pack: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "RuleSpec":
+        if not _ID_RE.match(self.id):
+            raise ValueError(f"rule id {self.id!r} must be UPPER-KEBAB-CASE like NET-TCP-SACK")
+        if self.kind == "check":
+            missing = [f for f in ("probe", "fact", "operator") if getattr(self, f) is None]
+            if missing:
+                raise ValueError(f"a check rule needs {', '.join(missing)}")
+            if self.operator not in ("present", "absent") and self.expected is None:
+                raise ValueError("a check rule needs 'expected' (a value or ${var})")
+        else:
+            if not self.function:
+                raise ValueError("a python rule needs 'function' (the registered id)")
+        return self
+
+    def variables(self) -> set[str]:
+        """The profile variables the rule reads."""
+        out: set[str] = set()
+        for value in (self.expected, self.where.expected if self.where else None):
+            out |= _vars_in(value)
+        return out
+
+
+def _vars_in(value: Any) -> set[str]:
+    if isinstance(value, str):
+        m = _VAR_RE.match(value.strip())
+        return {m.group(1)} if m else set()
+    if isinstance(value, (list, tuple)):
+        out: set[str] = set()
+        for v in value:
+            out |= _vars_in(v)
+        return out
+    return set()
+
+
+def substitute_vars(value: Any, variables: dict[str, Any]) -> Any:
+    """Replace ``${var}`` (a whole string) with the variable's value, recursively in lists."""
+    if isinstance(value, str):
+        m = _VAR_RE.match(value.strip())
+        if m:
+            name = m.group(1)
+            if name not in variables:
+                raise RuleDefinitionError(f"profile variable {name!r} is not defined")
+            return variables[name]
+        return value
+    if isinstance(value, list):
+        return [substitute_vars(v, variables) for v in value]
+    return value
+
+
+class RulePackFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    vars: dict[str, Any] = Field(default_factory=dict)
+    rules: list[RuleSpec] = Field(default_factory=list)
+
+
+class ProfileSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    description: str = ""
+    include: list[str] = Field(default_factory=list)
+    select: list[str] = Field(default_factory=lambda: ["*"])
+    exclude: list[str] = Field(default_factory=list)
+    vars: dict[str, Any] = Field(default_factory=dict)
+    severity: dict[str, Severity] = Field(default_factory=dict)
+    source: str = Field("", exclude=True)
+
+
+class RuleCatalog(BaseModel):
+    """Every rule of every pack, with the pack-level variable defaults."""
+
+    rules: dict[str, RuleSpec]
+    pack_vars: dict[str, Any]
+
+
+def load_catalog(directory: Path | None = None) -> RuleCatalog:
+    d = directory or rules_dir()
+    rules: dict[str, RuleSpec] = {}
+    pack_vars: dict[str, Any] = {}
+    for path in sorted(d.glob("*.yml")):
+        doc = load_located_yaml(path, "rule pack")
+        if doc.data is None:
+            continue
+        if not isinstance(doc.data, dict):
+            raise RuleDefinitionError(f"{path}:1: a rule pack is a mapping with 'rules' (and optional 'vars')")
+        try:
+            pack = RulePackFile.model_validate(doc.data)
+        except ValidationError as exc:
+            err = doc.error_from_validation(exc)
+            raise RuleDefinitionError(str(err)) from None
+        for index, rule in enumerate(pack.rules):
+            if rule.id in rules:
+                line = doc.line_of(("rules", index, "id"))
+                raise RuleDefinitionError(f"{path}:{line}: duplicate rule id {rule.id} (also in {rules[rule.id].pack})")
+            rule.pack = path.name
+            rules[rule.id] = rule
+        for k, v in pack.vars.items():
+            if k in pack_vars and pack_vars[k] != v:
+                raise RuleDefinitionError(f"{path}: variable {k!r} has a different default in another pack")
+            pack_vars[k] = v
+    return RuleCatalog(rules=rules, pack_vars=pack_vars)
+
+
+def profiles_dir(directory: Path | None = None) -> Path:
+    return (directory or rules_dir()) / "profiles"
+
+
+def available_profiles(directory: Path | None = None) -> list[str]:
+    return sorted(p.stem for p in profiles_dir(directory).glob("*.yml"))
+
+
+def load_profile_file(name_or_path: str, directory: Path | None = None) -> ProfileSpec:
+    p = Path(name_or_path)
+    if p.suffix not in (".yml", ".yaml"):
+        p = profiles_dir(directory) / f"{name_or_path}.yml"
+        if not p.is_file():
+            known = ", ".join(available_profiles(directory)) or "none"
+            raise RuleDefinitionError(f"unknown profile {name_or_path!r} (known: {known})")
+    try:
+        doc = load_located_yaml(p, "profile")
+    except SiteFileError as exc:
+        raise RuleDefinitionError(str(exc)) from None
+    if not isinstance(doc.data, dict):
+        raise RuleDefinitionError(f"{p}:1: a profile is a mapping with 'name'")
+    try:
+        spec = ProfileSpec.model_validate(doc.data)
+    except ValidationError as exc:
+        raise RuleDefinitionError(str(doc.error_from_validation(exc))) from None
+    spec.source = str(p)
+    return spec
+
+
+class ResolvedProfile(BaseModel):
+    """One or more profiles flattened: which rules run, with which variables and severities."""
+
+    names: list[str]
+    rule_ids: list[str]
+    vars: dict[str, Any]
+    severity: dict[str, Severity]
+
+
+def resolve_profiles(names: list[str], catalog: RuleCatalog, directory: Path | None = None,
+                     overrides: dict[str, Any] | None = None) -> ResolvedProfile:
+    """Flatten profiles (``include:`` first, depth-first) into rules, vars and severities.
+
+    Several profiles given together apply in order: a rule runs if any selects it (and that
+    profile does not exclude it); later profiles' variables and severities win. Site variables
+    (``overrides``) win over all profiles.
+    """
+    selected: set[str] = set()
+    variables: dict[str, Any] = dict(catalog.pack_vars)
+    severities: dict[str, Severity] = {}
+
+    def flatten(name: str, stack: tuple[str, ...]) -> list[ProfileSpec]:
+        if name in stack:
+            raise RuleDefinitionError(f"profile include cycle: {' -> '.join(stack + (name,))}")
+        spec = load_profile_file(name, directory)
+        out: list[ProfileSpec] = []
+        for inc in spec.include:
+            out.extend(flatten(inc, stack + (name,)))
+        out.append(spec)
+        return out
+
+    for name in names or ["generic"]:
+        chain = flatten(name, ())
+        chosen: set[str] = set()
+        for spec in chain:
+            for rid in catalog.rules:
+                if any(fnmatch.fnmatchcase(rid, g) for g in spec.select):
+                    chosen.add(rid)
+            for rid in list(chosen):
+                if any(fnmatch.fnmatchcase(rid, g) for g in spec.exclude):
+                    chosen.discard(rid)
+            variables.update(spec.vars)
+            severities.update(spec.severity)
+        selected |= chosen
+    if overrides:
+        variables.update(overrides)
+    return ResolvedProfile(names=list(names or ["generic"]), rule_ids=sorted(selected), vars=variables,
+                           severity=severities)
