@@ -165,8 +165,9 @@ class BlockQueueProbe(Probe):
 # ----------------------------------------------------------------------------------------
 # block.ioerrors
 
-#: lines the host-side awk keeps; parse then matches them exactly with the patterns below
-KERNEL_LOG_GREP = "I/O error|error, dev |failed command: "
+#: the awk regex (``/`` escaped) for the lines the host sends; parse then matches them exactly
+#: with IO_ERROR_PATTERNS, so a line the filter lets through but no pattern names is ignored
+KERNEL_LOG_FILTER = r"I\/O error|error, dev |failed command: "
 IO_ERROR_PATTERNS = (
     # block layer, blk-core.c blk_print_req_error(): "%s error, dev %s, sector %llu op 0x%x:(%s) ..."
     # (before 5.x prefixed "blk_update_request: " / "print_req_error: ", 2.6-3.x "end_request: ");
@@ -264,7 +265,7 @@ class IoErrorsProbe(Probe):
             + 'echo "$src"\n'
             + section("errors")
             + '{ if [ "$src" = dmesg ]; then dmesg; else journalctl -k -b --no-pager -q; fi; } |\n'
-            f"  awk '{{ n++ }} /{KERNEL_LOG_GREP.replace('/', chr(92) + '/')}/ {{ print }}"
+            f"  awk '{{ n++ }} /{KERNEL_LOG_FILTER}/ {{ print }}"
             f" END {{ print \"{SECTION_MARKER}log-lines\"; print n + 0 }}'\n"
             "fi\n"
             + section(END_SECTION)

@@ -20,7 +20,7 @@ interval is exact to ±0.2 % at the default 5 s.
 as 32-bit values. A counter smaller in the second snapshot is taken as one 32-bit wrap
 (Δ = new + 2^32 - old) when the old value fits in 32 bits; otherwise (a 64-bit counter went
 backwards: the device was re-created) its Δ is 0, which is what iostat reports for %util.
-A wrap-corrected Δio_ticks larger than the interval itself is impossible for a real wrap and
+A wrap-corrected Δio_ticks larger than the interval (+5 % + 10 ms) is impossible for a real wrap and
 is also taken as a reset (Δ 0). Devices present in only one snapshot, or whose major:minor
 changed between them, are left out.
 
