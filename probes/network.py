@@ -29,8 +29,9 @@ several fields (``tcp_rmem``) have their blanks normalised to single spaces. Lin
 not expanded: they are not recorded as setting any key.
 
 For every key we report the effective persisted value, the file/line that sets it, and every
-other line (in any applied file, or in a masked file) that sets the key to a different value:
-these conflict with the effective line and the remediation comments them out.
+other line (in any applied file, or in a masked file, flagged ``masked``) that sets the key to a
+different value: these conflict with the effective line and the remediation comments them out.
+A line reached twice through a symlinked file is reported once, under the file's own name.
 
 ``network.nic``
 ---------------
@@ -91,6 +92,9 @@ class SysctlConflict(BaseModel):
     lineno: int
     line: str
     value: str
+    #: the line is in a file masked by one of the same name (not applied today; harmless until
+    #: the masking file goes away)
+    masked: bool = False
 
 
 class SysctlSetting(BaseModel):
@@ -324,7 +328,9 @@ def parse_sysctl_output(text: str) -> SysctlFacts:
                 physical = (links.get(cl.file, cl.file), cl.lineno)
                 if cl.value != eff.value and physical not in reported:
                     reported.add(physical)
-                    setting.conflicts.append(SysctlConflict(file=cl.file, lineno=cl.lineno, line=cl.line, value=cl.value))
+                    setting.conflicts.append(
+                        SysctlConflict(file=cl.file, lineno=cl.lineno, line=cl.line, value=cl.value, masked=cl.file in masked)
+                    )
         out[key] = setting
     return SysctlFacts(sysctls=out, files_read=applied, files_masked=masked, files_unreadable=unreadable)
 

@@ -1,0 +1,337 @@
+"""``network.sysctl`` and ``network.nic`` against namespace captures, and their scripts for real.
+
+Fixtures come from tests/fixtures/network/capture.py (a network namespace with a veth pair and a
+private sysctl configuration tree of a GPFS storage server).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from probes import get_probe
+from probes.network import (
+    TRACKED_SYSCTLS,
+    NetworkNicProbe,
+    NetworkSysctlProbe,
+    normalize_sysctl_key,
+    order_sysctl_files,
+    parse_sysctl_conf,
+    sysctl_proc_path,
+)
+from probes.probe import ProbeContext, ProbeParseError
+
+from conftest import FIXTURES, run_in_namespace, sandboxed_script, sysctl_sandbox
+
+SYSCTL_CAPTURE = (FIXTURES / "network" / "sysctl-netns-gpfs-server.txt").read_text()
+NIC_CAPTURE = (FIXTURES / "network" / "nic-netns-veth.txt").read_text()
+IP_O_CAPTURE = (FIXTURES / "network" / "ip-o-addr-netns-veth.txt").read_text()
+CTX = ProbeContext(host="gpfs01")
+
+
+def test_registered_under_their_names():
+    assert isinstance(get_probe("network.sysctl"), NetworkSysctlProbe)
+    assert isinstance(get_probe("network.nic"), NetworkNicProbe)
+
+
+# --- network.sysctl: the captured storage server ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sysctl_facts():
+    return NetworkSysctlProbe().parse(SYSCTL_CAPTURE)
+
+
+def test_runtime_values_and_absent_keys(sysctl_facts):
+    s = sysctl_facts.sysctls
+    assert set(TRACKED_SYSCTLS) <= set(s)
+    assert s["net.ipv4.tcp_sack"].runtime == "0" and s["net.ipv4.tcp_sack"].runtime_ints == [0]
+    assert s["net.ipv4.tcp_sack"].line == "net.ipv4.tcp_sack = 0"
+    assert s["net.ipv4.tcp_rmem"].runtime == "4096 131072 6291456"
+    assert s["net.ipv4.tcp_rmem"].runtime_ints == [4096, 131072, 6291456]
+    assert s["net.ipv4.tcp_congestion_control"].runtime_ints is None
+    # inside a network namespace these two do not exist: absent, not an error
+    for key in ("net.core.netdev_max_backlog", "net.core.default_qdisc"):
+        assert s[key].absent and s[key].runtime is None and s[key].line is None
+    assert not s["net.ipv4.tcp_sack"].absent
+
+
+def test_later_file_wins_and_earlier_lines_are_conflicts(sysctl_facts):
+    sack = sysctl_facts.sysctls["net.ipv4.tcp_sack"]
+    assert (sack.persisted, sack.persisted_file, sack.persisted_lineno) == ("1", "/etc/sysctl.d/99-zz-tuning.conf", 7)
+    assert sack.persisted_line == "net.ipv4.tcp_sack = 1"
+    assert [(c.file, c.lineno, c.value) for c in sack.conflicts] == [
+        ("/etc/sysctl.d/60-gpfs.conf", 3, "0"),
+        # masked by /etc/sysctl.d/70-storage-vendor.conf, but still a line the remediation must know
+        ("/usr/lib/sysctl.d/70-storage-vendor.conf", 1, "0"),
+    ]
+    assert [c.masked for c in sack.conflicts] == [False, True]
+
+
+def test_sysctl_conf_is_applied_last(sysctl_facts):
+    ts = sysctl_facts.sysctls["net.ipv4.tcp_timestamps"]
+    assert (ts.persisted, ts.persisted_file, ts.persisted_lineno) == ("1", "/etc/sysctl.conf", 4)
+    assert [(c.file, c.line) for c in ts.conflicts] == [("/etc/sysctl.d/60-gpfs.conf", "net.ipv4.tcp_timestamps=0")]
+    rmem = sysctl_facts.sysctls["net.ipv4.tcp_rmem"]
+    assert rmem.persisted == "4096 87380 33554432" and rmem.persisted_ints == [4096, 87380, 33554432]
+    # the tab-separated line in 60-gpfs.conf is normalised for comparison, quoted as written
+    assert rmem.conflicts[0].value == "4096 87380 16777216"
+    assert rmem.conflicts[0].line == "net.ipv4.tcp_rmem =  4096\t87380\t16777216"
+
+
+def test_same_basename_in_etc_masks_the_vendor_file(sysctl_facts):
+    rmem_max = sysctl_facts.sysctls["net.core.rmem_max"]
+    assert (rmem_max.persisted, rmem_max.persisted_file) == ("16777216", "/etc/sysctl.d/70-storage-vendor.conf")
+    assert "/usr/lib/sysctl.d/70-storage-vendor.conf" in sysctl_facts.files_masked
+    assert "/usr/lib/sysctl.d/50-coredump.conf" in sysctl_facts.files_masked  # by a /dev/null link
+
+
+def test_slash_keys_ignore_failure_prefix_and_other_net_keys(sysctl_facts):
+    s = sysctl_facts.sysctls
+    assert s["net.core.wmem_max"].persisted_line == "net/core/wmem_max = 16777216"
+    backlog = s["net.core.netdev_max_backlog"]
+    assert backlog.absent and backlog.persisted == "250000" and backlog.persisted_line.startswith("-net.core")
+    # a net.* key the site sets that is not in the tracked list is reported too, with its runtime
+    rp = s["net.ipv4.conf.default.rp_filter"]
+    assert rp.persisted == "2" and rp.runtime == "0"
+    assert not any(k.startswith("kernel.") for k in s)
+
+
+def test_files_read_in_application_order(sysctl_facts):
+    assert sysctl_facts.files_read == [
+        "/usr/lib/sysctl.d/50-default.conf",
+        "/etc/sysctl.d/60-gpfs.conf",
+        "/etc/sysctl.d/70-storage-vendor.conf",
+        "/run/sysctl.d/80-runtime.conf",
+        "/etc/sysctl.d/99-sysctl.conf",
+        "/etc/sysctl.d/99-zz-tuning.conf",
+        "/etc/sysctl.conf",
+    ]
+
+
+def test_symlinked_sysctl_conf_lines_are_reported_once():
+    # /etc/sysctl.d/99-sysctl.conf -> ../sysctl.conf: the file is applied twice (procps), so a
+    # superseded line in it is seen twice; it is one line to comment out
+    text = SYSCTL_CAPTURE.replace("this line has no assignment", "net.ipv4.tcp_timestamps = 0")
+    ts = NetworkSysctlProbe().parse(text).sysctls["net.ipv4.tcp_timestamps"]
+    assert (ts.persisted, ts.persisted_file, ts.persisted_lineno) == ("0", "/etc/sysctl.conf", 5)
+    assert [(c.file, c.lineno, c.value, c.masked) for c in ts.conflicts] == [("/etc/sysctl.conf", 4, "1", False)]
+
+
+def test_no_config_files_means_nothing_persisted():
+    runtime = SYSCTL_CAPTURE[SYSCTL_CAPTURE.index("@@section runtime"):]
+    facts = NetworkSysctlProbe().parse(runtime)
+    assert facts.files_read == [] and all(v.persisted is None for v in facts.sysctls.values())
+
+
+# --- network.sysctl: the configuration grammar and precedence ---------------------------------
+
+
+def test_config_line_grammar():
+    text = (
+        "# comment\n"
+        "; also a comment\n"
+        "\n"
+        "net.ipv4.tcp_sack=0\n"
+        "  net.ipv4.tcp_timestamps   =   1  \n"
+        "-net.core.netdev_max_backlog = 250000\n"
+        "net/ipv4/conf/eth0.100/rp_filter = 1\n"
+        "net.ipv4.tcp_rmem = 4096\t87380   6291456\n"
+        "net.ipv4.conf.*.rp_filter = 2\n"
+        "no assignment here\n"
+        "kernel.domainname = example.com # not a comment\n"
+    )
+    lines = parse_sysctl_conf("/etc/sysctl.d/x.conf", text)
+    assert [(cl.lineno, cl.key, cl.value) for cl in lines] == [
+        (4, "net.ipv4.tcp_sack", "0"),
+        (5, "net.ipv4.tcp_timestamps", "1"),
+        (6, "net.core.netdev_max_backlog", "250000"),
+        (7, "net.ipv4.conf.eth0/100.rp_filter", "1"),
+        (8, "net.ipv4.tcp_rmem", "4096 87380 6291456"),
+        (11, "kernel.domainname", "example.com # not a comment"),
+    ]
+
+
+def test_key_normalisation_and_proc_path():
+    assert normalize_sysctl_key("net/core/rmem_max") == "net.core.rmem_max"
+    assert normalize_sysctl_key("net.ipv4.conf.eth0/100.rp_filter") == "net.ipv4.conf.eth0/100.rp_filter"
+    assert sysctl_proc_path("net.ipv4.conf.eth0/100.rp_filter") == "/proc/sys/net/ipv4/conf/eth0.100/rp_filter"
+    assert sysctl_proc_path("net/ipv4/tcp_sack") == "/proc/sys/net/ipv4/tcp_sack"
+
+
+def test_file_order_masks_by_basename_and_sorts_across_directories():
+    applied, masked = order_sysctl_files(
+        [
+            "/usr/lib/sysctl.d/10-vendor.conf",
+            "/etc/sysctl.d/10-vendor.conf",
+            "/run/sysctl.d/10-vendor.conf",
+            "/usr/lib/sysctl.d/50-default.conf",
+            "/etc/sysctl.d/20-site.conf",
+            "/lib/sysctl.d/99-late.conf",
+            "/usr/local/lib/sysctl.d/30-local.conf",
+            "/etc/sysctl.d/README",
+            "/etc/sysctl.conf",
+        ]
+    )
+    assert applied == [
+        "/etc/sysctl.d/10-vendor.conf",
+        "/etc/sysctl.d/20-site.conf",
+        "/usr/local/lib/sysctl.d/30-local.conf",
+        "/usr/lib/sysctl.d/50-default.conf",
+        "/lib/sysctl.d/99-late.conf",
+        "/etc/sysctl.conf",
+    ]
+    assert masked == ["/run/sysctl.d/10-vendor.conf", "/usr/lib/sysctl.d/10-vendor.conf"]
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "no 'runtime' section"),
+        (SYSCTL_CAPTURE[: SYSCTL_CAPTURE.index("@@section runtime")], "no 'runtime' section"),
+        (SYSCTL_CAPTURE[: SYSCTL_CAPTURE.index("net.ipv4.tcp_rmem\t")], "lacks net.ipv4.tcp_rmem"),
+        (SYSCTL_CAPTURE.replace("net.ipv4.tcp_sack\t0", "net.ipv4.tcp_sack 0"), "runtime line"),
+        (SYSCTL_CAPTURE.replace("@@section file /etc/sysctl.conf", "@@section bogus"), "unknown section"),
+        ("sysctl: permission denied\n" + SYSCTL_CAPTURE, "text before its first section"),
+    ],
+)
+def test_malformed_sysctl_output_is_a_parse_error(text, message):
+    with pytest.raises(ProbeParseError, match=message):
+        NetworkSysctlProbe().parse(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_sysctl_arbitrary_text_raises_only_parse_errors(text):
+    try:
+        NetworkSysctlProbe().parse(text)
+    except ProbeParseError:
+        pass
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(SYSCTL_CAPTURE.splitlines() + ["@@section runtime", "@@section file /etc/sysctl.conf", "x\ty"]), max_size=80))
+def test_sysctl_shuffled_capture_lines_raise_only_parse_errors(lines):
+    try:
+        NetworkSysctlProbe().parse("\n".join(lines))
+    except ProbeParseError:
+        pass
+
+
+def test_sysctl_script_runs_here_and_parses():
+    # the root namespace, read-only: the real config files and /proc/sys
+    out = subprocess.run(["sh", "-c", NetworkSysctlProbe().script(CTX)], capture_output=True, text=True, timeout=30, check=True)
+    facts = NetworkSysctlProbe().parse(out.stdout)
+    for key in TRACKED_SYSCTLS:
+        path = Path(sysctl_proc_path(key))
+        if path.exists():
+            assert facts.sysctls[key].runtime == " ".join(path.read_text().split())
+        else:
+            assert facts.sysctls[key].absent
+
+
+@pytest.mark.root
+def test_sysctl_script_in_a_namespace_with_its_own_config(netns):
+    run_in_namespace(netns, "sysctl -q -w net.ipv4.tcp_sack=0").check_returncode()
+    tree = {
+        "/usr/lib/sysctl.d/60-vendor.conf": "net.ipv4.tcp_sack = 0\n",
+        "/etc/sysctl.d/60-vendor.conf": "net.ipv4.tcp_sack = 1\nnet.ipv4.tcp_wmem=4096  65536 33554432\n",
+        "/etc/sysctl.conf": "-net.core.netdev_max_backlog = 30000\n",
+    }
+    with sysctl_sandbox(tree) as root:
+        out = run_in_namespace(netns, sandboxed_script(root, NetworkSysctlProbe().script(CTX)))
+    assert out.returncode == 0, out.stderr
+    facts = NetworkSysctlProbe().parse(out.stdout)
+    sack = facts.sysctls["net.ipv4.tcp_sack"]
+    assert (sack.runtime, sack.persisted, sack.persisted_file) == ("0", "1", "/etc/sysctl.d/60-vendor.conf")
+    assert [(c.file, c.masked) for c in sack.conflicts] == [("/usr/lib/sysctl.d/60-vendor.conf", True)]
+    assert facts.files_masked == ["/usr/lib/sysctl.d/60-vendor.conf"]
+    assert facts.sysctls["net.ipv4.tcp_wmem"].persisted_ints == [4096, 65536, 33554432]
+    assert facts.sysctls["net.core.netdev_max_backlog"].absent
+    assert facts.sysctls["net.core.netdev_max_backlog"].persisted_file == "/etc/sysctl.conf"
+
+
+# --- network.nic -----------------------------------------------------------------------------
+
+
+def test_nic_capture():
+    facts = NetworkNicProbe().parse(NIC_CAPTURE)
+    assert set(facts.interfaces) == {"lo", "stor0", "stor1"}
+    lo, stor0 = facts.interfaces["lo"], facts.interfaces["stor0"]
+    assert lo.is_loopback and lo.speed_mbps is None and lo.driver is None and lo.mtu == 65536
+    assert lo.addresses == ["127.0.0.1/8", "::1/128"]
+    assert not stor0.is_loopback
+    assert (stor0.speed_mbps, stor0.mtu, stor0.txqueuelen, stor0.operstate, stor0.driver) == (10000, 9000, 1000, "up", "veth")
+    assert stor0.addresses[:2] == ["198.18.0.5/24", "fd00:198:18::5/64"]
+    assert stor0.addresses[2].startswith("fe80::")
+    assert len(stor0.mac.split(":")) == 6
+
+
+def test_nic_falls_back_to_ip_oneline_output():
+    sysfs = NIC_CAPTURE[: NIC_CAPTURE.index("@@section ip-j-addr")]
+    facts = NetworkNicProbe().parse(sysfs + "@@section ip-o-addr\n" + IP_O_CAPTURE)
+    assert facts == NetworkNicProbe().parse(NIC_CAPTURE)
+
+
+def test_nic_speed_minus_one_and_unreadable_are_unknown():
+    text = NIC_CAPTURE.replace("stor0\tspeed\t10000", "stor0\tspeed\t-1").replace("stor1\tspeed\t10000", "stor1\tspeed\t")
+    facts = NetworkNicProbe().parse(text)
+    assert facts.interfaces["stor0"].speed_mbps is None and facts.interfaces["stor1"].speed_mbps is None
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "no 'sysfs' section"),
+        (NIC_CAPTURE[: NIC_CAPTURE.index("@@section ip-j-addr")], "no 'ip-j-addr' or 'ip-o-addr'"),
+        (NIC_CAPTURE[: NIC_CAPTURE.index("stor0\tdriver")], "incomplete"),
+        (NIC_CAPTURE[: NIC_CAPTURE.index('"addr_info"')], "not JSON"),
+        (NIC_CAPTURE.replace("stor0\tmtu\t9000", "stor0 mtu 9000"), "sysfs line"),
+        (NIC_CAPTURE[: NIC_CAPTURE.index("@@section ip-j-addr")] + "@@section ip-o-addr\nDevice \"x\" does not exist.\n", "ip -o addr line 1"),
+    ],
+)
+def test_malformed_nic_output_is_a_parse_error(text, message):
+    with pytest.raises(ProbeParseError, match=message):
+        NetworkNicProbe().parse(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_nic_arbitrary_text_raises_only_parse_errors(text):
+    try:
+        NetworkNicProbe().parse(text)
+    except ProbeParseError:
+        pass
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.sampled_from(NIC_CAPTURE.splitlines() + ["@@section ip-j-addr", "[]", "{}", '[{"ifname": 1}]', "@@section ip-o-addr"]), max_size=40)
+)
+def test_nic_shuffled_capture_lines_raise_only_parse_errors(lines):
+    try:
+        NetworkNicProbe().parse("\n".join(lines))
+    except ProbeParseError:
+        pass
+
+
+@pytest.mark.root
+def test_nic_script_in_a_namespace_with_a_veth_pair(netns):
+    for cmd in (
+        "ip link add st0 type veth peer name st1",
+        "ip link set st0 mtu 9000",
+        "ip addr add 198.18.0.7/24 dev st0",
+        "ip link set st0 up",
+    ):
+        run_in_namespace(netns, cmd).check_returncode()
+    out = run_in_namespace(netns, NetworkNicProbe().script(CTX))
+    assert out.returncode == 0, out.stderr
+    facts = NetworkNicProbe().parse(out.stdout)
+    st0 = facts.interfaces["st0"]
+    assert st0.mtu == 9000 and st0.driver == "veth" and "198.18.0.7/24" in st0.addresses
+    assert facts.interfaces["st1"].operstate == "down"
+    assert facts.interfaces["lo"].is_loopback
