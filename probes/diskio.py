@@ -24,8 +24,9 @@ A wrap-corrected Δio_ticks larger than the interval (+5 % + 10 ms) is impossibl
 is also taken as a reset (Δ 0). Devices present in only one snapshot, or whose major:minor
 changed between them, are left out.
 
-**Partitions.** The script also lists /sys/block: a device not listed there is a partition
-(iostat's own test). Without that list (a bare pair of snapshots), the 7-column pre-2.6.25
+**Partitions, virtual devices.** The script also lists /sys/block with each entry's sysfs
+link: a device not listed there is a partition (iostat's own test); one linked under
+/sys/devices/virtual, or named loop/ram/zram/dm-/md, is ``virtual``. Without that list (a bare pair of snapshots), the 7-column pre-2.6.25
 partition form, or a name that is a listed disk's name plus a partition number
 (``sda1``, ``nvme0n1p2``, ``cciss/c0d0p1``), marks a partition.
 """
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from probes.block import VIRTUAL_NAME
 from probes.probe import NOT_APPLICABLE_MARKER, Probe, ProbeContext, ProbeParseError, section, split_sections
 
 WRAP_32 = 2**32
@@ -94,6 +96,9 @@ class DeviceIoStats(BaseModel):
     rareq_sz_kb: float
     wareq_sz_kb: float
     partition: bool
+    #: loop, ram, zram, dm-*, md* or under /sys/devices/virtual (LVM, RAID, ...): its I/O is
+    #: also counted on the disks beneath it
+    virtual: bool = False
 
 
 class DiskIoFacts(BaseModel):
@@ -155,7 +160,9 @@ def looks_like_partition(name: str, disks: set[str]) -> bool:
     return False
 
 
-def compute_device_stats(old: DiskstatsRecord, new: DiskstatsRecord, interval_s: float, partition: bool) -> DeviceIoStats:
+def compute_device_stats(
+    old: DiskstatsRecord, new: DiskstatsRecord, interval_s: float, partition: bool, virtual: bool = False
+) -> DeviceIoStats:
     """iostat -x figures between two snapshots of one device, ``interval_s`` seconds apart."""
     d = {f: counter_delta(getattr(old, f), getattr(new, f)) for f in STAT_FIELDS if f != "in_flight"}
     interval_ms = interval_s * 1000.0
@@ -180,6 +187,7 @@ def compute_device_stats(old: DiskstatsRecord, new: DiskstatsRecord, interval_s:
         rareq_sz_kb=per_io(d["sectors_read"], d["reads"]) / 2.0,
         wareq_sz_kb=per_io(d["sectors_written"], d["writes"]) / 2.0,
         partition=partition,
+        virtual=virtual,
     )
 
 
@@ -187,10 +195,10 @@ def compute_diskio(
     first: dict[str, DiskstatsRecord],
     second: dict[str, DiskstatsRecord],
     interval_s: float,
-    whole_disks: set[str] | None = None,
+    whole_disks: dict[str, str] | None = None,
 ) -> DiskIoFacts:
     """Per-device figures for the devices in both snapshots. ``whole_disks``: the /sys/block
-    names (``!`` already turned into ``/``); None = decide partitions from the names."""
+    names (``!`` already turned into ``/``) with their sysfs link; None = decide from the names."""
     if not interval_s > 0:
         raise ProbeParseError(f"diskstats: sample interval is {interval_s} s, expected > 0")
     facts = DiskIoFacts(interval_s=interval_s)
@@ -203,7 +211,9 @@ def compute_diskio(
             partition = name not in whole_disks
         else:
             partition = new.short_form or looks_like_partition(name, name_disks)
-        facts.devices[name] = compute_device_stats(old, new, interval_s, partition)
+        link = (whole_disks or {}).get(name, "")
+        virtual = bool(VIRTUAL_NAME.match(name)) or "/devices/virtual/" in link
+        facts.devices[name] = compute_device_stats(old, new, interval_s, partition, virtual)
     return facts
 
 
@@ -237,7 +247,7 @@ class DiskstatsProbe(Probe):
             f'  echo "{NOT_APPLICABLE_MARKER} /proc/diskstats or /proc/uptime not readable"; exit 0\n'
             "fi\n"
             + section(SYSBLOCK_SECTION)
-            + "ls /sys/block 2>/dev/null\n"
+            + 'for d in /sys/block/*; do [ -e "$d" ] && printf \'%s %s\\n\' "${d##*/}" "$(readlink "$d")"; done\n'
             + section("uptime1") + "cat /proc/uptime\n"
             + section("diskstats1") + "cat /proc/diskstats\n"
             + f"sleep {seconds} 2>/dev/null || sleep {whole}\n"
@@ -258,7 +268,7 @@ class DiskstatsProbe(Probe):
         if not second:
             raise ProbeParseError("block.diskstats: the second /proc/diskstats snapshot is empty")
         whole_disks = None
-        listing = sections.get(SYSBLOCK_SECTION, "").split()
+        listing = [line.split(None, 1) for line in sections.get(SYSBLOCK_SECTION, "").splitlines() if line.strip()]
         if listing:
-            whole_disks = {name.replace("!", "/") for name in listing}
+            whole_disks = {entry[0].replace("!", "/"): entry[-1] for entry in listing}
         return compute_diskio(first, second, round(end - start, 6), whole_disks)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -145,6 +146,8 @@ def test_real_capture_from_this_vm():
     assert vda.await_ms == pytest.approx((360 + 99 + 27) / (3220 + 235 + 3))
     assert set(facts.devices) == {f"loop{i}" for i in range(8)} | {"vda", "zram0"}
     assert not any(d.partition for d in facts.devices.values())
+    # this capture's sysblock list holds names only (an older script): virtual comes from the names
+    assert {name for name, d in facts.devices.items() if d.virtual} == {f"loop{i}" for i in range(8)} | {"zram0"}
 
 
 def test_32bit_counter_wrap():
@@ -249,5 +252,20 @@ def test_script_runs_on_this_machine():
     facts = PROBE.parse(run.stdout)
     assert 0.15 <= facts.interval_s <= 2.0
     assert facts.devices, "this machine has block devices in /proc/diskstats"
-    for stats in facts.devices.values():
+    for name, stats in facts.devices.items():
         assert stats.util_pct >= 0 and stats.r_s >= 0 and stats.aqu_sz >= 0
+        sysfs = Path("/sys/block") / name.replace("/", "!")
+        assert stats.partition == (not sysfs.exists()), name
+        if sysfs.exists():
+            assert stats.virtual == os.path.realpath(sysfs).startswith("/sys/devices/virtual/"), name
+
+
+def test_virtual_from_sysfs_links():
+    line = "253 0 dm-0 1 0 8 1 0 0 0 0 0 1 1\n8 0 sda 1 0 8 1 0 0 0 0 0 1 1\n43 0 nbd0 1 0 8 1 0 0 0 0 0 1 1"
+    sysblock = (
+        "dm-0 ../devices/virtual/block/dm-0\n"
+        "sda ../devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0/block/sda\n"
+        "nbd0 ../devices/virtual/block/nbd0"
+    )
+    facts = PROBE.parse(pair(line, line, sysblock=sysblock))
+    assert {name: d.virtual for name, d in facts.devices.items()} == {"dm-0": True, "sda": False, "nbd0": True}
