@@ -1,0 +1,319 @@
+"""iperf3 on a host: the scripts the runner sends and the parser of ``iperf3 -J`` output.
+
+Pure: this module builds POSIX sh text and parses text; it runs nothing.
+
+Facts it relies on (iperf3 3.x, checked against 3.12 on the lab machine, see
+tests/fixtures/iperf3/README.md):
+
+* ``iperf3 -J`` reports every failure as a top-level ``"error"`` key; iperf3 <= 3.13 exits 0
+  with ``-J`` even on "the server is busy" or "Connection refused". The key decides, never
+  the exit code.
+* ``iperf3 -s -1`` serves exactly one test and exits; ``--forceflush`` makes its "Server
+  listening on PORT" line (or "unable to start listener ... Address already in use") appear
+  in its log at once, which is how the start script knows the port is ready or taken.
+* ``--bidir`` needs iperf3 >= 3.7 on both ends; ``--connect-timeout`` needs >= 3.8.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+#: first line of ``iperf3 --version``: "iperf 3.12 (cJSON 1.7.15)"
+_VERSION_RE = re.compile(r"\biperf\s+(\d+)\.(\d+)(?:\.(\d+))?")
+
+BIDIR_MIN = (3, 7)
+CONNECT_TIMEOUT_MIN = (3, 8)
+
+#: how long the start script waits for the server to listen, seconds
+SERVER_READY_WAIT = 5.0
+
+# marker lines the scripts print (the runner parses them)
+_READY = "STORADVISE-IPERF3-READY"
+_INUSE = "STORADVISE-IPERF3-INUSE"
+_NOSTART = "STORADVISE-IPERF3-NOSTART"
+_MISSING = "STORADVISE-IPERF3-MISSING"
+
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """``iperf 3.12 (cJSON 1.7.15)`` -> (3, 12, 0); None when not an iperf3 version line."""
+    m = _VERSION_RE.search(text or "")
+    if not m:
+        return None
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+VERSION_SCRIPT = "command -v iperf3 >/dev/null 2>&1 || { echo %s; exit 127; }; iperf3 --version 2>&1 | head -n 1" % _MISSING
+
+
+def version_missing(stdout: str) -> bool:
+    return _MISSING in (stdout or "")
+
+
+# ----------------------------------------------------------------------------- server
+
+
+def server_start_script(port: int, lifetime_s: float) -> str:
+    """Start a one-shot server on ``port`` in the background and wait until it listens.
+
+    Prints ``READY <pid> <dir>`` when listening, ``INUSE`` when the port is taken,
+    ``NOSTART <log>`` for any other failure. ``timeout`` (coreutils), when present, bounds the
+    server's life even if the controller dies before stopping it.
+    """
+    life = max(1, int(lifetime_s + 0.999))
+    wait_steps = int(SERVER_READY_WAIT / 0.05)
+    return f"""\
+command -v iperf3 >/dev/null 2>&1 || {{ echo {_MISSING}; exit 127; }}
+d=$(mktemp -d "${{TMPDIR:-/tmp}}/storadvise-iperf3.XXXXXX") || exit 1
+if command -v timeout >/dev/null 2>&1; then lim="timeout {life}"; else lim=""; fi
+nohup $lim iperf3 -s -1 -p {int(port)} --forceflush >"$d/log" 2>&1 </dev/null &
+pid=$!
+i=0
+while [ $i -lt {wait_steps} ]; do
+  if grep -q 'Server listening' "$d/log" 2>/dev/null; then echo "{_READY} $pid $d"; exit 0; fi
+  if grep -qi 'address already in use' "$d/log" 2>/dev/null; then echo {_INUSE}; rm -rf "$d"; exit 0; fi
+  if ! kill -0 $pid 2>/dev/null; then echo "{_NOSTART} $(tr '\\n' ' ' <"$d/log")"; rm -rf "$d"; exit 0; fi
+  sleep 0.05; i=$((i+1))
+done
+kill $pid 2>/dev/null
+echo "{_NOSTART} not listening after {SERVER_READY_WAIT:g}s: $(tr '\\n' ' ' <"$d/log")"
+rm -rf "$d"
+"""
+
+
+@dataclass
+class ServerStart:
+    ready: bool
+    pid: int | None = None
+    workdir: str | None = None
+    in_use: bool = False
+    missing: bool = False
+    message: str = ""
+
+
+def parse_server_start(stdout: str) -> ServerStart:
+    for line in (stdout or "").splitlines():
+        line = line.strip()
+        if line.startswith(_READY):
+            parts = line.split()
+            if len(parts) >= 3 and parts[1].isdigit():
+                return ServerStart(True, pid=int(parts[1]), workdir=parts[2])
+        if line.startswith(_INUSE):
+            return ServerStart(False, in_use=True, message="address in use")
+        if line.startswith(_MISSING):
+            return ServerStart(False, missing=True, message="iperf3 is not installed")
+        if line.startswith(_NOSTART):
+            msg = line[len(_NOSTART):].strip()
+            msg = re.sub(r"\s*iperf3: exiting\s*$", "", msg)
+            return ServerStart(False, message=f"iperf3 server did not start: {msg or 'no output'}")
+    return ServerStart(False, message=f"iperf3 server did not start: {(stdout or '').strip()[:200] or 'no output'}")
+
+
+def server_stop_script(pid: int, workdir: str) -> str:
+    """Stop the one-shot server (if it still runs) by the pid captured at start, and clean up.
+
+    The pid is only signalled while it is still the server we started (its command line
+    names iperf3 and the port directory exists), so a recycled pid is never hit.
+    """
+    d = shlex.quote(workdir)
+    return f"""\
+p={int(pid)}
+if [ -d {d} ] && kill -0 $p 2>/dev/null && tr '\\0' ' ' </proc/$p/cmdline 2>/dev/null | grep -Eq 'iperf3|timeout'; then
+  kill $p 2>/dev/null
+  i=0; while kill -0 $p 2>/dev/null && [ $i -lt 20 ]; do sleep 0.05; i=$((i+1)); done
+  kill -9 $p 2>/dev/null
+  echo stopped
+fi
+rm -rf {d}
+"""
+
+
+# ----------------------------------------------------------------------------- client
+
+
+def client_command(
+    address: str,
+    port: int,
+    duration: float,
+    omit: float,
+    streams: int,
+    congestion: str | None = None,
+    bidir: bool = False,
+    connect_timeout_ms: int | None = None,
+    hard_limit_s: float | None = None,
+) -> str:
+    """The sender's command line (``-J``, JSON on stdout)."""
+    args = [
+        "iperf3", "-c", address, "-p", str(int(port)),
+        "-t", _num(duration), "-O", _num(omit), "-P", str(int(streams)), "-J",
+    ]
+    if congestion:
+        args += ["-C", congestion]
+    if bidir:
+        args.append("--bidir")
+    if connect_timeout_ms:
+        args += ["--connect-timeout", str(int(connect_timeout_ms))]
+    cmd = " ".join(shlex.quote(a) for a in args)
+    if hard_limit_s:
+        life = max(1, int(hard_limit_s + 0.999))
+        return (
+            f"if command -v timeout >/dev/null 2>&1; then timeout -k 2 {life} {cmd}; "
+            f"else {cmd}; fi"
+        )
+    return cmd
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+# ----------------------------------------------------------------------------- results
+
+
+@dataclass
+class Direction:
+    """One direction of a test, as iperf3 reported it."""
+
+    sent_bps: float | None = None
+    received_bps: float | None = None
+    sent_bytes: int | None = None
+    retransmits: int | None = None
+    rtt_us: float | None = None
+    min_rtt_us: float | None = None
+    max_rtt_us: float | None = None
+    max_snd_cwnd: int | None = None
+    max_snd_wnd: int | None = None
+    congestion: str | None = None
+    seconds: float | None = None
+
+
+@dataclass
+class IperfResult:
+    """A parsed ``iperf3 -c ... -J`` run. ``error`` set = the test failed."""
+
+    error: str | None = None
+    forward: Direction | None = None
+    #: the server -> client direction of a ``--bidir`` test
+    reverse: Direction | None = None
+    version: str | None = None
+    snd_buf: int | None = None
+    rcv_buf: int | None = None
+    sock_bufsize: int | None = None
+    mss: int | None = None
+    streams: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def _direction(end: dict, sum_sent_key: str, sum_recv_key: str, streams: list[dict], congestion: str | None) -> Direction:
+    sent = end.get(sum_sent_key) or {}
+    recv = end.get(sum_recv_key) or {}
+    senders = [s.get("sender") or {} for s in streams]
+    mean_rtts = [float(s["mean_rtt"]) for s in senders if isinstance(s.get("mean_rtt"), (int, float))]
+    min_rtts = [float(s["min_rtt"]) for s in senders if isinstance(s.get("min_rtt"), (int, float))]
+    max_rtts = [float(s["max_rtt"]) for s in senders if isinstance(s.get("max_rtt"), (int, float))]
+    cwnds = [int(s["max_snd_cwnd"]) for s in senders if isinstance(s.get("max_snd_cwnd"), (int, float))]
+    wnds = [int(s["max_snd_wnd"]) for s in senders if isinstance(s.get("max_snd_wnd"), (int, float))]
+    retr = sent.get("retransmits")
+    return Direction(
+        sent_bps=_float(sent.get("bits_per_second")),
+        received_bps=_float(recv.get("bits_per_second")),
+        sent_bytes=_int(sent.get("bytes")),
+        retransmits=_int(retr),
+        rtt_us=_mean(mean_rtts),
+        min_rtt_us=min(min_rtts) if min_rtts else None,
+        max_rtt_us=max(max_rtts) if max_rtts else None,
+        max_snd_cwnd=max(cwnds) if cwnds else None,
+        max_snd_wnd=max(wnds) if wnds else None,
+        congestion=congestion,
+        seconds=_float(recv.get("seconds") or sent.get("seconds")),
+    )
+
+
+def _float(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _int(v: Any) -> int | None:
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def parse_client_json(text: str, rc: int | None = 0, stderr: str = "") -> IperfResult:
+    """Parse the client's ``-J`` output.
+
+    A top-level ``error`` is a failure whatever ``rc`` says; so is output that is not JSON, a
+    non-zero exit without JSON, or JSON without the end sums (never reported as 0 Mb/s).
+    """
+    text = (text or "").strip()
+    if not text:
+        why = (stderr or "").strip().splitlines()
+        return IperfResult(error=f"no output from iperf3 (exit {rc}){': ' + why[-1] if why else ''}")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        # iperf3 prints its JSON last; anything before it (a shell's noise) is ignored
+        start = text.find("{")
+        try:
+            doc = json.loads(text[start:]) if start >= 0 else None
+        except json.JSONDecodeError:
+            doc = None
+        if not isinstance(doc, dict):
+            first = text.splitlines()[0][:200]
+            return IperfResult(error=f"iperf3 output is not JSON (exit {rc}): {first}")
+    if not isinstance(doc, dict):
+        return IperfResult(error="iperf3 output is not a JSON object")
+    start_sec = doc.get("start") or {}
+    version = start_sec.get("version")
+    if doc.get("error"):
+        return IperfResult(error=str(doc["error"]).strip(), version=version)
+    end = doc.get("end") or {}
+    if not end.get("sum_received") and not end.get("sum_sent"):
+        return IperfResult(error=f"iperf3 reported no end-of-test sums (exit {rc})", version=version)
+    streams = end.get("streams") or []
+    fwd_streams = [s for s in streams if (s.get("sender") or {}).get("sender", True) is True]
+    rev_streams = [s for s in streams if (s.get("sender") or {}).get("sender") is False]
+    forward = _direction(end, "sum_sent", "sum_received", fwd_streams, end.get("sender_tcp_congestion"))
+    reverse = None
+    if "sum_received_bidir_reverse" in end or "sum_sent_bidir_reverse" in end:
+        reverse = _direction(
+            end, "sum_sent_bidir_reverse", "sum_received_bidir_reverse", rev_streams,
+            end.get("receiver_tcp_congestion"),
+        )
+    test_start = start_sec.get("test_start") or {}
+    res = IperfResult(
+        forward=forward,
+        reverse=reverse,
+        version=version,
+        snd_buf=_int(start_sec.get("sndbuf_actual")),
+        rcv_buf=_int(start_sec.get("rcvbuf_actual")),
+        sock_bufsize=_int(start_sec.get("sock_bufsize")),
+        mss=_int(start_sec.get("tcp_mss_default") or start_sec.get("tcp_mss")),
+        streams=_int(test_start.get("num_streams")),
+    )
+    if forward.received_bps is None:
+        res.error = "iperf3 reported no received rate"
+    return res
+
+
+#: errors worth another attempt after a pause: nobody was listening yet, or someone else's
+#: client took our one-shot server
+_RETRYABLE = re.compile(r"server is busy|connection refused|unable to receive control message|control socket has closed", re.I)
+
+
+def retryable(error: str | None) -> bool:
+    return bool(error and _RETRYABLE.search(error))
+
+
+def connect_failure(error: str | None) -> bool:
+    """The client never got a test going (refused, unreachable, timed out connecting)."""
+    return bool(error and re.search(r"unable to connect|connection refused|no route|timed out|timeout", error, re.I))
