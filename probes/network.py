@@ -6,27 +6,8 @@ The runtime value of each key is read from ``/proc/sys`` (no ``sysctl`` binary n
 whose file does not exist (``net.core.netdev_max_backlog`` inside a network namespace) is
 ``absent``, not an error.
 
-The persisted value is what a reboot would set. It is computed by the rules procps-ng
-``sysctl --system`` uses (sysctl.conf(5), sysctl(8); systemd-sysctl, sysctl.d(5), agrees for
-the directories it shares):
-
-1. ``*.conf`` files are collected from ``/etc/sysctl.d``, ``/run/sysctl.d``,
-   ``/usr/local/lib/sysctl.d``, ``/usr/lib/sysctl.d``, ``/lib/sysctl.d`` in that order of
-   precedence: a file whose basename was already seen in an earlier directory is masked (this is
-   how /etc overrides a vendor file; a symlink to /dev/null masks without setting anything);
-2. the remaining files are applied sorted by basename regardless of directory; for the same key,
-   a later line overrides an earlier one (within a file, too);
-3. ``/etc/sysctl.conf`` is applied last (procps; systemd-sysctl reads it only through the
-   ``/etc/sysctl.d/99-sysctl.conf`` symlink most distributions ship, which comes to the same).
-
-Line syntax (both tools): blank lines and lines whose first non-blank character is ``#`` or
-``;`` are comments (there are no trailing comments: the rest of the line is the value); ``key =
-value`` with optional blanks; a leading ``-`` means "ignore failure" and is stripped; a key whose
-first separator is ``/`` uses slashes as separators and dots inside a component
-(``net/ipv4/conf/eth0.100/rp_filter`` is ``net.ipv4.conf.eth0/100.rp_filter``). Values with
-several fields (``tcp_rmem``) have their blanks normalised to single spaces. Lines without
-``=`` are ignored as both tools do (they warn). Glob keys (systemd's ``net.ipv4.conf.*.x``) are
-not expanded: they are not recorded as setting any key.
+The persisted value is what a reboot would set, computed as procps ``sysctl --system`` would
+(see ``probes.sysctl_conf`` for the precedence rules and the line grammar).
 
 For every key we report the effective persisted value, the file/line that sets it, and every
 other line (in any applied file, or in a masked file, flagged ``masked``) that sets the key to a
@@ -44,12 +25,22 @@ is down, gives ``None``), mtu, tx_queue_len, operstate, address; the driver from
 from __future__ import annotations
 
 import json
-import posixpath
 import re
 
 from pydantic import BaseModel, Field
 
-from probes.probe import Probe, ProbeContext, ProbeParseError, section, split_sections
+from probes.probe import Probe, ProbeContext, ProbeParseError, split_sections
+from probes.sysctl_conf import (  # noqa: F401  (re-exported: the probe's public helpers)
+    SYSCTL_CONF,
+    SYSCTL_DIRS,
+    SYSCTL_KEY_RE,
+    ConfigLine,
+    normalize_sysctl_key,
+    normalize_sysctl_value,
+    order_sysctl_files,
+    parse_sysctl_conf,
+    sysctl_proc_path,
+)
 
 # ---------------------------------------------------------------------------------------------
 # network.sysctl
@@ -70,19 +61,6 @@ TRACKED_SYSCTLS: tuple[str, ...] = (
     "net.ipv4.tcp_mtu_probing",
     "net.ipv4.tcp_no_metrics_save",
 )
-
-#: precedence order: a basename seen in an earlier directory masks the later ones
-SYSCTL_DIRS: tuple[str, ...] = (
-    "/etc/sysctl.d",
-    "/run/sysctl.d",
-    "/usr/local/lib/sysctl.d",
-    "/usr/lib/sysctl.d",
-    "/lib/sysctl.d",
-)
-SYSCTL_CONF = "/etc/sysctl.conf"
-
-_KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:/@+-]*$")
-_GLOB_CHARS = set("*?[")
 
 
 class SysctlConflict(BaseModel):
@@ -127,24 +105,6 @@ class SysctlFacts(BaseModel):
     files_unreadable: list[str] = Field(default_factory=list)
 
 
-def normalize_sysctl_key(key: str) -> str:
-    """Dotted form of a key; a key whose first separator is ``/`` swaps ``/`` and ``.``."""
-    key = key.strip()
-    first_sep = re.search(r"[./]", key)
-    if first_sep and first_sep.group(0) == "/":
-        key = key.translate(str.maketrans("/.", "./"))
-    return key
-
-
-def sysctl_proc_path(key: str) -> str:
-    """``net.ipv4.conf.eth0/100.rp_filter`` -> ``/proc/sys/net/ipv4/conf/eth0.100/rp_filter``."""
-    return "/proc/sys/" + normalize_sysctl_key(key).translate(str.maketrans("./", "/."))
-
-
-def _normalize_value(value: str) -> str:
-    return " ".join(value.split())
-
-
 def _ints(value: str | None) -> list[int] | None:
     if value is None:
         return None
@@ -152,52 +112,6 @@ def _ints(value: str | None) -> list[int] | None:
     if not fields or not all(re.fullmatch(r"-?\d+", f) for f in fields):
         return None
     return [int(f) for f in fields]
-
-
-class _ConfigLine(BaseModel):
-    file: str
-    lineno: int
-    line: str
-    key: str
-    value: str
-
-
-def parse_sysctl_conf(path: str, text: str) -> list[_ConfigLine]:
-    """The assignments of one sysctl configuration file, in order."""
-    out: list[_ConfigLine] = []
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        stripped = raw.strip()
-        if not stripped or stripped[0] in "#;":
-            continue
-        if "=" not in stripped:
-            continue
-        key, _, value = stripped.partition("=")
-        key = key.strip()
-        if key.startswith("-"):
-            key = key[1:].strip()
-        if not key or _GLOB_CHARS & set(key) or not _KEY_RE.match(key):
-            continue
-        out.append(
-            _ConfigLine(file=path, lineno=lineno, line=stripped, key=normalize_sysctl_key(key), value=_normalize_value(value))
-        )
-    return out
-
-
-def order_sysctl_files(paths: list[str]) -> tuple[list[str], list[str]]:
-    """(applied in order, masked) per procps ``sysctl --system``; see the module docstring."""
-    chosen: dict[str, str] = {}
-    masked: list[str] = []
-    for directory in SYSCTL_DIRS:
-        for path in sorted(p for p in paths if posixpath.dirname(p) == directory and p.endswith(".conf")):
-            base = posixpath.basename(path)
-            if base in chosen:
-                masked.append(path)
-            else:
-                chosen[base] = path
-    applied = [chosen[b] for b in sorted(chosen)]
-    if SYSCTL_CONF in paths:
-        applied.append(SYSCTL_CONF)
-    return applied, masked
 
 
 _FILE_SECTION = "file "
@@ -276,7 +190,7 @@ def parse_sysctl_output(text: str) -> SysctlFacts:
         if not line.strip():
             continue
         key, sep, value = line.partition("\t")
-        if not sep or not _KEY_RE.match(key.strip()):
+        if not sep or not SYSCTL_KEY_RE.match(key.strip()):
             raise ProbeParseError(f"network.sysctl runtime line {lineno} is not 'key<TAB>value': {line[:60]!r}")
         key = normalize_sysctl_key(key)
         if value == _RUNTIME_ABSENT:
@@ -285,7 +199,7 @@ def parse_sysctl_output(text: str) -> SysctlFacts:
         elif value == _RUNTIME_UNREADABLE:
             runtime[key] = None
         else:
-            runtime[key] = _normalize_value(value)
+            runtime[key] = normalize_sysctl_value(value)
     missing = [k for k in TRACKED_SYSCTLS if k not in runtime]
     if missing:
         raise ProbeParseError(f"network.sysctl runtime section lacks {missing[0]} (truncated?)")
@@ -294,8 +208,8 @@ def parse_sysctl_output(text: str) -> SysctlFacts:
     applied, masked = order_sysctl_files(all_paths)
     applied = [p for p in applied if p in files]
 
-    effective: dict[str, _ConfigLine] = {}
-    seen_lines: dict[str, list[_ConfigLine]] = {}
+    effective: dict[str, ConfigLine] = {}
+    seen_lines: dict[str, list[ConfigLine]] = {}
     for path in applied:
         for cl in parse_sysctl_conf(path, files[path]):
             effective[cl.key] = cl

@@ -12,7 +12,7 @@ from probes import get_probe
 from probes.firewall import FirewallProbe, normalize_network
 from probes.probe import ProbeContext, ProbeParseError, not_applicable_reason
 
-from conftest import FIXTURES, run_in_namespace
+from tests.probes.conftest import FIXTURES, run_in_namespace
 
 FW = FIXTURES / "firewall"
 IPT_NFT = (FW / "iptables-save-nft-backend.txt").read_text()

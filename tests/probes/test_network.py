@@ -25,7 +25,7 @@ from probes.network import (
 )
 from probes.probe import ProbeContext, ProbeParseError
 
-from conftest import FIXTURES, run_in_namespace, sandboxed_script, sysctl_sandbox
+from tests.probes.conftest import FIXTURES, run_in_namespace, sandboxed_script, sysctl_sandbox
 
 SYSCTL_CAPTURE = (FIXTURES / "network" / "sysctl-netns-gpfs-server.txt").read_text()
 NIC_CAPTURE = (FIXTURES / "network" / "nic-netns-veth.txt").read_text()
