@@ -78,7 +78,7 @@ def _number(v: Any) -> float | None:
 
 def _equal(a: Any, b: Any) -> bool:
     na, nb = _number(a), _number(b)
-    if na is not None and nb is not None and not (isinstance(a, bool) ^ isinstance(b, bool)):
+    if na is not None and nb is not None:  # booleans compare as 0/1
         return na == nb
     if isinstance(a, str) and isinstance(b, str):
         return " ".join(a.split()).lower() == " ".join(b.split()).lower()

@@ -1,0 +1,450 @@
+"""The ``storadvise`` command line.
+
+Exit codes: 0 clean; 1 usage, input or tool error; 2 findings at or above ``--fail-on``;
+3 incomplete (a host unreachable or a probe errored, and nothing at or above ``--fail-on``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from advisor import __version__
+
+try:  # typer >= 0.20 vendors its own click
+    from typer._click import exceptions as click_exceptions
+except ImportError:  # pragma: no cover - older typer depends on click
+    from click import exceptions as click_exceptions
+from advisor.errors import StoradviseError, UsageError
+from advisor.findings import SEVERITY_ORDER
+
+app = typer.Typer(
+    name="storadvise",
+    help="Tuning advisor and diagnostics for grid-site storage: scan a site, see the evidence, "
+    "get an Ansible fix, prove it.\n\nExample: storadvise scan --site ifca",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+probe_app = typer.Typer(help="Inspect probes: list them, parse a saved output.", no_args_is_help=True)
+rules_app = typer.Typer(help="Rule packs, profiles and waivers.", no_args_is_help=True)
+app.add_typer(probe_app, name="probe")
+app.add_typer(rules_app, name="rules")
+
+out = Console()
+err = Console(stderr=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"storadvise {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
+) -> None:
+    """storadvise: probe, advise, fix, verify."""
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _fail_on(value: str) -> str:
+    if value not in SEVERITY_ORDER:
+        raise UsageError(f"--fail-on must be one of {', '.join(SEVERITY_ORDER)}, got {value!r}")
+    return value
+
+
+def resolve_site(site: Optional[str], inventory: Optional[Path], role_map: list[str]):
+    """The site to scan: a site file by name/path, an Ansible inventory, or the local host."""
+    from advisor.inventory import parse_role_map, site_from_inventory
+    from advisor.site import load_site, local_site
+
+    if inventory is not None:
+        if site is not None:
+            raise UsageError("give either --site or --inventory, not both")
+        s = site_from_inventory(inventory, parse_role_map(role_map))
+        s.source = str(inventory)
+        return s.apply_defaults()
+    if role_map:
+        raise UsageError("--role-map goes with --inventory")
+    if site is None:
+        return local_site()
+    return load_site(site)
+
+
+class ScanProgress:
+    """A rich progress bar on stderr: one tick per host."""
+
+    def __init__(self, total: int, label: str, enabled: bool):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=err,
+                                 transient=True, disable=not enabled)
+        self.task = self.progress.add_task(label, total=total, last="")
+
+    def __enter__(self) -> "ScanProgress":
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.__exit__(*exc)
+
+    def host_done(self, host: str, finished: bool, message: str) -> None:
+        self.progress.update(self.task, advance=1 if finished else 0, last=f"{host}: {message}")
+
+
+def _transport_factory(site, trust_new_hosts: bool, connect_timeout: float):
+    from advisor.transport.factory import SshOptions, transport_for
+
+    options = SshOptions(trust_new_hosts=trust_new_hosts, connect_timeout=connect_timeout)
+    return lambda host: transport_for(host, site, options)
+
+
+def _captured_factory(directory: Path, manifest: dict):
+    from advisor.transport.base import HostUnreachable
+    from advisor.transport.captured import CapturedTransport
+
+    def factory(host):
+        recorded = manifest.get("hosts", {}).get(host.name, {})
+        if recorded and not recorded.get("reachable", True):
+            raise HostUnreachable("; ".join(recorded.get("errors") or []) or f"{host.name}: unreachable at collection")
+        return CapturedTransport(directory, host.name)
+
+    return factory
+
+
+def _load_capture(directory: Path):
+    from advisor.collector import MANIFEST
+    from advisor.site import Site
+
+    mpath = directory / MANIFEST
+    try:
+        manifest = json.loads(mpath.read_text())
+    except FileNotFoundError:
+        raise StoradviseError(f"{directory}: no {MANIFEST}; not a directory written by 'storadvise collect'") from None
+    except json.JSONDecodeError as exc:
+        raise StoradviseError(f"{mpath}:{exc.lineno}: not JSON: {exc.msg}") from None
+    try:
+        site = Site.model_validate(manifest["site"])
+    except Exception as exc:  # pydantic error or missing key
+        raise StoradviseError(f"{mpath}: invalid site in manifest: {str(exc).splitlines()[0]}") from None
+    site.source = str(mpath)
+    return site, manifest
+
+
+def _select_hosts(site, pattern: Optional[str]):
+    import fnmatch
+
+    if not pattern:
+        return site.hosts
+    chosen = [h for h in site.hosts if any(fnmatch.fnmatchcase(h.name, p) or p in h.groups or p in h.role_names
+                                           for p in pattern.split(","))]
+    if not chosen:
+        raise UsageError(f"--hosts {pattern!r} matches no host of site {site.name}")
+    return chosen
+
+
+# --------------------------------------------------------------------------- scan
+
+
+@app.command(epilog="Examples:\n\n  storadvise scan                      # the local host\n\n"
+             "  storadvise scan --site ifca --json > scan.json\n\n"
+             "  storadvise scan --inventory hosts.ini --role-map gpfs=storage --role-map wn=worker")
+def scan(
+    site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name (sites/NAME.yml, ~/.config/storadvise/sites, lab) or path; none = the local host."),
+    from_dir: Optional[Path] = typer.Option(None, "--from", help="Analyse outputs saved by 'storadvise collect' instead of probing."),
+    inventory: Optional[Path] = typer.Option(None, "--inventory", "-i", help="An Ansible inventory (INI or YAML) instead of a site file."),
+    role_map: list[str] = typer.Option([], "--role-map", help="GROUP=ROLE for --inventory (repeatable)."),
+    profile: list[str] = typer.Option([], "--profile", "-p", help="Profile(s) to apply (default: the site's, else generic)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the JSON report to stdout."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the JSON report to FILE."),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="Write findings as JUnit XML to FILE."),
+    fail_on: str = typer.Option("high", "--fail-on", help="Exit 2 when a failed finding is at least this severe."),
+    parallel: int = typer.Option(16, "--parallel", min=1, max=512, help="Hosts probed at once."),
+    trust_new_hosts: bool = typer.Option(False, "--trust-new-hosts", help="Record unknown SSH host keys in known_hosts (never accepts a changed key)."),
+    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.5, help="SSH connect timeout, seconds."),
+    sample_seconds: float = typer.Option(5.0, "--sample-seconds", min=0.1, max=600, help="Disk utilisation sampling interval."),
+    hosts: Optional[str] = typer.Option(None, "--hosts", help="Only these hosts: names, globs, groups or roles, comma-separated."),
+    no_mesh: bool = typer.Option(False, "--no-mesh", help="Skip the iperf3 throughput mesh even when the site asks for it."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list passed findings."),
+) -> None:
+    """Probe every host of a site, evaluate the rules, report findings with evidence."""
+    from advisor.collector import collect_site_facts, now_iso
+    from advisor.report.console import render_scan
+    from advisor.report.junit import junit_xml
+    from advisor.report.model import build_report, exit_code
+    from advisor.rule_engine import evaluate
+
+    _fail_on(fail_on)
+    started, t0 = now_iso(), time.monotonic()
+    if from_dir is not None:
+        if site or inventory:
+            raise UsageError("--from analyses a capture; it does not take --site or --inventory")
+        the_site, manifest = _load_capture(from_dir)
+        factory = _captured_factory(from_dir, manifest)
+    else:
+        the_site = resolve_site(site, inventory, role_map)
+        factory = _transport_factory(the_site, trust_new_hosts, connect_timeout)
+    targets = _select_hosts(the_site, hosts)
+    with ScanProgress(len(targets), f"scanning {the_site.name}", enabled=not json_out) as bar:
+        factset = collect_site_facts(the_site, factory, parallel=parallel, sample_seconds=sample_seconds,
+                                     hosts=targets, progress=bar.host_done)
+    if the_site.mesh and the_site.mesh.pairs and not no_mesh and from_dir is None:
+        factset.mesh = _run_mesh(the_site, factory, quiet=json_out)
+    evaluation = evaluate(factset, the_site, profiles=profile or None)
+    report = build_report(factset, evaluation.findings, profiles=evaluation.profile.names, started_at=started,
+                          finished_at=now_iso(), duration_s=time.monotonic() - t0, site_file=the_site.source)
+    text = report.model_dump_json(indent=2)
+    if output:
+        _write(output, text + "\n")
+    if junit:
+        _write(junit, junit_xml(report))
+    if json_out:
+        print(text)
+    else:
+        render_scan(report, out, verbose=verbose)
+        if the_site.mesh and factset.mesh:
+            _render_mesh(factset.mesh)
+    raise typer.Exit(exit_code(report.summary, fail_on))
+
+
+def _run_mesh(site, factory, quiet: bool):
+    try:
+        from advisor.mesh.runner import run_mesh
+    except ImportError:
+        return None
+    return run_mesh(site, factory, quiet=quiet, console=err)
+
+
+def _render_mesh(mesh: dict) -> None:
+    try:
+        from advisor.mesh.render import render_grid
+    except ImportError:
+        return
+    render_grid(mesh, out)
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as exc:
+        raise StoradviseError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+# --------------------------------------------------------------------------- collect
+
+
+@app.command(epilog="Example: storadvise collect --site ifca --out ifca-outputs/ && storadvise scan --from ifca-outputs/")
+def collect(
+    site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name or path; none = the local host."),
+    out_dir: Path = typer.Option(..., "--out", help="Directory to save every probe's raw output into."),
+    inventory: Optional[Path] = typer.Option(None, "--inventory", "-i"),
+    role_map: list[str] = typer.Option([], "--role-map"),
+    parallel: int = typer.Option(16, "--parallel", min=1, max=512),
+    trust_new_hosts: bool = typer.Option(False, "--trust-new-hosts"),
+    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.5),
+    sample_seconds: float = typer.Option(5.0, "--sample-seconds", min=0.1, max=600),
+    hosts: Optional[str] = typer.Option(None, "--hosts"),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON summary."),
+) -> None:
+    """Save every probe's raw output per host, for offline analysis with 'scan --from DIR'."""
+    from advisor.collector import collect_site_facts, now_iso, write_manifest
+    from advisor.transport.captured import write_capture
+
+    the_site = resolve_site(site, inventory, role_map)
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise StoradviseError(f"{out_dir}: directory is not empty; choose a new one (nothing was overwritten)")
+    factory = _transport_factory(the_site, trust_new_hosts, connect_timeout)
+    targets = _select_hosts(the_site, hosts)
+    started = now_iso()
+
+    def sink(host, commands, results):
+        write_capture(out_dir, host.name, commands, results)
+
+    with ScanProgress(len(targets), f"collecting {the_site.name}", enabled=not json_out) as bar:
+        factset = collect_site_facts(the_site, factory, parallel=parallel, sample_seconds=sample_seconds,
+                                     hosts=targets, progress=bar.host_done, sink=sink)
+    write_manifest(out_dir, the_site, started, factset.hosts)
+    summary = {
+        "site": the_site.name, "directory": str(out_dir),
+        "hosts": {n: {"reachable": h.reachable, "errors": h.errors, "probes": len(h.probes)} for n, h in factset.hosts.items()},
+    }
+    if json_out:
+        print(json.dumps(summary, indent=2))
+    else:
+        unreachable = [n for n, h in factset.hosts.items() if not h.reachable]
+        out.print(f"saved outputs of {len(factset.hosts) - len(unreachable)} host(s) to {out_dir}"
+                  + (f"; unreachable: {', '.join(unreachable)}" if unreachable else ""))
+    raise typer.Exit(3 if any(not h.reachable for h in factset.hosts.values()) else 0)
+
+
+# --------------------------------------------------------------------------- probe
+
+
+@probe_app.command("list")
+def probe_list(json_out: bool = typer.Option(False, "--json")) -> None:
+    """List the probes, the roles they apply to and whether they need root."""
+    from probes import all_probes
+
+    rows = [{"name": p.name, "title": p.title, "roles": sorted(p.roles), "needs_root": p.needs_root}
+            for p in all_probes().values()]
+    if json_out:
+        print(json.dumps(rows, indent=2))
+        return
+    from rich.table import Table
+
+    t = Table(header_style="bold")
+    for c in ("probe", "what", "roles", "root"):
+        t.add_column(c)
+    for r in rows:
+        t.add_row(r["name"], r["title"], ",".join(r["roles"]) or "all", "yes" if r["needs_root"] else "")
+    out.print(t)
+
+
+@probe_app.command("parse", epilog="Example: storadvise probe parse gpfs.mmlsconfig mmlsconfig.txt")
+def probe_parse(
+    probe: str = typer.Argument(..., help="Probe name (see 'storadvise probe list')."),
+    file: Path = typer.Argument(..., help="A saved output of the probe's command(s); - for stdin."),
+) -> None:
+    """Print the facts parsed from a saved output, as JSON."""
+    from probes import get_probe
+    from probes.probe import ProbeParseError, not_applicable_reason
+
+    p = get_probe(probe)
+    try:
+        text = sys.stdin.read() if str(file) == "-" else file.read_text(errors="replace")
+    except OSError as exc:
+        raise StoradviseError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    reason = not_applicable_reason(text)
+    if reason:
+        print(json.dumps({"probe": p.name, "status": "not_applicable", "message": reason}, indent=2))
+        return
+    try:
+        facts = p.parse(text)
+    except ProbeParseError as exc:
+        raise StoradviseError(f"{file}: {p.name}: {exc}") from None
+    print(json.dumps(facts.model_dump(mode="json"), indent=2))
+
+
+# --------------------------------------------------------------------------- rules
+
+
+@rules_app.command("list")
+def rules_list(
+    profile: list[str] = typer.Option([], "--profile", "-p", help="Only rules these profiles select."),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """List rules with id, severity, roles and title."""
+    from advisor.rule_specs import load_catalog, resolve_profiles
+
+    catalog = load_catalog()
+    resolved = resolve_profiles(profile or ["generic"], catalog)
+    rows = [
+        {"id": r.id, "severity": resolved.severity.get(r.id, r.severity).value, "roles": r.roles, "kind": r.kind,
+         "probe": r.probe, "title": r.title, "pack": r.pack}
+        for rid, r in sorted(catalog.rules.items()) if rid in resolved.rule_ids
+    ]
+    if json_out:
+        print(json.dumps(rows, indent=2))
+        return
+    from rich.table import Table
+
+    t = Table(header_style="bold")
+    for c in ("rule", "severity", "roles", "title"):
+        t.add_column(c)
+    for r in rows:
+        t.add_row(r["id"], r["severity"], ",".join(r["roles"]) or "all", r["title"])
+    out.print(t)
+
+
+@rules_app.command("lint", epilog="Example: storadvise rules lint --site ifca")
+def rules_lint(
+    site: Optional[str] = typer.Option(None, "--site", "-s", help="Also check this site's profiles, variables and waivers."),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Check rule packs, profiles and (with --site) waivers; exit 1 on any problem."""
+    from advisor.rules_lint import lint
+
+    problems, warnings = lint(site)
+    if json_out:
+        print(json.dumps({"problems": problems, "warnings": warnings}, indent=2))
+    else:
+        for w in warnings:
+            err.print(f"[yellow]warning:[/yellow] {w}")
+        for p in problems:
+            err.print(f"[red]error:[/red] {p}")
+        if not problems:
+            out.print("rules, profiles" + (" and waivers" if site else "") + " are valid")
+    raise typer.Exit(1 if problems else 0)
+
+
+# --------------------------------------------------------------------------- sub-apps
+
+
+def _mount_subapps() -> None:
+    for module, name in (("advisor.lab.cli", "lab"), ("advisor.mesh.cli", "mesh"),
+                         ("advisor.efficiency.cli", "efficiency"), ("advisor.apply.cli", None)):
+        try:
+            mod = __import__(module, fromlist=["app"])
+        except ModuleNotFoundError as exc:
+            if exc.name and module.startswith(exc.name):
+                continue
+            raise
+        if name:
+            app.add_typer(mod.app, name=name)
+        else:
+            mod.register(app)
+
+
+_mount_subapps()
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    try:
+        result = app(args=args, prog_name="storadvise", standalone_mode=False)
+        return int(result or 0)
+    except typer.Exit as exc:
+        return exc.exit_code
+    except click_exceptions.UsageError as exc:
+        exc.show(file=sys.stderr)
+        return 1
+    except (typer.Abort, click_exceptions.Abort):
+        err.print("aborted")
+        return 130
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return 130
+    except StoradviseError as exc:
+        if debug:
+            raise
+        print(f"storadvise: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except Exception as exc:  # an unexpected failure: one line, traceback only with --debug
+        if debug:
+            raise
+        line = str(exc).splitlines()[0] if str(exc) else ""
+        print(f"storadvise: internal error: {type(exc).__name__}: {line} (rerun with --debug for the traceback)",
+              file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""``storadvise rules lint``: rule packs, profiles and a site's waivers, checked together."""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+
+from advisor.errors import StoradviseError
+from advisor.rule_engine import analytic_functions
+from advisor.rule_specs import available_profiles, load_catalog, load_profile_file, resolve_profiles
+from probes import all_probes
+
+
+def lint(site_name: str | None = None, today: dt.date | None = None) -> tuple[list[str], list[str]]:
+    """Return (problems, warnings); each a one-line message naming the file and the rule."""
+    problems: list[str] = []
+    warnings: list[str] = []
+    try:
+        catalog = load_catalog()
+    except StoradviseError as exc:
+        return [str(exc)], warnings
+    probes = all_probes()
+    functions = analytic_functions()
+    for rid, rule in sorted(catalog.rules.items()):
+        where = f"{rule.pack}: {rid}"
+        if rule.kind == "check" and rule.probe not in probes:
+            problems.append(f"{where}: unknown probe {rule.probe!r}")
+        if rule.kind == "python" and rule.function not in functions:
+            problems.append(f"{where}: function {rule.function!r} is not registered (@analytic_rule)")
+        for var in rule.variables():
+            if var not in catalog.pack_vars:
+                problems.append(f"{where}: variable {var!r} has no default in any pack's 'vars'")
+        if rule.remediation.role is None and not rule.remediation.text:
+            warnings.append(f"{where}: no remediation text or role")
+    for fn in sorted(set(functions) - {r.function for r in catalog.rules.values() if r.kind == "python"}):
+        warnings.append(f"analytic function {fn!r} is registered but no rule uses it")
+    for name in available_profiles():
+        try:
+            spec = load_profile_file(name)
+            resolve_profiles([name], catalog)
+        except StoradviseError as exc:
+            problems.append(str(exc))
+            continue
+        for glob in spec.select + spec.exclude:
+            if not any(fnmatch.fnmatchcase(r, glob) for r in catalog.rules):
+                warnings.append(f"{spec.source}: pattern {glob!r} matches no rule")
+        for rid in spec.severity:
+            if rid not in catalog.rules:
+                problems.append(f"{spec.source}: severity override for unknown rule {rid}")
+        for var in spec.vars:
+            if var not in catalog.pack_vars:
+                warnings.append(f"{spec.source}: variable {var!r} is not read by any rule pack")
+    if site_name:
+        from advisor.site import load_site
+
+        try:
+            site = load_site(site_name)
+        except StoradviseError as exc:
+            return problems + [str(exc)], warnings
+        src = site.source or site.name
+        try:
+            resolve_profiles(site.profiles, catalog)
+        except StoradviseError as exc:
+            problems.append(f"{src}: profiles: {exc}")
+        for i, w in enumerate(site.waivers):
+            label = f"{src}: waivers[{i}] ({w.rule} on {w.hosts})"
+            if not any(fnmatch.fnmatchcase(r, w.rule) for r in catalog.rules):
+                problems.append(f"{label}: matches no rule")
+            if not any(fnmatch.fnmatchcase(h.name, w.hosts) for h in site.hosts):
+                warnings.append(f"{label}: matches no host of the site")
+            if w.expired(today):
+                warnings.append(f"{label}: expired on {w.expires}; the finding fails again")
+            if not w.approved_by:
+                warnings.append(f"{label}: no approved_by")
+        for var in site.vars:
+            if var not in catalog.pack_vars:
+                warnings.append(f"{src}: vars: {var!r} is not read by any rule pack")
+    return problems, warnings

@@ -1,0 +1,158 @@
+"""Site files and Ansible inventories: loading, lookup by name, one-line errors with file:line:field."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from advisor.errors import SiteFileError
+from advisor.inventory import parse_ini_inventory, parse_role_map, site_from_inventory
+from advisor.site import Role, load_site, local_site
+
+SITE = """\
+name: t2-example
+storage_kind: gpfs
+profiles: [generic, gpfs-site]
+defaults:
+  user: root
+  key: keys/id_ed25519
+  link_rate: 1gbit
+storage_network:
+  prefixes: [10.10.0.0/24]
+hosts:
+  - name: gpfs01
+    address: 10.10.0.11
+    roles: [storage, san-controller]
+    groups: [gpfs]
+    san_controllers: [ds4700-a, ds4700-b]
+  - name: wn01
+    address: 10.10.0.21
+    port: 2222
+    roles: [worker]
+    groups: [wn]
+    link_rate: 10G
+waivers:
+  - rule: FW-STORAGE-NETWORK
+    hosts: "gpfs*"
+    justification: security team ticket 4711
+    expires: 2027-01-31
+mesh:
+  pairs:
+    - {a: gpfs}
+    - {a: wn, b: gpfs, direction: both}
+"""
+
+
+def test_load_site_by_path_and_defaults(tmp_path):
+    p = tmp_path / "t2.yml"
+    p.write_text(SITE)
+    site = load_site(str(p))
+    g, w = site.hosts
+    assert g.user == "root" and g.key == tmp_path / "keys/id_ed25519"  # relative to the site file
+    assert g.link_rate == 10**9 and w.link_rate == 10 * 10**9  # host value beats the default
+    assert w.port == 2222 and g.port == 22
+    assert g.has_role(Role.storage) and g.has_role("san-controller")
+    assert site.hosts_in("gpfs") == [g] and site.hosts_in("worker") == [w]
+    assert site.waivers[0].expires.isoformat() == "2027-01-31"
+    assert site.mesh.pairs[1].b == "gpfs"
+
+
+def test_site_found_by_name(tmp_path, monkeypatch):
+    (tmp_path / "sites").mkdir()
+    (tmp_path / "sites" / "t2-example.yml").write_text(SITE)
+    monkeypatch.chdir(tmp_path)
+    assert load_site("t2-example").name == "t2-example"
+    with pytest.raises(SiteFileError, match="no site named 'nope'"):
+        load_site("nope")
+
+
+@pytest.mark.parametrize(
+    "mutate,line,field",
+    [
+        (lambda s: s.replace("port: 2222", "port: 99999"), 18, "hosts.1.port"),
+        (lambda s: s.replace("roles: [worker]", "roles: [wizard]"), 19, "hosts.1.roles.0"),
+        (lambda s: s.replace("link_rate: 10G", "link_rate: fast"), 21, "hosts.1.link_rate"),
+        (lambda s: s.replace("    justification: security team ticket 4711\n", ""), 23, "waivers.0.justification"),
+        (lambda s: s.replace("storage_kind: gpfs", "storage_kind: tape"), 2, "storage_kind"),
+        (lambda s: s.replace("  - name: wn01", "  - nam: wn01"), 16, "hosts.1.name"),
+    ],
+)
+def test_bad_site_file_names_file_line_field(tmp_path, mutate, line, field):
+    p = tmp_path / "bad.yml"
+    p.write_text(mutate(SITE))
+    with pytest.raises(SiteFileError) as exc:
+        load_site(str(p))
+    msg = str(exc.value)
+    assert msg.startswith(f"{p}:{line}: {field}"), msg
+    assert "\n" not in msg
+
+
+def test_yaml_syntax_error_and_missing_file(tmp_path):
+    p = tmp_path / "broken.yml"
+    p.write_text("name: x\nhosts:\n  - name: [unclosed\n")
+    with pytest.raises(SiteFileError, match=r"broken.yml:\d+: invalid YAML"):
+        load_site(str(p))
+    with pytest.raises(SiteFileError, match="site file not found"):
+        load_site(str(tmp_path / "missing.yml"))
+    (tmp_path / "dup.yml").write_text("name: x\nhosts:\n  - {name: a}\n  - {name: a}\n")
+    with pytest.raises(SiteFileError, match="duplicate host name 'a'"):
+        load_site(str(tmp_path / "dup.yml"))
+
+
+INI = """\
+# production inventory
+[gpfs_servers]
+gpfs01 ansible_host=10.10.0.11 ansible_user=root
+gpfs02 ansible_host=10.10.0.12
+
+[wn]
+wn[01:02]
+"""
+
+
+def test_ini_inventory_with_role_map(tmp_path):
+    p = tmp_path / "hosts.ini"
+    p.write_text(INI)
+    with pytest.raises(SiteFileError, match=r"hosts.ini:7: host ranges"):
+        site_from_inventory(p, {})
+    p.write_text(INI.replace("wn[01:02]", "wn01 ansible_port=2222\nwn02\n\n[storage:children]\ngpfs_servers\n\n[all:vars]\nansible_ssh_private_key_file=/k/id\n"))
+    site = site_from_inventory(p, parse_role_map(["gpfs_servers=storage", "wn=worker"]), name="prod")
+    by = {h.name: h for h in site.hosts}
+    assert by["gpfs01"].address == "10.10.0.11" and by["gpfs01"].user == "root"
+    assert by["gpfs01"].role_names == ["storage"] and "storage" in by["gpfs01"].groups  # :children expanded
+    assert by["wn01"].port == 2222 and by["wn01"].role_names == ["worker"]
+    assert str(by["wn02"].key) == "/k/id"
+    with pytest.raises(SiteFileError, match="GROUP=ROLE"):
+        parse_role_map(["wn=wizard"])
+
+
+def test_yaml_inventory_in_site_file(tmp_path):
+    (tmp_path / "inv.yml").write_text(textwrap.dedent("""\
+        all:
+          children:
+            gpfs:
+              hosts:
+                gpfs01: {ansible_host: 10.0.0.1}
+            wn:
+              vars: {ansible_user: cms}
+              hosts:
+                wn01:
+        """))
+    (tmp_path / "site.yml").write_text("name: inv-site\ninventory:\n  path: inv.yml\n  role_map: {gpfs: storage, wn: worker}\n")
+    site = load_site(str(tmp_path / "site.yml"))
+    by = {h.name: h for h in site.hosts}
+    assert by["gpfs01"].role_names == ["storage"] and by["wn01"].user == "cms"
+    (tmp_path / "site2.yml").write_text("name: s\ninventory:\n  path: inv.yml\n  role_map: {gpfs: wizard}\n")
+    with pytest.raises(SiteFileError, match=r"site2.yml:4: inventory.role_map.gpfs: unknown role"):
+        load_site(str(tmp_path / "site2.yml"))
+
+
+def test_ini_parse_errors():
+    with pytest.raises(SiteFileError, match=r"<inventory>:2: expected key=value"):
+        parse_ini_inventory("[g]\nh1 novalue\n")
+
+
+def test_local_site():
+    s = local_site()
+    assert s.transport == "local" and len(s.hosts) == 1
