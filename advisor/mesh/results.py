@@ -18,7 +18,7 @@ A path::
      "ratio" (measured / reference), "ratio_basis": "expected"|"median"|None,
      "retransmits", "sent_bytes", "rtt_us" (mean of the streams' mean_rtt), "min_rtt_us",
      "max_rtt_us", "snd_buf", "rcv_buf", "max_snd_cwnd", "max_snd_wnd", "mss", "congestion",
-     "duration_s", "round", "mode": "bidir"|"single", "attempts"}
+     "duration_s", "round", "mode": "bidir"|"single", "attempts", "streams"}
 
 A failed path has ``measured_bps`` None, never 0.
 """
@@ -34,7 +34,7 @@ PATH_KEYS = (
     "src", "dst", "status", "error", "measured_bps", "sent_bps", "expected_bps", "expected_source",
     "ratio", "ratio_basis", "retransmits", "sent_bytes", "rtt_us", "min_rtt_us", "max_rtt_us",
     "snd_buf", "rcv_buf", "max_snd_cwnd", "max_snd_wnd", "mss", "congestion", "duration_s",
-    "round", "mode", "attempts",
+    "round", "mode", "attempts", "streams",
 )
 
 #: grid colour thresholds on the ratio to expected
@@ -80,6 +80,7 @@ def path_record(
         snd_buf=result.snd_buf,
         rcv_buf=result.rcv_buf,
         mss=result.mss,
+        streams=result.streams,
     )
     return rec
 

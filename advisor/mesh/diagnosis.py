@@ -1,0 +1,441 @@
+"""Diagnosis of the mesh: which paths are slow, and why.
+
+Plain functions over the mesh's ``paths`` (advisor.mesh.results) and per-host facts dicts
+(``{"network.sysctl": {...} | None, "firewall": {...} | None}``, the probes' facts as the rule
+engine hands them out). The analytic rules in advisor/analytic_rules/mesh.py are thin
+wrappers around these.
+
+* slow path: measured below ``min_ratio`` of its expected rate (or of the median, when no rate
+  is expected);
+* asymmetry: slow paths that share a sender (or a receiver) while the reverse directions are
+  fine. Which hosts to blame is a greedy cover of the slow paths by (host, side), largest
+  first; the blamed hosts' facts are then compared with the facts of hosts on the same side
+  whose paths are all fine (IFCA: tcp_sack=0 on the GPFS servers, seen only on their paths to
+  the worker nodes);
+* loss: a slow path with many retransmits;
+* buffer-limited: a slow path whose rate is close to window / RTT for one of the windows that
+  bound it (sender tcp_wmem max, receiver tcp_rmem max, the receiver's advertised window);
+  the bandwidth-delay product (expected rate x RTT / 8) says how far to raise it;
+* failed tests, with a firewall hint when an end has rules that drop, reject or limit.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from advisor.mesh.results import path_ratio
+from advisor.units import format_bps
+
+SYSCTL = "network.sysctl"
+FIREWALL = "firewall"
+#: firewall verdicts that act on packets
+ACTING_VERDICTS = {"drop", "reject", "queue"}
+
+HostFactsMap = dict[str, dict[str, dict | None]]
+
+
+def _name(p: dict) -> str:
+    return f"{p['src']}->{p['dst']}"
+
+
+def describe_path(p: dict) -> str:
+    """One evidence line for a path."""
+    if p.get("status") != "ok":
+        return f"{_name(p)}: test failed: {p.get('error')}"
+    bits = [f"{_name(p)}: {format_bps(p.get('measured_bps'))}"]
+    r = path_ratio(p)
+    if p.get("expected_bps"):
+        bits.append(f"of {format_bps(p['expected_bps'])} expected" + (f" ({r:.2f})" if r is not None else ""))
+    elif r is not None:
+        bits.append(f"({r:.2f} of the median path)")
+    if p.get("retransmits") is not None:
+        bits.append(f"{p['retransmits']} retransmits")
+    if p.get("rtt_us") is not None:
+        bits.append(f"rtt {p['rtt_us'] / 1000:.2f} ms")
+    return ", ".join(bits)
+
+
+def is_slow(p: dict, min_ratio: float) -> bool:
+    r = path_ratio(p)
+    return r is not None and r < min_ratio
+
+
+def is_fine(p: dict, min_ratio: float) -> bool:
+    r = path_ratio(p)
+    return r is not None and r >= min_ratio
+
+
+def slow_paths(paths: Iterable[dict], min_ratio: float) -> list[dict]:
+    return [p for p in paths if is_slow(p, min_ratio)]
+
+
+# ----------------------------------------------------------------------------- facts access
+
+
+def sysctl_value(facts: HostFactsMap, host: str, key: str) -> str | None:
+    s = (facts.get(host) or {}).get(SYSCTL) or {}
+    entry = (s.get("sysctls") or {}).get(key) or {}
+    v = entry.get("runtime")
+    return None if v is None else str(v).strip()
+
+
+def sysctl_max(facts: HostFactsMap, host: str, key: str) -> int | None:
+    """The last field of a ``min default max`` sysctl (tcp_wmem / tcp_rmem), or a plain int."""
+    s = (facts.get(host) or {}).get(SYSCTL) or {}
+    entry = (s.get("sysctls") or {}).get(key) or {}
+    ints = entry.get("runtime_ints")
+    if ints:
+        return int(ints[-1])
+    v = entry.get("runtime")
+    try:
+        return int(str(v).split()[-1]) if v is not None else None
+    except (ValueError, IndexError):
+        return None
+
+
+def sysctl_ints(facts: HostFactsMap, host: str, key: str) -> list[int] | None:
+    s = (facts.get(host) or {}).get(SYSCTL) or {}
+    entry = (s.get("sysctls") or {}).get(key) or {}
+    return list(entry["runtime_ints"]) if entry.get("runtime_ints") else None
+
+
+def acting_firewall_rules(facts: HostFactsMap, host: str) -> list[dict] | None:
+    """Rules that drop, reject, queue or rate-limit; None when the host has no firewall facts."""
+    fw = (facts.get(host) or {}).get(FIREWALL)
+    if fw is None:
+        return None
+    return [r for r in fw.get("rules") or []
+            if str(r.get("verdict") or "").lower() in ACTING_VERDICTS or r.get("limit")]
+
+
+# ----------------------------------------------------------------------------- asymmetry
+
+
+@dataclass
+class Cause:
+    """Something a blamed host has that the good hosts on its side lack."""
+
+    key: str  # "net.ipv4.tcp_sack", "firewall", ...
+    observed: Any
+    good: Any
+    text: str
+    role: str  # Ansible role of the remedy
+    vars: dict[str, Any] = field(default_factory=dict)
+    evidence: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Asymmetry:
+    host: str
+    side: str  # "sender" | "receiver"
+    slow: list[dict]
+    #: reverse directions of the slow paths: fine / slow / not measured or failed
+    reverse_fine: list[dict]
+    reverse_slow: list[dict]
+    reverse_unknown: list[tuple[str, str]]
+    #: the host's other paths on the same side that are fine
+    other_fine: list[dict]
+    good_hosts: list[str]
+    causes: list[Cause]
+    #: hosts with the same blame in the same group (for "a sender group" wording)
+    group: str | None = None
+
+    @property
+    def peers(self) -> list[str]:
+        return [p["dst"] if self.side == "sender" else p["src"] for p in self.slow]
+
+    def summary(self) -> str:
+        arrow = f"{self.host} -> {', '.join(self.peers)}" if self.side == "sender" else f"{', '.join(self.peers)} -> {self.host}"
+        s = (f"{len(self.slow)} slow path(s) {arrow}; reverse directions fine: {len(self.reverse_fine)}"
+             f"/{len(self.reverse_fine) + len(self.reverse_slow)}; other paths of {self.host} as {self.side} fine: "
+             f"{len(self.other_fine)}")
+        if self.causes:
+            s += "; likely cause: " + "; ".join(c.text for c in self.causes)
+        else:
+            s += "; no difference in the collected facts explains it (check the switch ports and NIC on this path)"
+        return s
+
+
+def _side_paths(paths: list[dict], host: str, side: str) -> list[dict]:
+    key = "src" if side == "sender" else "dst"
+    return [p for p in paths if p.get(key) == host]
+
+
+def find_asymmetries(paths: list[dict], facts: HostFactsMap, min_ratio: float,
+                     groups: dict[str, list[str]] | None = None) -> list[Asymmetry]:
+    """Hosts (as sender or receiver) that explain the slow paths whose reverse directions are fine."""
+    by_dir = {(p["src"], p["dst"]): p for p in paths}
+    slow = [p for p in slow_paths(paths, min_ratio)]
+    # only paths whose reverse is fine (or unmeasured) point at one end of the path
+    uncovered = {_name(p): p for p in slow if not is_slow(by_dir.get((p["dst"], p["src"]), {}), min_ratio)}
+    hosts = sorted({n for p in paths for n in (p["src"], p["dst"])})
+    chosen: list[tuple[str, str, list[dict]]] = []
+    while uncovered:
+        best = None
+        for h in hosts:
+            for side in ("sender", "receiver"):
+                mine = [p for p in _side_paths(list(uncovered.values()), h, side)]
+                if len(mine) < 2:
+                    continue
+                judged = [p for p in _side_paths(paths, h, side) if path_ratio(p) is not None]
+                frac = sum(1 for p in judged if is_slow(p, min_ratio)) / max(1, len(judged))
+                score = (len(mine), frac, side == "sender", h)
+                if best is None or score[:3] > best[0][:3]:
+                    best = (score, h, side, mine)
+        if best is None:
+            break
+        _, h, side, mine = best
+        for p in mine:
+            uncovered.pop(_name(p), None)
+        chosen.append((h, side, mine))
+
+    out: list[Asymmetry] = []
+    for side in ("sender", "receiver"):
+        blamed = {h for h, s, _ in chosen if s == side}
+        # good hosts: on this side, every judged path fine
+        good = []
+        for h in hosts:
+            if h in blamed:
+                continue
+            judged = [p for p in _side_paths(paths, h, side) if path_ratio(p) is not None]
+            if judged and all(is_fine(p, min_ratio) for p in judged):
+                good.append(h)
+        for h, s, mine in chosen:
+            if s != side:
+                continue
+            rev = [by_dir.get((p["dst"], p["src"])) for p in mine]
+            rf = [r for r in rev if r is not None and is_fine(r, min_ratio)]
+            rs = [r for r in rev if r is not None and is_slow(r, min_ratio)]
+            ru = [(p["dst"], p["src"]) for p, r in zip(mine, rev) if r is None or path_ratio(r) is None]
+            if not rf:
+                continue  # no reverse direction measured fine: not an asymmetry we can show
+            other = [p for p in _side_paths(paths, h, side) if is_fine(p, min_ratio)]
+            grp = None
+            if groups:
+                same = [g for g, members in groups.items() if h in members
+                        and sum(1 for m in members if m in blamed) >= 2]
+                grp = same[0] if same else None
+            peer = "dst" if side == "sender" else "src"
+            out.append(Asymmetry(h, side, sorted(mine, key=lambda p: p[peer]),
+                                 rf, rs, ru, other, good, compare_facts(h, good, side, facts), grp))
+    return out
+
+
+def _majority(values: list[Any]) -> Any:
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return None
+    return Counter(vals).most_common(1)[0][0]
+
+
+def compare_facts(host: str, good: list[str], side: str, facts: HostFactsMap) -> list[Cause]:
+    """What ``host`` has that the good hosts on its side lack (ordered by how likely a cause)."""
+    causes: list[Cause] = []
+    good_with = [g for g in good if (facts.get(g) or {}).get(SYSCTL)]
+
+    for key, bad in (("net.ipv4.tcp_sack", "0"), ("net.ipv4.tcp_timestamps", "0")):
+        mine = sysctl_value(facts, host, key)
+        if mine is None:
+            continue
+        theirs = _majority([sysctl_value(facts, g, key) for g in good_with])
+        if mine == bad and (theirs is None or theirs != bad):
+            short = key.rsplit(".", 1)[-1]
+            causes.append(Cause(
+                key=key, observed=mine, good=theirs,
+                text=f"{short}={mine} on {host}" + (f" (good {side}s: {theirs})" if theirs is not None else ""),
+                role="network_tuning", vars={"network_tuning_sysctls": {key: "1"}},
+                evidence=[f"{host}: {key} = {mine}"] + [f"{g}: {key} = {sysctl_value(facts, g, key)}" for g in good_with[:3]],
+            ))
+
+    rules = acting_firewall_rules(facts, host)
+    if rules:
+        good_fw = [g for g in good if (facts.get(g) or {}).get(FIREWALL) is not None]
+        good_counts = [len(acting_firewall_rules(facts, g) or []) for g in good_fw]
+        if not good_counts or min(good_counts) == 0:
+            causes.append(Cause(
+                key="firewall", observed=len(rules), good=min(good_counts) if good_counts else None,
+                text=f"{len(rules)} firewall rule(s) on {host} that drop, reject or rate-limit"
+                     + (" (good hosts: none)" if good_counts else ""),
+                role="firewall",
+                vars={"firewall_remove_rules": [
+                    {k: r.get(k) for k in ("backend", "family", "table", "chain", "text", "handle") if r.get(k) is not None}
+                    for r in rules]},
+                evidence=[f"{host}: {r.get('text')}" for r in rules[:5]],
+            ))
+
+    buf_key = "net.ipv4.tcp_wmem" if side == "sender" else "net.ipv4.tcp_rmem"
+    mine_max = sysctl_max(facts, host, buf_key)
+    good_max = [m for m in (sysctl_max(facts, g, buf_key) for g in good_with) if m]
+    if mine_max and good_max and mine_max < min(good_max):
+        ints = sysctl_ints(facts, host, buf_key) or []
+        target = min(good_max)
+        new = " ".join(str(x) for x in ints[:-1] + [target]) if len(ints) == 3 else str(target)
+        causes.append(Cause(
+            key=buf_key, observed=mine_max, good=target,
+            text=f"{buf_key.rsplit('.', 1)[-1]} max {mine_max} on {host} (good {side}s: >= {target})",
+            role="network_tuning", vars={"network_tuning_sysctls": {buf_key: new}},
+            evidence=[f"{host}: {buf_key} = {' '.join(map(str, ints)) or mine_max}"],
+        ))
+
+    qkey = "net.core.default_qdisc"
+    mine_q = sysctl_value(facts, host, qkey)
+    good_q = _majority([sysctl_value(facts, g, qkey) for g in good_with])
+    if mine_q and good_q and mine_q != good_q:
+        causes.append(Cause(
+            key=qkey, observed=mine_q, good=good_q,
+            text=f"default_qdisc {mine_q} on {host} (good {side}s: {good_q})",
+            role="network_tuning", vars={"network_tuning_sysctls": {qkey: good_q}},
+            evidence=[f"{host}: {qkey} = {mine_q}"],
+        ))
+    return causes
+
+
+def merged_remediation_vars(causes: list[Cause]) -> dict[str, Any]:
+    """The remedy of every cause, merged per Ansible variable."""
+    out: dict[str, Any] = {}
+    for c in causes:
+        for k, v in c.vars.items():
+            if isinstance(v, dict):
+                out.setdefault(k, {}).update(v)
+            elif isinstance(v, list):
+                out.setdefault(k, []).extend(v)
+            else:
+                out[k] = v
+    return out
+
+
+# ----------------------------------------------------------------------------- loss
+
+
+def retransmit_share(p: dict) -> float | None:
+    """Retransmitted segments / segments sent (segments = bytes sent / MSS)."""
+    if p.get("retransmits") is None or not p.get("sent_bytes"):
+        return None
+    mss = p.get("mss") or 1448
+    segments = max(1.0, p["sent_bytes"] / mss)
+    return p["retransmits"] / segments
+
+
+def loss_paths(paths: Iterable[dict], min_ratio: float, min_share: float, min_count: int) -> list[tuple[dict, float]]:
+    out = []
+    for p in paths:
+        if not is_slow(p, min_ratio):
+            continue
+        share = retransmit_share(p)
+        if share is not None and share >= min_share and (p.get("retransmits") or 0) >= min_count:
+            out.append((p, share))
+    return out
+
+
+# ----------------------------------------------------------------------------- buffers
+
+
+@dataclass
+class BufferLimit:
+    path: dict
+    host: str  # where to raise it
+    sysctl: str
+    window_bytes: int
+    window_source: str
+    limit_bps: float
+    rtt_us: float
+    bdp_bytes: int
+    recommended_bytes: int
+    remediation_vars: dict[str, Any]
+
+
+#: ESnet fasterdata tcp_rmem/tcp_wmem maxima by NIC speed (bytes)
+def esnet_tcp_max(rate_bps: float | None) -> int:
+    if not rate_bps or rate_bps < 10e9:
+        return 33554432
+    if rate_bps < 40e9:
+        return 134217728
+    return 268435456
+
+
+def _pow2_at_least(n: float) -> int:
+    v = 1
+    while v < n:
+        v *= 2
+    return v
+
+
+def buffer_limited(paths: Iterable[dict], facts: HostFactsMap, min_ratio: float,
+                   low: float = 0.4, high: float = 1.15) -> list[BufferLimit]:
+    """Slow paths running at window / RTT for a window that bounds them.
+
+    Windows tried: the sender's tcp_wmem max, the receiver's tcp_rmem max (the receiver can
+    advertise about half of it with the default tcp_adv_win_scale, so both the whole and half
+    are tried), and the largest window the receiver advertised during the test (iperf3
+    max_snd_wnd). ``low``/``high``: the measured/limit band called "near".
+    """
+    out = []
+    for p in paths:
+        if not is_slow(p, min_ratio):
+            continue
+        rtt = p.get("rtt_us") or p.get("min_rtt_us")
+        if not rtt or not p.get("measured_bps"):
+            continue
+        streams = int(p.get("streams") or 1)  # windows are per stream; the mesh reports the sum
+        measured = p["measured_bps"] / streams
+        cands: list[tuple[str, str, str, int]] = []  # (host, sysctl, source, bytes)
+        w = sysctl_max(facts, p["src"], "net.ipv4.tcp_wmem")
+        if w:
+            cands.append((p["src"], "net.ipv4.tcp_wmem", f"{p['src']} tcp_wmem max", w))
+        r = sysctl_max(facts, p["dst"], "net.ipv4.tcp_rmem")
+        if r:
+            cands.append((p["dst"], "net.ipv4.tcp_rmem", f"{p['dst']} tcp_rmem max", r))
+            cands.append((p["dst"], "net.ipv4.tcp_rmem", f"{p['dst']} tcp_rmem max / 2 (advertised share)", r // 2))
+        if p.get("max_snd_wnd"):
+            cands.append((p["dst"], "net.ipv4.tcp_rmem", f"{p['dst']} advertised receive window (iperf3 max_snd_wnd)",
+                          int(p["max_snd_wnd"])))
+        best = None
+        for host, key, source, window in cands:
+            limit = window * 8 / (rtt / 1e6)
+            ratio = measured / limit
+            if low <= ratio <= high and (best is None or abs(1 - ratio) < abs(1 - best[0])):
+                best = (ratio, host, key, source, window, limit)
+        if best is None:
+            continue
+        _, host, key, source, window, limit = best
+        rate = p.get("expected_bps") or p["measured_bps"] / max(path_ratio(p) or 1, 1e-9)
+        base_rtt = p.get("min_rtt_us") or rtt
+        bdp = int(rate * (base_rtt / 1e6) / 8)
+        # the buffer also holds overhead: twice the BDP, and never below ESnet's maximum for the rate
+        rec = max(_pow2_at_least(2 * bdp), esnet_tcp_max(rate), window * 2)
+        ints = sysctl_ints(facts, host, key) or [4096, 131072 if key.endswith("rmem") else 16384]
+        new = " ".join(str(x) for x in ints[:2] + [rec]) if len(ints) >= 2 else str(rec)
+        core = "net.core.wmem_max" if key.endswith("wmem") else "net.core.rmem_max"
+        out.append(BufferLimit(
+            path=p, host=host, sysctl=key, window_bytes=window, window_source=source, limit_bps=limit,
+            rtt_us=rtt, bdp_bytes=bdp, recommended_bytes=rec,
+            remediation_vars={"network_tuning_sysctls": {key: new, core: str(max(rec * 2, 67108864))}},
+        ))
+    return out
+
+
+# ----------------------------------------------------------------------------- failures
+
+
+def failure_hint(p: dict, facts: HostFactsMap) -> tuple[str | None, list[str], dict[str, Any]]:
+    """For a failed test: a firewall on either end that could explain it (text, evidence, vars)."""
+    err = str(p.get("error") or "").lower()
+    connect = any(s in err for s in ("unable to connect", "refused", "no route", "timed out", "timeout"))
+    if not connect:
+        return None, [], {}
+    hits = []
+    for h in (p["dst"], p["src"]):
+        rules = acting_firewall_rules(facts, h) or []
+        if rules:
+            hits.append((h, rules))
+    if not hits:
+        return None, [], {}
+    h, rules = hits[0]
+    text = f"{h} has {len(rules)} firewall rule(s) that drop, reject or rate-limit: the likely cut"
+    evidence = [f"{h}: {r.get('text')}" for r in rules[:5]]
+    vars_ = {"firewall_remove_rules": [
+        {k: r.get(k) for k in ("backend", "family", "table", "chain", "text", "handle") if r.get(k) is not None}
+        for r in rules]}
+    return text, evidence, vars_
