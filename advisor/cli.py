@@ -426,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     except click_exceptions.UsageError as exc:
         exc.show(file=sys.stderr)
         return 1
-    except (typer.Abort, click_exceptions.Abort):
+    except typer.Abort:
         err.print("aborted")
         return 130
     except KeyboardInterrupt:

@@ -225,8 +225,18 @@ def _evidence_lines(rule: RuleSpec, host: str, item: Any, observed: Any) -> list
         else:
             lines.append(f"{host}: {v}")
     if not lines:
-        lines.append(f"{host}: {rule.fact} = {json.dumps(observed) if not isinstance(observed, str) else observed}")
+        value = observed if isinstance(observed, str) else json.dumps(observed)
+        lines.append(f"{host}: {fact_label(rule.fact or '')} = {value}")
     return lines
+
+
+def fact_label(path: str) -> str:
+    """A readable name for a fact path: the quoted key (a sysctl name) when there is one."""
+    from advisor.fact_paths import split_path
+
+    parts = split_path(path)
+    dotted = [p for p in parts if "." in p]
+    return dotted[-1] if dotted else path
 
 
 def _condition_holds(cond: Condition | None, item: Any, facts: Any, variables: dict[str, Any]) -> bool:
