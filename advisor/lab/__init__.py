@@ -1,0 +1,1 @@
+"""storadvise lab: a miniature grid site in network namespaces (see docs/lab.md)."""

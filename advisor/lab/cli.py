@@ -1,0 +1,116 @@
+"""`storadvise lab`: bring a miniature site up in network namespaces, take it down, show it."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from advisor.lab import control
+
+app = typer.Typer(
+    name="lab",
+    help=(
+        "A real mini-site in network namespaces (sshd, iperf3, shaped links, injected faults).\n\n"
+        "Example: storadvise lab up --scenario ifca && storadvise scan --site ifca && storadvise lab down --name ifca"
+    ),
+    no_args_is_help=True,
+)
+err = Console(stderr=True)
+out = Console()
+
+
+@app.command("up")
+def up(
+    scenario: str = typer.Option("ifca", "--scenario", "-s", help="built-in scenario name (ifca, clean) or a scenario file"),
+    name: Optional[str] = typer.Option(None, "--name", "-n", help="lab name (default: the scenario's name)"),
+    recreate: bool = typer.Option(False, "--recreate", help="tear an existing lab of that name down first"),
+    as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+) -> None:
+    """Bring a lab up from a scenario and register its site file.
+
+    Example: storadvise lab up --scenario ifca
+    """
+    with err.status("lab up") as st:
+        res = control.lab_up(scenario, name, recreate, progress=lambda m: st.update(m))
+    rec = res.record
+    if as_json:
+        out.print_json(json.dumps({
+            "name": rec.name, "reused": res.reused, "scenario": rec.scenario, "subnet": rec.subnet,
+            "site_file": rec.site_file, "inventory": str(rec.dir / "inventory.ini"), "state_dir": str(rec.dir),
+            "timings": rec.timings,
+            "hosts": {h: {"address": i["address"], "roles": i["roles"]} for h, i in rec.hosts.items()},
+        }))
+        return
+    verb = "is up already (reused; --recreate to rebuild)" if res.reused else f"is up in {rec.timings.get('up', 0):.1f}s"
+    out.print(f"lab [bold]{rec.name}[/] (scenario {rec.scenario}, {rec.subnet}) {verb}")
+    t = Table("host", "address", "roles", "groups")
+    for h, i in rec.hosts.items():
+        t.add_row(h, i["address"], ",".join(i["roles"]), ",".join(i["groups"]))
+    out.print(t)
+    out.print(f"site file: {rec.site_file}  (storadvise scan --site {rec.name})")
+    out.print(f"inventory: {rec.dir / 'inventory.ini'}")
+    first = next(iter(rec.hosts.values()))["address"]
+    out.print(f"ssh: ssh -i {rec.dir / 'client_key'} -o UserKnownHostsFile={rec.dir / 'known_hosts'} root@{first}")
+
+
+@app.command("down")
+def down(
+    name: Optional[str] = typer.Option(None, "--name", "-n", help="lab to remove"),
+    all_labs: bool = typer.Option(False, "--all", help="remove every lab (and leftovers of killed runs)"),
+    as_json: bool = typer.Option(False, "--json", help="print what was removed as JSON"),
+) -> None:
+    """Remove a lab: processes, namespaces, interfaces, files. Works after a crash or a killed up.
+
+    Example: storadvise lab down --name ifca
+    """
+    if not name and not all_labs:
+        labs = control.all_lab_names()
+        if len(labs) == 1:
+            name = labs[0]
+        elif not labs:
+            control.require_root()
+            out.print("no lab is up")
+            return
+        else:
+            from advisor.errors import UsageError
+
+            raise UsageError(f"several labs are up ({', '.join(labs)}): give --name LAB or --all")
+    with err.status("lab down") as st:
+        res = control.lab_down(name, all_labs, progress=lambda m: st.update(m))
+    if as_json:
+        out.print_json(json.dumps(res))
+        return
+    for r in res:
+        out.print(f"lab {r['name']} removed ({len(r['namespaces'])} namespaces, {len(r['pids'])} processes, "
+                  f"{r['seconds']:.1f}s)")
+
+
+@app.command("status")
+def status(as_json: bool = typer.Option(False, "--json", help="print as JSON")) -> None:
+    """List labs with their hosts and health (sshd alive).
+
+    Example: storadvise lab status --json
+    """
+    control.require_root()
+    labs = control.lab_status()
+    if as_json:
+        out.print_json(json.dumps(labs))
+        return
+    if not labs:
+        out.print("no lab is up")
+        return
+    for lab in labs:
+        health = "[green]healthy[/]" if lab["healthy"] else "[red]not healthy[/]"
+        out.print(f"lab [bold]{lab['name']}[/] scenario {lab.get('scenario', '?')} {lab.get('subnet', '')} "
+                  f"phase {lab['phase']} {health}")
+        if lab["hosts"]:
+            t = Table("host", "address", "roles", "sshd", "iperf3")
+            for h in lab["hosts"]:
+                t.add_row(h["name"], h["address"], ",".join(h["roles"]),
+                          f"{h['sshd_pid']} {'up' if h['sshd_alive'] else 'DOWN'}",
+                          f"{h['iperf3_pid']} {'up' if h['iperf3_alive'] else 'DOWN'}")
+            out.print(t)

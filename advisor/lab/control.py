@@ -1,0 +1,459 @@
+"""Bringing a lab up, taking it down, and reporting its state.
+
+``lab_up`` records every name it will create before creating it and every pid as it starts it
+(advisor.lab.records), so ``lab_down`` removes everything even after ``up`` was killed; leftovers
+are also found by the lab's namespace prefix and root-interface alias. Processes are killed by
+pid only: the pids recorded (checked to be the lab's by their command line) and the pids the
+kernel lists inside the lab's namespaces (``ip netns pids``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from advisor.errors import StoradviseError
+from advisor.lab import hosts as hostmod
+from advisor.lab import netns as nx
+from advisor.lab.emulators import gpfs as gpfs_emu
+from advisor.lab.emulators import san as san_emu
+from advisor.lab.records import (
+    NS_PREFIX,
+    LabRecord,
+    allocate_index,
+    existing_lab_names,
+    host_ns,
+    lab_dir,
+    labs_dir,
+    labs_lock,
+    ns_prefix,
+    read_pids,
+    root_iface,
+    subnet_for,
+    switch_ns,
+)
+from advisor.lab.scenario import Scenario, load_scenario
+from advisor.lab.site_files import unregister_site, write_site_files
+
+Progress = Callable[[str], None]
+_NAME_OK = __import__("re").compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
+
+
+def _noop(msg: str) -> None:
+    pass
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        raise StoradviseError("storadvise lab needs root (network namespaces, sshd, mounts): run it as root")
+
+
+def check_lab_name(name: str) -> str:
+    if not _NAME_OK.match(name):
+        raise StoradviseError(f"bad lab name {name!r}: letters, digits, '.', '_' and '-' only, at most 40")
+    return name
+
+
+@dataclass
+class UpResult:
+    record: LabRecord
+    reused: bool
+    site_file: str
+
+
+# -- up -------------------------------------------------------------------------------------
+
+
+def refuse_unrealisable(sc: Scenario, caps: nx.Capabilities) -> None:
+    missing = []
+    if not caps.bridge:
+        missing.append(f"Linux bridges ({caps.errors.get('bridge', '')})")
+    if not caps.tbf and any(h.link_rate for h in sc.hosts):
+        missing.append(f"link rates need the tbf qdisc ({caps.errors.get('tbf', '')})")
+    if sc.needs_loss and not caps.nft_bridge_numgen:
+        missing.append(f"path loss needs nftables bridge-family rules with numgen ({caps.errors.get('nft bridge', '')})")
+    if sc.needs_delay and not caps.netem:
+        missing.append(
+            "path delay needs the netem qdisc (sch_netem), which this kernel lacks "
+            "(the optional NFQUEUE delay forwarder is not implemented)"
+        )
+    if any(h.firewall and h.firewall.iptables for h in sc.hosts) and not caps.iptables:
+        missing.append(f"an iptables firewall fault needs iptables ({caps.errors.get('iptables', '')})")
+    if missing:
+        raise StoradviseError(f"scenario {sc.name} cannot be realised on this machine: " + "; ".join(missing))
+
+
+def lab_healthy(rec: LabRecord) -> bool:
+    sshd = {host: pid for pid, what, host in rec.pids() if what == "sshd"}
+    return rec.phase == "up" and all(h in sshd and nx.pid_alive(sshd[h]) for h in rec.hosts)
+
+
+def lab_up(scenario: str, name: str | None = None, recreate: bool = False, progress: Progress = _noop) -> UpResult:
+    require_root()
+    sc = load_scenario(scenario)
+    name = check_lab_name(name or sc.name)
+    for tool in ("ip", "tc", "nft", "ethtool", "unshare", "ssh-keygen"):
+        if shutil.which(tool) is None:
+            raise StoradviseError(f"storadvise lab needs {tool!r}, which is not installed")
+    for tool in (hostmod.SSHD, hostmod.IPERF3):
+        if not Path(tool).exists():
+            raise StoradviseError(f"storadvise lab needs {tool} (openssh-server, iperf3), which is not installed")
+    t0 = time.monotonic()
+    with labs_lock():
+        old = LabRecord.load(name)
+        if old is not None and not recreate:
+            if lab_healthy(old) and old.scenario == sc.name:
+                return UpResult(old, True, old.site_file or "")
+            raise StoradviseError(
+                f"lab {name!r} exists (scenario {old.scenario}, phase {old.phase}"
+                f"{'' if lab_healthy(old) else ', not healthy'}): use --recreate, or `storadvise lab down --name {name}`"
+            )
+        if old is not None or _leftover_namespaces(name):
+            progress(f"removing the old lab {name}")
+            _teardown(name)
+        progress("probing kernel capabilities")
+        caps = nx.probe_capabilities(want_iptables=any(h.firewall and h.firewall.iptables for h in sc.hosts))
+        refuse_unrealisable(sc, caps)
+        index = allocate_index(nx.root_routes_v4())
+        subnet = subnet_for(index)
+        rec = LabRecord(name=name, index=index, subnet=str(subnet), scenario=sc.name, scenario_source=sc.source)
+        rec.controller_address = str(subnet.network_address + 1)
+        rec.namespaces = [switch_ns(name, s.name) for s in sc.switches] + [host_ns(name, h.name) for h in sc.hosts]
+        rec.root_ifaces = [root_iface(index)]
+        for i, h in enumerate(sc.hosts):
+            rec.hosts[h.name] = {
+                "address": str(subnet.network_address + 11 + i),
+                "ns": host_ns(name, h.name),
+                "roles": [r.value for r in h.roles],
+                "groups": list(h.groups),
+                "switch": h.switch,
+                "port": f"h{i}",
+            }
+        rec.save()  # the plan is on disk before anything exists
+    rec.timings["probe"] = round(time.monotonic() - t0, 3)
+    try:
+        rec.phase = "building"
+        rec.save()
+        _build(rec, sc, progress)
+        rec.phase = "up"
+        rec.timings["up"] = round(time.monotonic() - t0, 3)
+        rec.save()
+    except BaseException as exc:
+        rec.phase = "failed"
+        rec.save()
+        progress(f"up failed ({exc}); removing what was built")
+        _teardown(name)
+        if isinstance(exc, StoradviseError):
+            raise
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise StoradviseError(f"lab up failed: {exc}") from exc
+    return UpResult(rec, False, rec.site_file or "")
+
+
+def _build(rec: LabRecord, sc: Scenario, progress: Progress) -> None:
+    t = time.monotonic()
+    d = rec.dir
+    name = rec.name
+    prefixlen = 24
+    progress(f"creating {len(sc.switches)} switch(es) and {len(sc.hosts)} host namespaces in {rec.subnet}")
+    # 1. namespaces and links, created from the root namespace directly in their target namespaces
+    root = [f"netns add {ns}" for ns in rec.namespaces]
+    for s in sc.switches:
+        root.append(f"link add br0 netns {switch_ns(name, s.name)} type bridge")
+    for h in sc.hosts:
+        info = rec.hosts[h.name]
+        root.append(f"link add eth0 netns {info['ns']} type veth peer name {info['port']} netns {switch_ns(name, h.switch)}")
+    for i, s in enumerate(sc.switches):
+        if s.uplink:
+            root.append(f"link add up{i} netns {switch_ns(name, s.name)} type veth peer name dn{i} netns {switch_ns(name, s.uplink)}")
+    ctl = rec.root_ifaces[0]
+    root.append(f"link add {ctl} type veth peer name ctl netns {switch_ns(name, sc.controller_switch)}")
+    nx.ip_batch(root)
+    nx.ip_batch([f"link set {ctl} alias {ns_prefix(name)}ctl", f"link set {ctl} addrgenmode none",
+                 f"addr add {rec.controller_address}/{prefixlen} dev {ctl}", f"link set {ctl} up"])
+    # 2. switches
+    for i, s in enumerate(sc.switches):
+        ns = switch_ns(name, s.name)
+        ports = [rec.hosts[h.name]["port"] for h in sc.hosts if h.switch == s.name]
+        ports += [f"up{i}"] if s.uplink else []
+        ports += [f"dn{j}" for j, c in enumerate(sc.switches) if c.uplink == s.name]
+        ports += ["ctl"] if s.name == sc.controller_switch else []
+        lines = ["link set lo up", "link set br0 up"]
+        for p in ports:
+            lines += [f"link set {p} master br0", f"link set {p} up"]
+        nx.ip_batch(lines, ns)
+        nx.tc_batch([nx.tbf_line(rec.hosts[h.name]["port"], h.link_rate) for h in sc.hosts
+                     if h.switch == s.name and h.link_rate], ns)
+    # 3. hosts
+    for h in sc.hosts:
+        info = rec.hosts[h.name]
+        nx.ip_batch(["link set lo up", f"addr add {info['address']}/{prefixlen} dev eth0", "link set eth0 up"], info["ns"])
+        if h.link_rate:
+            nx.tc_batch([nx.tbf_line("eth0", h.link_rate)], info["ns"])
+        nx.in_ns(info["ns"], ["ethtool", "-K", "eth0", "tso", "off", "gso", "off"])
+    # the controller's route for the lab prefix must be the lab veth, nothing else
+    route = nx.run(["ip", "route", "get", rec.hosts[sc.hosts[0].name]["address"]]).stdout
+    if f"dev {ctl}" not in route:
+        raise StoradviseError(f"the route to the lab goes elsewhere ({route.strip()}); refusing to continue")
+    rec.timings["network"] = round(time.monotonic() - t, 3)
+    # 4. path faults: loss in the switch that delivers to the receiver
+    t = time.monotonic()
+    _apply_path_faults(rec, sc)
+    # 5. host faults: sysctls, firewalls
+    progress("injecting faults (sysctls, firewalls, emulated GPFS/SAN settings)")
+    for h in sc.hosts:
+        ns = rec.hosts[h.name]["ns"]
+        if h.sysctls:
+            _apply_sysctls(ns, h.name, h.sysctls)
+        if h.firewall:
+            if h.firewall.nft:
+                nx.in_ns(ns, ["nft", "-f", "-"], input=_fill(h.firewall.nft, rec, sc, h.name))
+            if h.firewall.iptables:
+                nx.in_ns(ns, ["iptables-restore"], input=_fill(h.firewall.iptables, rec, sc, h.name))
+    emu = d / "emu"
+    if sc.gpfs:
+        g = sc.gpfs
+        gpfs_emu.setup_state(emu, gpfs_emu.initial_cluster(
+            g.cluster_name, g.cluster_id, sc.gpfs_hosts, g.node_classes, g.config,
+            [(s.nodes, s.config) for s in g.scoped], g.filesystems))
+    if sc.san:
+        s = sc.san
+        san_emu.setup_state(emu, s.array_name, s.controllers, s.logical_drives, s.settings.model_dump())
+    rec.timings["faults"] = round(time.monotonic() - t, 3)
+    # 6. host files and processes
+    t = time.monotonic()
+    progress(f"starting sshd and iperf3 in {len(sc.hosts)} hosts")
+    client_pub = hostmod.keygen(d / "client_key", f"storadvise-lab-{name}")
+    (d / "authorized_keys").write_text(client_pub + "\n")
+    known = []
+    procs = {}
+    for h in sc.hosts:
+        info = rec.hosts[h.name]
+        hdir = d / "hosts" / h.name
+        persisted = {}
+        if h.persist_sysctls is not None:
+            p = h.persist_sysctls
+            vals = p.values if p.values is not None else h.sysctls
+            text = "".join(f"# {c}\n" for c in (p.comment or "").splitlines()) + "".join(f"{k} = {v}\n" for k, v in vals.items())
+            persisted[p.file] = text
+        pub = hostmod.prepare_host_dir(hdir, d, h.name, info["address"], persisted)
+        known.append(f"{info['address']} {' '.join(pub.split()[:2])}")
+        emus = hostmod.install_emulators(hdir, emu, gpfs=h.name in sc.gpfs_hosts,
+                                         smcli=bool(sc.san and sc.san.host == h.name))
+        (hdir / "boot.sh").write_text(hostmod.boot_script(d, hdir, h.name, info["address"], emus, h.iperf3))
+    (d / "known_hosts").write_text("\n".join(known) + "\n")
+    for h in sc.hosts:
+        p = hostmod.spawn_host(rec.hosts[h.name]["ns"], d / "hosts" / h.name)
+        rec.add_pid(p.pid, "sshd", h.name)
+        procs[h.name] = p
+    _wait_ready(rec, sc, procs)
+    rec.timings["processes"] = round(time.monotonic() - t, 3)
+    rec.site_file = str(write_site_files(rec, sc))
+
+
+def _fill(text: str, rec: LabRecord, sc: Scenario, self_host: str) -> str:
+    import re
+
+    def sub(m: "re.Match[str]") -> str:
+        kind, arg = m.group(1), m.group(2)
+        if kind == "self":
+            return rec.hosts[self_host]["address"]
+        if kind == "prefix":
+            return rec.subnet
+        if kind == "addr":
+            if arg not in rec.hosts:
+                raise StoradviseError(f"firewall of {self_host}: unknown host {arg!r} in {{{{ addr:{arg} }}}}")
+            return rec.hosts[arg]["address"]
+        hs = sc.select(arg or "")
+        if not hs:
+            raise StoradviseError(f"firewall of {self_host}: {{{{ addrs:{arg} }}}} matches no host")
+        return ", ".join(rec.hosts[h.name]["address"] for h in hs)
+
+    return re.sub(r"\{\{\s*(self|prefix|addr|addrs)(?::([^}\s]+))?\s*\}\}", sub, text)
+
+
+def _apply_sysctls(ns: str, host: str, values: dict) -> None:
+    pairs = [f"{k}={v}" for k, v in values.items()]
+    nx.in_ns(ns, ["sysctl", "-q", "-w", *pairs], check=False)
+    got = nx.in_ns(ns, ["sysctl", "-n", *values.keys()], check=False).stdout.splitlines()
+    for (k, v), g in zip(values.items(), got + [""] * len(values)):
+        if " ".join(str(v).split()) != " ".join(g.split()):
+            raise StoradviseError(f"host {host}: sysctl {k}={v} did not take effect in its namespace (reads {g.strip()!r})")
+
+
+def _apply_path_faults(rec: LabRecord, sc: Scenario) -> None:
+    rules: dict[str, list[str]] = {}
+    for p in sc.paths:
+        if p.loss <= 0:
+            continue
+        senders = [rec.hosts[h.name]["address"] for h in sc.select_all(p.src)]
+        for s in sc.switches:
+            receivers = [rec.hosts[h.name]["address"] for h in sc.select_all(p.dst) if h.switch == s.name]
+            if receivers and senders:
+                rules.setdefault(s.name, []).append(
+                    f"ip saddr {{ {', '.join(senders)} }} ip daddr {{ {', '.join(receivers)} }} "
+                    f"numgen random mod 1000000 < {p.loss} counter drop"
+                )
+    for sw, rs in rules.items():
+        text = "table bridge storadvise_lab {\n  chain forward {\n    type filter hook forward priority 0; policy accept;\n"
+        text += "".join(f"    {r}\n" for r in rs) + "  }\n}\n"
+        nx.in_ns(switch_ns(rec.name, sw), ["nft", "-f", "-"], input=text)
+
+
+def _wait_ready(rec: LabRecord, sc: Scenario, procs: dict, timeout: float = 30.0) -> None:
+    pending = {h.name for h in sc.hosts}
+    deadline = time.monotonic() + timeout
+    while pending:
+        for hn in sorted(pending):
+            hdir = rec.dir / "hosts" / hn
+            p = procs[hn]
+            if p.poll() is not None:
+                log = (hdir / "boot.log").read_text(errors="replace").strip().splitlines()
+                slog = (hdir / "sshd.log").read_text(errors="replace").strip().splitlines() if (hdir / "sshd.log").exists() else []
+                why = (log + slog)[-1] if (log + slog) else f"exit {p.returncode}"
+                raise StoradviseError(f"host {hn}: sshd did not start: {why}")
+            try:
+                with socket.create_connection((rec.hosts[hn]["address"], 22), timeout=0.3) as s:
+                    s.recv(4)
+            except OSError:
+                continue
+            h = next(x for x in sc.hosts if x.name == hn)
+            if h.iperf3:
+                pf = hdir / "iperf3.pid"
+                if not pf.exists() or not pf.read_text().strip().isdigit():
+                    continue
+                rec.add_pid(int(pf.read_text().strip()), "iperf3", hn)
+            pending.discard(hn)
+        if pending:
+            if time.monotonic() > deadline:
+                raise StoradviseError(f"hosts not ready after {timeout:.0f}s: {', '.join(sorted(pending))}")
+            time.sleep(0.05)
+
+
+# -- down -----------------------------------------------------------------------------------
+
+
+def _leftover_namespaces(name: str) -> list[str]:
+    return [n for n in nx.list_netns() if n.startswith(ns_prefix(name))]
+
+
+def _lab_root_ifaces(name: str) -> list[str]:
+    alias = f"{ns_prefix(name)}ctl"
+    return [l["ifname"] for l in nx.root_links() if l.get("ifalias") == alias]
+
+
+def _teardown(name: str) -> dict:
+    """Remove every trace of lab ``name``: processes, namespaces, root interfaces, files."""
+    rec = LabRecord.load(name)
+    d = lab_dir(name)
+    namespaces = set(_leftover_namespaces(name))
+    ifaces = set(_lab_root_ifaces(name))
+    if rec is not None:
+        namespaces |= {n for n in rec.namespaces if n in set(nx.list_netns())}
+        ifaces |= {i for i in rec.root_ifaces if any(l["ifname"] == i for l in nx.root_links())
+                   and _iface_alias(i) in (None, "", f"{ns_prefix(name)}ctl")}
+    # processes: what the kernel says is inside the lab's namespaces, plus recorded pids that are ours
+    pids: set[int] = set()
+    inodes = {nx.netns_inode(n) for n in namespaces} - {None}
+    for n in namespaces:
+        pids |= set(nx.netns_pids(n))
+    for pid, _what, _host in read_pids(d):
+        if not nx.pid_alive(pid):
+            continue
+        if str(d) in nx.pid_cmdline(pid) or nx.netns_inode_of_pid(pid) in inodes:
+            pids.add(pid)
+    nx.kill_pids(pids)
+    # namespaces (their veths go with them) and the root veth
+    if namespaces:
+        nx.run(["ip", "-batch", "-"], input="".join(f"netns del {n}\n" for n in sorted(namespaces)), check=False)
+        for n in sorted(namespaces):
+            if n in nx.list_netns():
+                nx.run(["ip", "netns", "del", n], check=False)
+    for i in sorted(ifaces):
+        nx.run(["ip", "link", "del", i], check=False)
+    unregister_site(name)
+    if d.is_dir():
+        shutil.rmtree(d, ignore_errors=True)
+    return {"name": name, "namespaces": sorted(namespaces), "interfaces": sorted(ifaces), "pids": sorted(pids)}
+
+
+def _iface_alias(ifname: str) -> str | None:
+    for l in nx.root_links():
+        if l.get("ifname") == ifname:
+            return l.get("ifalias")
+    return None
+
+
+def all_lab_names() -> list[str]:
+    names = set(existing_lab_names())
+    d = labs_dir()
+    if d.is_dir():
+        names |= {p.name for p in d.iterdir() if p.is_dir() and p.name != "sites"}
+    for n in nx.list_netns():
+        if n.startswith(NS_PREFIX) and "~" in n and not n.startswith("salab-probe~"):
+            names.add(n[len(NS_PREFIX):].split("~", 1)[0])
+    for l in nx.root_links():
+        a = l.get("ifalias") or ""
+        if a.startswith(NS_PREFIX) and a.endswith("~ctl"):
+            names.add(a[len(NS_PREFIX):-len("~ctl")])
+    return sorted(names)
+
+
+def lab_down(name: str | None = None, all_labs: bool = False, progress: Progress = _noop) -> list[dict]:
+    require_root()
+    if all_labs:
+        names = all_lab_names()
+    else:
+        if not name:
+            raise StoradviseError("give --name LAB or --all")
+        names = [check_lab_name(name)]
+    out = []
+    with labs_lock():
+        for n in names:
+            progress(f"removing lab {n}")
+            t = time.monotonic()
+            r = _teardown(n)
+            r["seconds"] = round(time.monotonic() - t, 3)
+            out.append(r)
+        # stale probe namespaces of killed runs
+        if all_labs:
+            for n in nx.list_netns():
+                if n.startswith("salab-probe~"):
+                    pid = n.split("~", 1)[1]
+                    if not (pid.isdigit() and nx.pid_alive(int(pid))):
+                        nx.run(["ip", "netns", "del", n], check=False)
+    return out
+
+
+# -- status ---------------------------------------------------------------------------------
+
+
+def lab_status() -> list[dict]:
+    out = []
+    for n in all_lab_names():
+        rec = LabRecord.load(n)
+        if rec is None:
+            out.append({"name": n, "phase": "leftover", "healthy": False, "hosts": []})
+            continue
+        pids = rec.pids()
+        hosts = []
+        for hn, info in rec.hosts.items():
+            sshd = [p for p, w, h in pids if h == hn and w == "sshd"]
+            ip3 = [p for p, w, h in pids if h == hn and w == "iperf3"]
+            hosts.append({
+                "name": hn, "address": info["address"], "roles": info["roles"], "groups": info["groups"],
+                "sshd_pid": sshd[-1] if sshd else None, "sshd_alive": bool(sshd) and nx.pid_alive(sshd[-1]),
+                "iperf3_pid": ip3[-1] if ip3 else None, "iperf3_alive": bool(ip3) and nx.pid_alive(ip3[-1]),
+            })
+        out.append({
+            "name": n, "scenario": rec.scenario, "phase": rec.phase, "subnet": rec.subnet,
+            "controller_address": rec.controller_address, "site_file": rec.site_file,
+            "state_dir": str(rec.dir), "healthy": lab_healthy(rec), "timings": rec.timings, "hosts": hosts,
+        })
+    return out

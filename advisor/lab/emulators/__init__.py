@@ -1,0 +1,1 @@
+"""CLI emulators used inside lab hosts only (storadvise lab emulator — not IBM software)."""

@@ -1,0 +1,174 @@
+"""What runs inside a lab host: keys, sshd config, private mounts, the boot script and its processes.
+
+Each host is a network namespace plus, for its processes, a private mount and UTS namespace
+(``ip netns exec NS unshare --mount --uts --propagation private -- /bin/sh boot.sh``). The boot
+script, run in those namespaces only:
+
+1. sets the host name (UTS namespace);
+2. bind-mounts the host's private ``sysctl.d`` directory over /etc/sysctl.d (a directory, not a
+   file: Ansible's atomic rename must work inside it);
+3. bind-mounts an empty file over /root/.bashrc (this machine's bashrc runs ``pyenv init``);
+4. mounts the emulator directories where the real tools live. A mountpoint that does not exist
+   on the real filesystem (/usr/lpp/mmfs/bin, /opt/SMgr/client) is made inside a private
+   overlay of its deepest existing ancestor (e.g. /usr, upper layer in the host's state dir),
+   so the real filesystem is never changed;
+5. builds a private tmpfs for /run (with /run/sshd and the lab's state dir bound back at its
+   own path) and moves it over /run;
+6. starts ``iperf3 -s`` in the background and execs sshd in the foreground, so the pid that
+   ``up`` spawned *is* sshd's pid.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from advisor.lab.netns import run
+
+SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+IPERF3 = shutil.which("iperf3") or "/usr/bin/iperf3"
+
+EMULATOR_TARGETS = {"gpfs": "/usr/lpp/mmfs/bin", "smcli": "/opt/SMgr/client"}
+
+
+def keygen(path: Path, comment: str) -> str:
+    """An ed25519 key pair (no passphrase); returns the public key line."""
+    if not path.exists():
+        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)])
+    path.chmod(0o600)
+    return Path(str(path) + ".pub").read_text().strip()
+
+
+def sshd_config(hdir: Path, lab_dir: Path, address: str) -> str:
+    return "\n".join([
+        "# storadvise lab sshd (lab only)",
+        f"ListenAddress {address}",
+        "Port 22",
+        f"HostKey {hdir / 'ssh_host_ed25519_key'}",
+        f"PidFile {hdir / 'sshd.pid'}",
+        f"AuthorizedKeysFile {lab_dir / 'authorized_keys'}",
+        "PermitRootLogin prohibit-password",
+        "PubkeyAuthentication yes",
+        "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no",
+        "UsePAM no",
+        "StrictModes no",
+        "UseDNS no",
+        "MaxStartups 100:30:200",
+        "MaxSessions 100",
+        "PrintMotd no",
+        "Subsystem sftp internal-sftp",
+        "",
+    ])
+
+
+def _deepest_existing(path: str) -> str:
+    p = Path(path)
+    while not p.exists():
+        p = p.parent
+    return str(p)
+
+
+def boot_script(lab_dir: Path, hdir: Path, host: str, address: str, emulators: dict[str, Path], iperf3: bool) -> str:
+    q = lambda s: "'" + str(s).replace("'", "'\\''") + "'"  # noqa: E731
+    L, H = str(lab_dir), str(hdir)
+    lines = [
+        "#!/bin/sh",
+        f"# storadvise lab: boot of host {host} (in its own network, mount and UTS namespaces only)",
+        "set -eu",
+        f"hostname {q(host)}",
+        f"mount -n --bind {q(H + '/sysctl.d')} /etc/sysctl.d",
+    ]
+    if Path("/root/.bashrc").exists():
+        lines.append(f"mount -n --bind {q(H + '/empty-bashrc')} /root/.bashrc")
+    overlays: dict[str, int] = {}
+    for kind, src in emulators.items():
+        target = EMULATOR_TARGETS[kind]
+        if not Path(target).is_dir():
+            anc = _deepest_existing(target)
+            if anc == "/":
+                raise RuntimeError(f"cannot make {target}: no existing parent other than /")
+            if anc not in overlays:
+                n = overlays[anc] = len(overlays)
+                up, work = f"{H}/ovl/{n}/upper", f"{H}/ovl/{n}/work"
+                Path(up).mkdir(parents=True, exist_ok=True)
+                Path(work).mkdir(parents=True, exist_ok=True)
+                lines.append(f"mount -n -t overlay storadvise-lab -o lowerdir={anc},upperdir={up},workdir={work} {q(anc)}")
+            lines.append(f"mkdir -p {q(target)}")
+        lines.append(f"mount -n --bind {q(src)} {q(target)}")
+    lines += [
+        f"mount -n -t tmpfs -o mode=0755,size=16m storadvise-lab-run {q(H + '/run')}",
+        f"mkdir -p {q(H + '/run/sshd')} {q(H + '/run' + L)}",
+        f"chmod 0755 {q(H + '/run/sshd')}",
+        f"mount -n --bind {q(L)} {q(H + '/run' + L)}",
+        f"mount -n --move {q(H + '/run')} /run",
+    ]
+    if iperf3:
+        lines += [
+            f"{IPERF3} -s -B {address} --logfile {q(H + '/iperf3.log')} </dev/null >/dev/null 2>&1 &",
+            f"echo $! > {q(H + '/iperf3.pid')}",
+        ]
+    lines.append(f"exec {SSHD} -D -f {q(H + '/sshd_config')} -E {q(H + '/sshd.log')}")
+    return "\n".join(lines) + "\n"
+
+
+def prepare_host_dir(hdir: Path, lab_dir: Path, host: str, address: str, persisted: dict[str, str]) -> str:
+    """Create the host's private directories and files; returns its host public key line."""
+    hdir.mkdir(parents=True, exist_ok=True)
+    (hdir / "run").mkdir(exist_ok=True)
+    sysd = hdir / "sysctl.d"
+    if not sysd.exists():
+        # start from what the real /etc/sysctl.d holds (copied, never changed), plus the scenario's files
+        if Path("/etc/sysctl.d").is_dir():
+            shutil.copytree("/etc/sysctl.d", sysd, symlinks=True)
+        else:
+            sysd.mkdir()
+    for fname, text in persisted.items():
+        (sysd / fname).write_text(text)
+    (hdir / "empty-bashrc").write_text("")
+    pub = keygen(hdir / "ssh_host_ed25519_key", f"root@{host}")
+    (hdir / "sshd_config").write_text(sshd_config(hdir, lab_dir, address))
+    return pub
+
+
+def spawn_host(ns: str, hdir: Path) -> subprocess.Popen:
+    log = open(hdir / "boot.log", "ab")
+    try:
+        return subprocess.Popen(
+            ["ip", "netns", "exec", ns, "unshare", "--mount", "--uts", "--propagation", "private", "--",
+             "/bin/sh", str(hdir / "boot.sh")],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
+        )
+    finally:
+        log.close()
+
+
+def emulator_python() -> str:
+    return sys.executable
+
+
+def package_root() -> str:
+    import advisor
+
+    return str(Path(advisor.__file__).resolve().parent.parent)
+
+
+def install_emulators(hdir: Path, emu_state: Path, gpfs: bool, smcli: bool) -> dict[str, Path]:
+    from advisor.lab.emulators import gpfs as gpfs_mod
+    from advisor.lab.emulators.common import write_wrapper
+
+    out: dict[str, Path] = {}
+    if gpfs:
+        d = hdir / "emu" / "gpfs"
+        for tool in gpfs_mod.TOOLS:
+            write_wrapper(d / tool, emulator_python(), package_root(), "advisor.lab.emulators.gpfs", tool, emu_state,
+                          f"emulates GPFS {tool} for the storadvise lab")
+        out["gpfs"] = d
+    if smcli:
+        d = hdir / "emu" / "smcli"
+        write_wrapper(d / "SMcli", emulator_python(), package_root(), "advisor.lab.emulators.san", "SMcli", emu_state,
+                      "emulates the DS4000/SANtricity SMcli for the storadvise lab")
+        out["smcli"] = d
+    return out

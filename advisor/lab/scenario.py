@@ -1,0 +1,355 @@
+"""Lab scenario files: the topology of a miniature site and the faults injected into it.
+
+A scenario is YAML (schema in docs/lab.md), validated here with pydantic; a problem is reported
+as one line naming file, line and field (advisor.yaml_lines). Built-in scenarios live in
+``advisor/lab/scenarios/NAME.yml``; ``--scenario`` takes a built-in name or a path.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from advisor.errors import SiteFileError, StoradviseError
+from advisor.site import ROLE_NAMES, MeshSpec, Role
+from advisor.units import parse_rate_bps
+from advisor.yaml_lines import load_located_yaml
+
+BUILTIN_DIR = Path(__file__).parent / "scenarios"
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_RANGE_RE = re.compile(r"^(?P<pre>[^\[\]]*)\[(?P<a>\d+):(?P<b>\d+)\](?P<post>[^\[\]]*)$")
+_DELAY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s)?\s*$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def parse_loss_ppm(value: Any) -> int:
+    """Loss as parts per million: ``0.3%``, ``0.003``, ``3000ppm``."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a loss rate: {value!r}")
+    if isinstance(value, (int, float)):
+        frac = float(value)
+    else:
+        s = str(value).strip().lower()
+        if s.endswith("ppm"):
+            frac = float(s[:-3]) / 1e6
+        elif s.endswith("%"):
+            frac = float(s[:-1]) / 100
+        else:
+            frac = float(s)
+    if not 0 <= frac <= 1:
+        raise ValueError(f"loss must be between 0 and 100% (got {value!r})")
+    return round(frac * 1_000_000)
+
+
+def parse_delay_ms(value: Any) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    m = _DELAY_RE.match(str(value))
+    if not m:
+        raise ValueError(f"not a delay: {value!r} (use e.g. 2ms)")
+    n = float(m.group(1))
+    return {"us": n / 1000, "ms": n, "s": n * 1000, None: n}[m.group(2)]
+
+
+def expand_host_pattern(name: str) -> list[str]:
+    """``wn[01:04]`` -> wn01..wn04 (Ansible inventory range syntax); other names as is."""
+    m = _RANGE_RE.match(name)
+    if not m:
+        return [name]
+    a, b = m.group("a"), m.group("b")
+    width = len(a) if a.startswith("0") or len(a) == len(b) else 0
+    lo, hi = int(a), int(b)
+    if hi < lo or hi - lo > 1000:
+        raise ValueError(f"bad host range {name!r}")
+    return [f"{m.group('pre')}{str(i).zfill(width)}{m.group('post')}" for i in range(lo, hi + 1)]
+
+
+class PersistedSysctls(_Strict):
+    file: str = Field("60-storadvise-lab.conf", description="file name inside the host's /etc/sysctl.d")
+    comment: str | None = None
+    #: default: the host's runtime ``sysctls``
+    values: dict[str, Any] | None = None
+
+    @field_validator("file")
+    @classmethod
+    def _plain_name(cls, v: str) -> str:
+        if "/" in v or v.startswith(".") or not v.endswith(".conf"):
+            raise ValueError("a plain file name ending in .conf")
+        return v
+
+
+class Firewall(_Strict):
+    """Rulesets applied inside the host's network namespace at ``up``.
+
+    Placeholders: ``{{ addr:HOST }}`` (a host's lab address), ``{{ addrs:SELECTOR }}``
+    (comma-separated addresses of a group/role/host), ``{{ self }}``, ``{{ prefix }}``.
+    """
+
+    nft: str | None = None
+    iptables: str | None = Field(None, description="iptables-restore input")
+
+
+class ScenarioHost(_Strict):
+    name: str
+    roles: list[Role] = Field(default_factory=list)
+    groups: list[str] = Field(default_factory=list)
+    switch: str | None = None
+    link_rate: int | None = None
+    sysctls: dict[str, Any] = Field(default_factory=dict)
+    persist_sysctls: PersistedSysctls | None = None
+    firewall: Firewall | None = None
+    iperf3: bool = True
+    vars: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, v: str) -> str:
+        for n in expand_host_pattern(v):
+            if not _NAME_RE.match(n) or len(n) > 63:
+                raise ValueError("host name may hold letters, digits, '.', '_' and '-' only (or a range like wn[01:04])")
+        return v
+
+    @field_validator("link_rate", mode="before")
+    @classmethod
+    def _rate(cls, v: Any) -> int | None:
+        return None if v is None else parse_rate_bps(v)
+
+    @field_validator("sysctls")
+    @classmethod
+    def _net_only(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for k in v:
+            if not k.startswith("net."):
+                raise ValueError(
+                    f"runtime sysctl {k!r} is not per network namespace: a lab may only set net.* at runtime "
+                    "(put it in persist_sysctls.values to persist it without applying)"
+                )
+            if not re.match(r"^[a-z0-9_.\-]+$", k):
+                raise ValueError(f"bad sysctl name {k!r}")
+        return v
+
+
+class Switch(_Strict):
+    name: str
+    uplink: str | None = Field(None, description="switch this one hangs from (a tree)")
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, v: str) -> str:
+        if not _NAME_RE.match(v) or len(v) > 32:
+            raise ValueError("switch name may hold letters, digits, '.', '_' and '-' only")
+        return v
+
+
+class PathFault(_Strict):
+    src: list[str] = Field(alias="from", min_length=1)
+    dst: list[str] = Field(alias="to", min_length=1)
+    loss: int = 0
+    delay: float = 0.0
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @field_validator("src", "dst", mode="before")
+    @classmethod
+    def _listify(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("loss", mode="before")
+    @classmethod
+    def _loss(cls, v: Any) -> int:
+        return parse_loss_ppm(v)
+
+    @field_validator("delay", mode="before")
+    @classmethod
+    def _delay(cls, v: Any) -> float:
+        return parse_delay_ms(v)
+
+
+class GpfsScope(_Strict):
+    nodes: list[str] = Field(min_length=1, description="node names and/or node classes, as in [a,b]")
+    config: dict[str, Any]
+
+
+class GpfsEmulation(_Strict):
+    cluster_name: str
+    cluster_id: str = "13882457537419371234"
+    #: hosts running GPFS (selectors: group, role or host name)
+    nodes: list[str] = Field(min_length=1)
+    node_classes: dict[str, list[str]] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict, description="cluster-wide persisted attributes")
+    scoped: list[GpfsScope] = Field(default_factory=list)
+    filesystems: list[str] = Field(default_factory=lambda: ["/dev/fs1"])
+
+
+class LogicalDriveSettings(_Strict):
+    read_cache: bool = True
+    prefetch: bool = True
+    write_cache: bool = False
+    write_cache_mirroring: bool = False
+    write_cache_without_batteries: bool = False
+    flush_after: float = 10.0
+    modification_priority: Literal["lowest", "low", "medium", "high", "highest"] = "low"
+    raid_level: int = 5
+    capacity: str = "2,000.000 GB"
+    status: str = "Optimal"
+
+
+class SanEmulation(_Strict):
+    host: str = Field(description="the SAN management host (carries SMcli)")
+    array_name: str = "DS4700"
+    controllers: list[str] = Field(min_length=1)
+    logical_drives: list[str] = Field(min_length=1, description="names; ranges like data[01:04] allowed")
+    settings: LogicalDriveSettings = Field(default_factory=LogicalDriveSettings)
+
+
+class SiteSection(_Strict):
+    description: str | None = None
+    storage_kind: str = "other"
+    profiles: list[str] = Field(default_factory=lambda: ["generic"])
+    vars: dict[str, Any] = Field(default_factory=dict)
+    mesh: MeshSpec | None = None
+
+
+class Scenario(_Strict):
+    name: str
+    description: str | None = None
+    link_rate: int | None = Field(parse_rate_bps("1gbit"), description="default per-host link rate")
+    switches: list[Switch] = Field(default_factory=lambda: [Switch(name="sw")])
+    controller_switch: str | None = None
+    hosts: list[ScenarioHost] = Field(min_length=1)
+    paths: list[PathFault] = Field(default_factory=list)
+    gpfs: GpfsEmulation | None = None
+    san: SanEmulation | None = None
+    site: SiteSection = Field(default_factory=SiteSection)
+    #: where the scenario came from (not part of the file)
+    source: str | None = Field(None, exclude=True)
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, v: str) -> str:
+        if not _NAME_RE.match(v) or len(v) > 40:
+            raise ValueError("scenario name may hold letters, digits, '.', '_' and '-' only (max 40)")
+        return v
+
+    @field_validator("link_rate", mode="before")
+    @classmethod
+    def _rate(cls, v: Any) -> int | None:
+        return None if v is None else parse_rate_bps(v)
+
+    @model_validator(mode="after")
+    def _expand_and_check(self) -> "Scenario":
+        expanded: list[ScenarioHost] = []
+        for h in self.hosts:
+            for n in expand_host_pattern(h.name):
+                expanded.append(h.model_copy(update={"name": n}, deep=True))
+        names = [h.name for h in expanded]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"duplicate host name(s): {', '.join(sorted(dup))}")
+        if len(expanded) > 200:
+            raise ValueError("at most 200 hosts in a lab")
+        self.hosts = expanded
+        sw_names = [s.name for s in self.switches]
+        if len(set(sw_names)) != len(sw_names) or not sw_names:
+            raise ValueError("switch names must be unique and at least one switch is needed")
+        for s in self.switches:
+            if s.uplink is not None and s.uplink not in sw_names:
+                raise ValueError(f"switch {s.name!r}: unknown uplink {s.uplink!r}")
+        # the uplinks must form a tree (no cycles)
+        parent = {s.name: s.uplink for s in self.switches}
+        for s in sw_names:
+            seen, cur = set(), s
+            while cur is not None:
+                if cur in seen:
+                    raise ValueError(f"switch uplinks form a loop through {s!r}")
+                seen.add(cur)
+                cur = parent[cur]
+        roots = [s for s in sw_names if parent[s] is None]
+        if len(roots) != 1:
+            raise ValueError("switches must form one tree: exactly one switch without an uplink")
+        if self.controller_switch is None:
+            self.controller_switch = roots[0]
+        elif self.controller_switch not in sw_names:
+            raise ValueError(f"controller_switch: unknown switch {self.controller_switch!r}")
+        for h in self.hosts:
+            if h.switch is None:
+                h.switch = sw_names[0]
+            elif h.switch not in sw_names:
+                raise ValueError(f"host {h.name!r}: unknown switch {h.switch!r}")
+            if h.link_rate is None:
+                h.link_rate = self.link_rate
+        for i, p in enumerate(self.paths):
+            for sel in p.src + p.dst:
+                if not self.select(sel):
+                    raise ValueError(f"paths[{i}]: selector {sel!r} matches no host, group or role")
+        if self.gpfs:
+            for sel in self.gpfs.nodes:
+                if not self.select(sel):
+                    raise ValueError(f"gpfs.nodes: selector {sel!r} matches no host, group or role")
+        if self.san:
+            if self.san.host not in names:
+                raise ValueError(f"san.host: unknown host {self.san.host!r}")
+            drives = [d for pat in self.san.logical_drives for d in expand_host_pattern(pat)]
+            self.san.logical_drives = drives
+        return self
+
+    def select(self, selector: str) -> list[ScenarioHost]:
+        """Hosts of a group, else a role, else the host of that name (as Site.hosts_in)."""
+        out = [h for h in self.hosts if selector in h.groups]
+        if not out and selector in ROLE_NAMES:
+            out = [h for h in self.hosts if Role(selector) in h.roles]
+        if not out:
+            out = [h for h in self.hosts if h.name == selector]
+        return out
+
+    def select_all(self, selectors: list[str]) -> list[ScenarioHost]:
+        seen: dict[str, ScenarioHost] = {}
+        for s in selectors:
+            for h in self.select(s):
+                seen.setdefault(h.name, h)
+        return list(seen.values())
+
+    @property
+    def gpfs_hosts(self) -> list[str]:
+        return [h.name for h in self.select_all(self.gpfs.nodes)] if self.gpfs else []
+
+    @property
+    def needs_delay(self) -> bool:
+        return any(p.delay > 0 for p in self.paths)
+
+    @property
+    def needs_loss(self) -> bool:
+        return any(p.loss > 0 for p in self.paths)
+
+
+def builtin_scenarios() -> list[str]:
+    return sorted(p.stem for p in BUILTIN_DIR.glob("*.yml"))
+
+
+def find_scenario_file(name_or_path: str) -> Path:
+    p = Path(name_or_path)
+    if p.suffix in (".yml", ".yaml") or "/" in name_or_path or p.is_file():
+        if not p.is_file():
+            raise StoradviseError(f"{p}: scenario file not found")
+        return p
+    cand = BUILTIN_DIR / f"{name_or_path}.yml"
+    if cand.is_file():
+        return cand
+    raise StoradviseError(
+        f"no scenario named {name_or_path!r} (built-in: {', '.join(builtin_scenarios())}; or give a path)"
+    )
+
+
+def load_scenario(name_or_path: str) -> Scenario:
+    path = find_scenario_file(name_or_path)
+    doc = load_located_yaml(path, "scenario file")
+    if not isinstance(doc.data, dict):
+        raise SiteFileError(str(path), "a scenario file is a YAML mapping with 'name' and 'hosts'", line=1)
+    sc = doc.validate(Scenario)
+    sc.source = str(path)
+    return sc
