@@ -327,13 +327,18 @@ def run_mesh(
     parallel: int | None = None,
     nic_speeds: dict[str, int] | None = None,
     requests: list[PathRequest] | None = None,
+    quiet: bool = False,
+    console: Any = None,
     **option_overrides: Any,
 ) -> dict[str, Any]:
     """Measure the site's mesh and return the result dict (see advisor.mesh.results).
 
     ``transports``: host name -> Transport, or a factory ``f(host) -> Transport`` (called once per
     host; those transports are closed at the end). ``requests`` replaces the site's pairs
-    (used by the benchmark). Raises StoradviseError when the site asks for no mesh.
+    (used by the benchmark). ``progress`` gets a MeshProgress per round start, finished test and
+    round end; without it, a rich ``console`` (unless ``quiet``) shows a progress bar per round.
+    ``option_overrides``: any RunOptions field (duration, omit, streams, attempts, ...).
+    Raises StoradviseError when the site asks for no mesh.
     """
     if site.mesh is None and requests is None:
         raise StoradviseError(f"site {site.name!r} has no 'mesh' section: nothing to measure")
@@ -344,4 +349,9 @@ def run_mesh(
     reqs = requests if requests is not None else expand_pairs(site, nic_speeds)
     if not reqs:
         raise StoradviseError(f"site {site.name!r}: the mesh pairs select no host pairs")
+    if progress is None and console is not None and not quiet:
+        from advisor.mesh.render import RoundProgress
+
+        with RoundProgress(console) as bar:
+            return MeshRunner(site, transports, opts, bar).run(reqs)
     return MeshRunner(site, transports, opts, progress).run(reqs)

@@ -1,0 +1,190 @@
+"""Diagnosis over IFCA-shaped path sets and facts dicts in the network.sysctl / firewall shapes."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.mesh import diagnosis as dg
+from advisor.mesh.results import judge_paths, summary
+
+G = 10**9
+GPFS = ["gpfs01", "gpfs02"]
+WN = ["wn01", "wn02", "wn03", "wn04"]
+
+
+def path(src, dst, mbps=None, *, expected=G, retr=0, rtt=300.0, error=None, mss=1448, seconds=5, wnd=None):
+    if error or mbps is None:
+        return {"src": src, "dst": dst, "status": "failed", "error": error or "x", "measured_bps": None,
+                "expected_bps": expected}
+    bps = mbps * 1e6
+    return {"src": src, "dst": dst, "status": "ok", "error": None, "measured_bps": bps, "sent_bps": bps,
+            "expected_bps": expected, "retransmits": retr, "sent_bytes": int(bps * seconds / 8), "mss": mss,
+            "rtt_us": rtt, "min_rtt_us": rtt * 0.8, "max_rtt_us": rtt * 2, "max_snd_wnd": wnd, "streams": 1}
+
+
+def ifca_paths(slow_mbps=(310, 280, 450, 390)):
+    ps = []
+    for g in GPFS:
+        for w, m in zip(WN, slow_mbps):
+            ps.append(path(g, w, m, retr=900))        # storage -> worker: degraded
+            ps.append(path(w, g, 941, retr=3))         # worker -> storage: fine
+        ps.append(path("se01", g, 940))
+        ps.append(path(g, "se01", 938, retr=2))        # the same sender, another path: fine
+    for a in WN:
+        for b in WN:
+            if a != b:
+                ps.append(path(a, b, 944))
+    ps.append(path("gpfs01", "gpfs02", error="unable to connect to server: Connection timed out"))
+    ps.append(path("gpfs02", "gpfs01", error="unable to connect to server: Connection timed out"))
+    judge_paths(ps)
+    return ps
+
+
+def sysctl_facts(sack="1", ts="1", wmem=(4096, 16384, 4194304), rmem=(4096, 131072, 6291456), qdisc="fq_codel"):
+    def entry(v):
+        ints = [int(x) for x in str(v).split()] if all(x.isdigit() for x in str(v).split()) else None
+        return {"runtime": str(v), "runtime_ints": ints, "line": f"k = {v}"}
+    return {"sysctls": {
+        "net.ipv4.tcp_sack": entry(sack),
+        "net.ipv4.tcp_timestamps": entry(ts),
+        "net.ipv4.tcp_wmem": entry(" ".join(map(str, wmem))),
+        "net.ipv4.tcp_rmem": entry(" ".join(map(str, rmem))),
+        "net.core.default_qdisc": entry(qdisc),
+    }}
+
+
+def firewall_facts(rules=()):
+    return {"rules": list(rules), "chains": []}
+
+
+DROP_RULE = {"backend": "nft", "family": "inet", "table": "filter", "chain": "input", "verdict": "drop",
+             "limit": False, "addresses": ["10.0.0.1/32"], "interfaces": [],
+             "text": "ip saddr 10.0.0.1 tcp dport 5301-5400 drop"}
+
+
+def ifca_facts():
+    facts = {h: {"network.sysctl": sysctl_facts(), "firewall": firewall_facts()} for h in WN + ["se01"]}
+    facts["gpfs01"] = {"network.sysctl": sysctl_facts(sack="0"), "firewall": firewall_facts()}
+    facts["gpfs02"] = {"network.sysctl": sysctl_facts(sack="0"), "firewall": firewall_facts([DROP_RULE])}
+    return facts
+
+
+def test_slow_paths_are_exactly_storage_to_worker():
+    ps = ifca_paths()
+    slow = {(p["src"], p["dst"]) for p in dg.slow_paths(ps, 0.8)}
+    assert slow == {(g, w) for g in GPFS for w in WN}
+    s = summary({"paths": ps})
+    assert s["failed"] == 2 and s["red"] == 8 and s["green"] == len(ps) - 10
+
+
+def test_asymmetry_blames_the_storage_senders_and_names_tcp_sack():
+    ps = ifca_paths()
+    found = dg.find_asymmetries(ps, ifca_facts(), 0.8, groups={"gpfs": GPFS, "wn": WN})
+    assert [(a.host, a.side) for a in found] == [("gpfs01", "sender"), ("gpfs02", "sender")]
+    for a in found:
+        assert sorted(a.peers) == WN
+        assert len(a.reverse_fine) == 4 and not a.reverse_slow
+        assert [p["dst"] for p in a.other_fine] == ["se01"]
+        assert a.group == "gpfs"
+        assert "gpfs01" not in a.good_hosts and "wn01" in a.good_hosts and "se01" in a.good_hosts
+        assert a.causes[0].key == "net.ipv4.tcp_sack"
+        assert a.causes[0].vars == {"network_tuning_sysctls": {"net.ipv4.tcp_sack": "1"}}
+        assert f"tcp_sack=0 on {a.host}" in a.summary()
+    # gpfs02 also carries a dropping firewall rule the good senders lack: named after sack
+    assert [c.key for c in found[1].causes] == ["net.ipv4.tcp_sack", "firewall"]
+    merged = dg.merged_remediation_vars(found[1].causes)
+    assert merged["network_tuning_sysctls"] == {"net.ipv4.tcp_sack": "1"}
+    assert merged["firewall_remove_rules"][0]["text"] == DROP_RULE["text"]
+
+
+def test_no_asymmetry_when_reverse_is_slow_too():
+    ps = [path("a", "b", 300), path("b", "a", 310), path("a", "c", 300), path("c", "a", 290), path("b", "c", 940),
+          path("c", "b", 940)]
+    judge_paths(ps)
+    assert dg.find_asymmetries(ps, {}, 0.8) == []
+
+
+def test_receiver_side_asymmetry_and_small_rmem():
+    # everything into "r" is slow, r's sending is fine: a receiver-side cause
+    ps = []
+    for s in ("a", "b", "c"):
+        ps += [path(s, "r", 200), path("r", s, 940)]
+    ps += [path("a", "b", 940), path("b", "a", 940)]
+    judge_paths(ps)
+    facts = {h: {"network.sysctl": sysctl_facts()} for h in "abc"}
+    facts["r"] = {"network.sysctl": sysctl_facts(rmem=(4096, 65536, 262144))}
+    found = dg.find_asymmetries(ps, facts, 0.8)
+    assert [(a.host, a.side) for a in found] == [("r", "receiver")]
+    assert found[0].causes[0].key == "net.ipv4.tcp_rmem"
+    assert found[0].causes[0].vars == {"network_tuning_sysctls": {"net.ipv4.tcp_rmem": "4096 65536 6291456"}}
+
+
+def test_other_qdisc_and_timestamps_named():
+    ps = []
+    for d in ("b", "c"):
+        ps += [path("x", d, 300), path(d, "x", 940)]
+    ps += [path("b", "c", 940), path("c", "b", 940)]
+    judge_paths(ps)
+    facts = {h: {"network.sysctl": sysctl_facts()} for h in "bc"}
+    facts["x"] = {"network.sysctl": sysctl_facts(ts="0", qdisc="pfifo_fast")}
+    (a,) = dg.find_asymmetries(ps, facts, 0.8)
+    assert [c.key for c in a.causes] == ["net.ipv4.tcp_timestamps", "net.core.default_qdisc"]
+
+
+def test_no_facts_still_reports_the_asymmetry_without_a_cause():
+    ps = ifca_paths()
+    found = dg.find_asymmetries(ps, {}, 0.8)
+    assert [a.host for a in found] == GPFS and all(not a.causes for a in found)
+    assert "no difference in the collected facts" in found[0].summary()
+
+
+def test_loss_paths():
+    ps = ifca_paths()
+    lossy = dg.loss_paths(ps, 0.8, min_share=0.0005, min_count=10)
+    assert {(p["src"], p["dst"]) for p, _ in lossy} == {(g, w) for g in GPFS for w in WN}
+    # 900 retransmits of 310 Mb/s x 5 s / 1448 B segments
+    share = dict(((p["src"], p["dst"]), s) for p, s in lossy)[("gpfs01", "wn01")]
+    assert share == pytest.approx(900 / (310e6 * 5 / 8 / 1448), rel=1e-3)
+    # a slow path without retransmits is not loss
+    quiet = [path("a", "b", 300, retr=0)]
+    judge_paths(quiet)
+    assert dg.loss_paths(quiet, 0.8, 0.0005, 10) == []
+
+
+def test_buffer_limited_names_the_sysctl_and_bdp():
+    # 50 ms RTT, 4 MiB wmem max on the sender: window/RTT = 671 Mb/s; measured 480 (LAB-TRIAL)
+    p = path("a", "b", 480, rtt=50_000.0)
+    p["min_rtt_us"] = 50_000.0
+    ps = [p]
+    judge_paths(ps)
+    facts = {"a": {"network.sysctl": sysctl_facts(wmem=(4096, 16384, 4194304))},
+             "b": {"network.sysctl": sysctl_facts(rmem=(4096, 131072, 33554432))}}
+    (bl,) = dg.buffer_limited(ps, facts, 0.8)
+    assert bl.host == "a" and bl.sysctl == "net.ipv4.tcp_wmem" and bl.window_bytes == 4194304
+    assert bl.bdp_bytes == int(1e9 * 0.05 / 8)  # 6.25 MB
+    assert bl.recommended_bytes >= 2 * bl.bdp_bytes and bl.recommended_bytes >= 33554432
+    assert bl.remediation_vars["network_tuning_sysctls"]["net.ipv4.tcp_wmem"].startswith("4096 16384 ")
+
+
+def test_buffer_not_limited_when_far_from_window():
+    p = path("a", "b", 300, rtt=300.0)  # LAN rtt: window/RTT is ~100 Gb/s, so not the window
+    judge_paths([p])
+    facts = {"a": {"network.sysctl": sysctl_facts()}, "b": {"network.sysctl": sysctl_facts()}}
+    assert dg.buffer_limited([p], facts, 0.8) == []
+
+
+def test_failure_hint_points_at_firewall():
+    ps = ifca_paths()
+    failed = [p for p in ps if p["status"] != "ok"]
+    text, evidence, vars_ = dg.failure_hint(failed[0], ifca_facts())
+    assert "gpfs02" in text and DROP_RULE["text"] in evidence[0]
+    assert vars_["firewall_remove_rules"][0]["chain"] == "input"
+    assert dg.failure_hint(failed[0], {})[0] is None
+
+
+def test_relative_judgement_without_expected_rates():
+    ps = [path("a", "b", 900, expected=None), path("b", "a", 910, expected=None), path("a", "c", 200, expected=None),
+          path("c", "a", 905, expected=None)]
+    judge_paths(ps)
+    assert all(p["ratio_basis"] == "median" for p in ps)
+    assert [(p["src"], p["dst"]) for p in dg.slow_paths(ps, 0.8)] == [("a", "c")]
