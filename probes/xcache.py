@@ -406,7 +406,7 @@ class XCacheConfigProbe(Probe):
             + f'[ -n "$CFGS" ] || {{ echo "{_NA} no xrootd configuration (/etc/xrootd/xrootd-*.cfg)"; exit 0; }}\n'
             + "emit() {\n"
             + '  if [ -d "$1" ]; then\n'
-            + '    for g in "$1"/*; do [ -f "$g" ] || continue; b=$(basename "$g"); '
+            + '    for g in "${1%/}"/*; do [ -f "$g" ] || continue; b=$(basename "$g"); '
             + _SKIP_FILE + '; emit "$g" "$2"; done\n'
             + "    return 0\n"
             + "  fi\n"
