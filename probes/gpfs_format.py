@@ -165,7 +165,7 @@ def parse_mmlsconfig(text: str) -> dict[str, Any]:
             cluster_name = cluster_name or (m.group("name").strip() or None)
             continue
         if in_trailer:
-            if line.startswith("/"):
+            if line.startswith("/") or len(line.split()) == 1:
                 filesystems.append(line.split()[0])
             else:
                 unparsed.append(raw)
