@@ -290,8 +290,9 @@ def evaluate_check(ctx: RuleContext) -> Iterator[Finding]:
 def _check_one(ctx: RuleContext, host: str, item: Any, expected: Any, subject: str | None) -> Finding:
     rule = ctx.rule
     observed = get_path(item, rule.fact)
-    if observed is MISSING and rule.operator not in ("present", "absent"):
-        return ctx.finding(host, FindingStatus.not_applicable, subject=subject, message=f"{rule.fact} is absent")
+    if (observed is MISSING or observed is None) and rule.operator not in ("present", "absent"):
+        why = "absent" if observed is MISSING else "not known (null)"
+        return ctx.finding(host, FindingStatus.not_applicable, subject=subject, message=f"{rule.fact} is {why}")
     try:
         ok = compare(rule.operator, observed, expected)
     except (ValueError, re.error) as exc:

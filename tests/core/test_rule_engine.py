@@ -244,3 +244,10 @@ def test_shipped_rules_lint_clean():
 
     problems, _ = lint()
     assert problems == []
+
+
+def test_null_fact_is_not_applicable_not_error(tmp_path):
+    catalog = load_catalog(write_rules(tmp_path, SACK_PACK))
+    fs = FactSet(site="t", hosts={"g": host("g", probes={"network.sysctl": ok("network.sysctl", {"sysctls": {"net.ipv4.tcp_sack": {"runtime": None}}})})})
+    (f,) = evaluate(fs, profiles=["generic"], catalog=catalog).findings
+    assert f.status == FindingStatus.not_applicable and "null" in f.message
