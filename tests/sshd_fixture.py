@@ -146,6 +146,19 @@ def _ensure_privsep_dir() -> None:
         PRIVSEP_DIR.mkdir(mode=0o755, parents=True, exist_ok=True)
 
 
+def _as_user(user: str, tmp: Path) -> list[str]:
+    """``setpriv`` prefix running as ``user``; hands the temp dir's files to that user."""
+    import pwd
+
+    pw = pwd.getpwnam(user)
+    if os.geteuid() != 0:
+        raise RuntimeError("running sshd as another user needs root")
+    for p in [tmp, *tmp.iterdir()]:
+        os.chown(p, pw.pw_uid, pw.pw_gid)
+    setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
+    return [setpriv, f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--init-groups", "--reset-env"]
+
+
 def _wait_listening(address: str, port: int, proc: subprocess.Popen, log_path: Path, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while True:
@@ -186,11 +199,16 @@ def running_sshd(
     client_key_type: str = "ed25519",
     log_level: str = "VERBOSE",
     start_timeout: float = 10.0,
+    run_as: str | None = None,
 ) -> Iterator[SshdServer]:
     """Start ``sshd -D -e -f CONFIG`` on ``address`` and a free high port; yield an SshdServer.
 
     ``extra_config`` lines (a string, or a mapping of keyword -> value) are appended to the
     generated sshd_config. The sshd process is killed by its pid and the temp dir removed on exit.
+
+    ``run_as``: a user name; (as root) run sshd itself as that user, with ``setpriv``, so that
+    the only login it allows is that user's (even when its password is locked): the way to test
+    an unprivileged login user without changing the machine's accounts.
     """
     if not sshd_available():
         raise RuntimeError(f"{SSHD} or ssh-keygen not found (install openssh-server)")
@@ -234,8 +252,11 @@ def running_sshd(
             log_path = tmp / "sshd.log"
             log = open(log_path, "ab")
             try:
+                argv = [SSHD, "-D", "-e", "-f", str(cfg)]
+                if run_as:
+                    argv = _as_user(run_as, tmp) + argv
                 proc = subprocess.Popen(
-                    [SSHD, "-D", "-e", "-f", str(cfg)],
+                    argv,
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=log,
@@ -254,6 +275,7 @@ def running_sshd(
             raise RuntimeError(f"could not start sshd: {last_error}")
         known_hosts = tmp / "known_hosts"
         server = SshdServer(
+            user=run_as or _current_user(),
             dir=tmp,
             address=address,
             port=port,

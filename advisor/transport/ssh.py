@@ -513,6 +513,8 @@ class SshTransport(Transport):
                 t.start_client(timeout=ct)
             except (paramiko.SSHException, EOFError, OSError) as e:
                 raise HostUnreachable(f"{label}: SSH handshake failed: {_one_line(e) or 'connection closed'}") from None
+            if not t.is_active() or not t.initial_kex_done:
+                raise HostUnreachable(f"{label}: SSH handshake failed: no answer within {ct:g}s")
             self._verify_host_key(ep, t.get_remote_server_key(), known, record_to)
             self._authenticate(ep, t)
             t.set_keepalive(30)
