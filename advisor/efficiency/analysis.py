@@ -1,13 +1,14 @@
 """Streaming aggregates of job records: distributions per node group, host and job-length bin.
 
 Memory is bounded by the number of distinct hosts and bins, never by the number of jobs:
-every distribution is a sparse histogram (efficiency in steps of 0.001; CPU and wall per event
+every distribution is a sparse histogram (efficiency in steps of 0.005; CPU and wall per event
 on a log scale, 0.5% steps), from which mean, median, p10 and p90 are read.
 """
 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -21,17 +22,12 @@ WALL_LABELS = ("<10m", "10m-1h", "1h-4h", "4h-12h", "12h-24h", ">24h")
 
 
 def event_bin(events: int) -> int:
-    for i, e in enumerate(EVENT_EDGES):
-        if events <= e:
-            return i
-    return len(EVENT_EDGES)
+    """0 for <= 100 events, ... 4 for > 100000 (IFCA's table)."""
+    return bisect_left(EVENT_EDGES, events)
 
 
 def wall_bin(wall: float) -> int:
-    for i, e in enumerate(WALL_EDGES):
-        if wall < e:
-            return i
-    return len(WALL_EDGES)
+    return bisect_right(WALL_EDGES, wall)
 
 
 class Histogram:
@@ -39,8 +35,8 @@ class Histogram:
 
     __slots__ = ("bins", "count", "total", "log", "step")
 
-    def __init__(self, log: bool = False, step: float = 0.001):
-        self.bins: Counter[int] = Counter()
+    def __init__(self, log: bool = False, step: float = 0.005):
+        self.bins: dict[int, int] = {}
         self.count = 0
         self.total = 0.0
         self.log = log
@@ -53,12 +49,17 @@ class Histogram:
             k = -100000 if x <= 0 else int(math.floor(math.log(x) / 0.005))
         else:
             k = int(x / self.step + 0.5)
-        self.bins[k] += 1
+        self.bins[k] = self.bins.get(k, 0) + 1
+
+    def merge_bins(self, bins: dict[int, int], count: int, total: float) -> None:
+        b = self.bins
+        for k, v in bins.items():
+            b[k] = b.get(k, 0) + v
+        self.count += count
+        self.total += total
 
     def merge(self, other: "Histogram") -> None:
-        self.bins.update(other.bins)
-        self.count += other.count
-        self.total += other.total
+        self.merge_bins(other.bins, other.count, other.total)
 
     def _value(self, k: int) -> float:
         if self.log:
@@ -91,22 +92,30 @@ class Histogram:
         }
 
 
-class Group:
-    """Efficiency of a set of jobs, plus the totals that give the core-weighted efficiency."""
+# a cell is the aggregate of the jobs of one (host, length bin): [jobs, cpu, core_wall, eff_sum, eff_bins]
+_JOBS, _CPU, _CORE_WALL, _EFF_SUM, _BINS = range(5)
+NO_BIN = -1       # jobs that did not complete (not in the length table)
+WALL_BIN0 = 10    # wall-time bins are 10.., event bins 0..
 
-    __slots__ = ("eff", "cpu", "core_wall", "jobs")
+
+class Group:
+    """Efficiency of a set of jobs (merged cells), plus totals for the core-weighted efficiency."""
+
+    __slots__ = ("eff", "cpu", "core_wall")
 
     def __init__(self) -> None:
         self.eff = Histogram()
         self.cpu = 0.0
         self.core_wall = 0.0
-        self.jobs = 0
 
-    def add(self, eff: float, cpu: float, core_wall: float) -> None:
-        self.jobs += 1
-        self.eff.add(eff)
-        self.cpu += cpu
-        self.core_wall += core_wall
+    @property
+    def jobs(self) -> int:
+        return self.eff.count
+
+    def merge_cell(self, c: list) -> None:
+        self.eff.merge_bins(c[_BINS], c[_JOBS], c[_EFF_SUM])
+        self.cpu += c[_CPU]
+        self.core_wall += c[_CORE_WALL]
 
     def stats(self) -> dict[str, Any]:
         d = self.eff.stats()
@@ -114,89 +123,123 @@ class Group:
         return d
 
 
-class LengthBin(Group):
-    __slots__ = ("cpu_per_event", "wall_per_event", "hosts")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.cpu_per_event = Histogram(log=True)
-        self.wall_per_event = Histogram(log=True)
-        self.hosts: dict[str, Histogram] = {}
-
-
 class Summary:
-    """Running aggregates over records (``add`` one at a time; nothing per job is kept)."""
+    """Running aggregates over records; nothing per job is kept.
+
+    Jobs are aggregated into cells keyed by (host, length bin); per-host, per-group,
+    per-bin and overall distributions are merges of cells, computed when asked for.
+    """
 
     def __init__(self, group_of: Callable[[str], list[str]] | None = None):
         self.records = 0
-        self.by_status: Counter[str] = Counter()
+        self.by_status: dict[str, int] = {}
         self.no_efficiency = 0
         self.zero_cpu = 0
-        self.overall = Group()
-        self.hosts: dict[str, Group] = {}
-        self.groups: dict[str, Group] = {}
-        self.event_bins = [LengthBin() for _ in EVENT_LABELS]
-        self.wall_bins = [LengthBin() for _ in WALL_LABELS]
+        self.cells: dict[tuple[str, int], list] = {}
+        self.cpu_per_event = [Histogram(log=True) for _ in EVENT_LABELS]
+        self.wall_per_event = [Histogram(log=True) for _ in EVENT_LABELS]
         self.with_events = 0
         self.wasted_core_seconds = 0.0
         self.total_core_seconds = 0.0
         self.failed_jobs = 0
         self.wasted_by_host: Counter[str] = Counter()
         self._group_of = group_of or (lambda h: [host_prefix(h)])
-        self._groups_cache: dict[str, list[str]] = {}
 
     def add(self, rec: JobRecord) -> None:
+        self.add_values(rec.host, rec.cores, rec.cpu_seconds, rec.wall_seconds, rec.status, rec.events)
+
+    def add_values(self, host: str | None, cores: float | None, cpu: float | None, wall: float | None,
+                   status: str, events: int | None) -> None:
         self.records += 1
-        self.by_status[rec.status] += 1
-        cpu, wall, cores = rec.cpu_seconds, rec.wall_seconds, rec.cores
-        host = rec.host or "(unknown)"
-        core_wall = wall * cores if (wall is not None and cores) else None
-        if core_wall is not None:
-            self.total_core_seconds += core_wall
-            if rec.status in FAILED_STATUSES:
-                self.failed_jobs += 1
-                self.wasted_core_seconds += core_wall
-                self.wasted_by_host[host] += core_wall
-        if cpu is None or core_wall is None or core_wall <= 0:
+        bs = self.by_status
+        bs[status] = bs.get(status, 0) + 1
+        if wall is None or not cores or wall <= 0:
             self.no_efficiency += 1
             return
+        if host is None:
+            host = "(unknown)"
+        cw = wall * cores
+        self.total_core_seconds += cw
+        if status in FAILED_STATUSES:
+            self.failed_jobs += 1
+            self.wasted_core_seconds += cw
+            self.wasted_by_host[host] += cw
+        if cpu is None or cw <= 0:
+            self.no_efficiency += 1
+            return
+        if status == "completed" or status == "running":
+            if events:
+                b = bisect_left(EVENT_EDGES, events)
+                self.with_events += 1
+                self.cpu_per_event[b].add(cpu / events)
+                self.wall_per_event[b].add(wall / events)
+            else:
+                b = WALL_BIN0 + bisect_right(WALL_EDGES, wall)
+        else:
+            b = NO_BIN
+        c = self.cells.get((host, b))
+        if c is None:
+            c = self.cells[(host, b)] = [0, 0.0, 0.0, 0.0, {}]
+        eff = cpu / cw
+        c[0] += 1
+        c[1] += cpu
+        c[2] += cw
+        c[3] += eff
+        h = c[4]
+        k = int(eff * 200 + 0.5)
+        h[k] = h.get(k, 0) + 1
         if cpu == 0:
             self.zero_cpu += 1
-        eff = cpu / core_wall
-        self.overall.add(eff, cpu, core_wall)
-        g = self.hosts.get(host)
-        if g is None:
-            g = self.hosts[host] = Group()
-        g.add(eff, cpu, core_wall)
-        groups = self._groups_cache.get(host)
-        if groups is None:
-            groups = self._groups_cache[host] = self._group_of(host) if rec.host else ["(unknown)"]
-        for name in groups:
-            gg = self.groups.get(name)
-            if gg is None:
-                gg = self.groups[name] = Group()
-            gg.add(eff, cpu, core_wall)
-        if rec.status not in ("completed", "running"):
-            return  # length bins compare jobs that did their work
-        if rec.events:
-            self.with_events += 1
-            b = self.event_bins[event_bin(rec.events)]
-            b.cpu_per_event.add(cpu / rec.events)
-            b.wall_per_event.add(wall / rec.events)
-        else:
-            b = self.wall_bins[wall_bin(wall)]
-        b.add(eff, cpu, core_wall)
-        hh = b.hosts.get(host)
-        if hh is None:
-            hh = b.hosts[host] = Histogram()
-        hh.add(eff)
 
     def extend(self, recs: Iterable[JobRecord]) -> "Summary":
         for r in recs:
             self.add(r)
         return self
 
-    # ---- views --------------------------------------------------------------------------
+    # ---- views (merges of cells) ---------------------------------------------------------
+
+    @property
+    def overall(self) -> Group:
+        g = Group()
+        for c in self.cells.values():
+            g.merge_cell(c)
+        return g
+
+    @property
+    def hosts(self) -> dict[str, Group]:
+        out: dict[str, Group] = {}
+        for (h, _b), c in self.cells.items():
+            out.setdefault(h, Group()).merge_cell(c)
+        return out
+
+    @property
+    def groups(self) -> dict[str, Group]:
+        out: dict[str, Group] = {}
+        for h, g in self.hosts.items():
+            for name in (self._group_of(h) if h != "(unknown)" else ["(unknown)"]):
+                gg = out.setdefault(name, Group())
+                gg.eff.merge(g.eff)
+                gg.cpu += g.cpu
+                gg.core_wall += g.core_wall
+        return out
+
+    def bin_group(self, b: int) -> Group:
+        g = Group()
+        for (_h, bb), c in self.cells.items():
+            if bb == b:
+                g.merge_cell(c)
+        return g
+
+    def bin_hosts(self, b: int) -> dict[str, Histogram]:
+        out: dict[str, Histogram] = {}
+        for (h, bb), c in self.cells.items():
+            if bb == b:
+                out.setdefault(h, Histogram()).merge_bins(c[_BINS], c[_JOBS], c[_EFF_SUM])
+        return out
+
+    @property
+    def event_bins(self) -> list[Group]:
+        return [self.bin_group(i) for i in range(len(EVENT_LABELS))]
 
     @property
     def length_kind(self) -> str:
@@ -204,17 +247,18 @@ class Summary:
 
     def length_table(self) -> list[dict[str, Any]]:
         if self.length_kind == "events":
-            labels, bins = EVENT_LABELS, self.event_bins
+            labels, b0 = EVENT_LABELS, 0
         else:
-            labels, bins = WALL_LABELS, self.wall_bins
+            labels, b0 = WALL_LABELS, WALL_BIN0
         out = []
-        for label, b in zip(labels, bins):
-            if not b.jobs:
+        for i, label in enumerate(labels):
+            g = self.bin_group(b0 + i)
+            if not g.jobs:
                 continue
-            d = {"bin": label, **b.stats()}
+            d = {"bin": label, **g.stats()}
             if self.length_kind == "events":
-                d["cpu_per_event_median"] = _round(b.cpu_per_event.quantile(0.5))
-                d["wall_per_event_median"] = _round(b.wall_per_event.quantile(0.5))
+                d["cpu_per_event_median"] = _round(self.cpu_per_event[i].quantile(0.5))
+                d["wall_per_event_median"] = _round(self.wall_per_event[i].quantile(0.5))
             out.append(d)
         return out
 

@@ -428,3 +428,80 @@ def iter_autoformat(f: IO[bytes], source: str) -> Iterator[JobRecord | ParseIssu
             yield record_from_ad(_af_row_to_ad(cols, vals), source, lineno)
         except RowError as e:
             yield ParseIssue(source, lineno, str(e))
+
+
+def summarize_jsonl(f: IO[bytes], source: str, summary: Any, add_issue: Any) -> None:
+    """The hot path for ``-jsonl`` when no per-job record is wanted (the summary only).
+
+    Gives the same aggregates as :func:`iter_jsonl` feeding ``Summary.add``, without a record
+    per job: the common case (cumulative CPU with RemoteWallClockTime, a job that is neither
+    running nor failed, known cores and host) is folded into the summary's cells inline;
+    every other ad goes through :func:`build_record` and ``Summary.add``. Kept in step with
+    ``Summary.add_values`` by tests/efficiency/test_hot_path.py.
+    """
+    if _fast_decode is None:
+        for item in iter_jsonl(f, source):
+            if isinstance(item, ParseIssue):
+                add_issue(item)
+            else:
+                summary.add(item)
+        return
+    from bisect import bisect_right
+
+    from advisor.efficiency.analysis import WALL_BIN0, WALL_EDGES
+
+    decode = _fast_decode
+    errors = _FAST_ERRORS
+    cells = summary.cells
+    completed = 0
+    total_cw = 0.0
+    zero_cpu = 0
+    lineno = 0
+    for raw in f:
+        lineno += 1
+        try:
+            a = decode(raw)
+        except errors:
+            a = None
+        if a is not None:
+            cu = a.CumulativeRemoteUserCpu
+            rw = a.RemoteWallClockTime
+            lrh = a.LastRemoteHost
+            if cu is not None and rw is not None and a.JobStatus == 4 and lrh and a.ClusterId is not None \
+                    and a.ProcId is not None and not a.ExitBySignal and not a.ExitCode:
+                cores = a.CpusProvisioned or a.RequestCpus or 1.0
+                wall = rw - (a.CumulativeSuspensionTime or 0)
+                host = lrh.rpartition("@")[2]
+                if wall > 0 and cores > 0 and host and host[0] != "<" and host.strip() == host:
+                    cpu = cu + (a.CumulativeRemoteSysCpu or 0.0)
+                    cw = wall * cores
+                    eff = cpu / cw
+                    key = (host, WALL_BIN0 + bisect_right(WALL_EDGES, wall))
+                    c = cells.get(key)
+                    if c is None:
+                        c = cells[key] = [0, 0.0, 0.0, 0.0, {}]
+                    c[0] += 1
+                    c[1] += cpu
+                    c[2] += cw
+                    c[3] += eff
+                    h = c[4]
+                    k = int(eff * 200 + 0.5)
+                    h[k] = h.get(k, 0) + 1
+                    completed += 1
+                    total_cw += cw
+                    if cpu == 0:
+                        zero_cpu += 1
+                    continue
+        text = raw.strip()
+        if not text or text[:1] == b"#":
+            continue
+        try:
+            rec = _record_from_line(text, source, lineno)
+        except RowError as e:
+            add_issue(ParseIssue(source, lineno, str(e)))
+            continue
+        summary.add(rec)
+    summary.records += completed
+    summary.by_status["completed"] = summary.by_status.get("completed", 0) + completed
+    summary.total_core_seconds += total_cw
+    summary.zero_cpu += zero_cpu

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from advisor.efficiency import fjr, htcondor, slurm
 from advisor.efficiency.records import EfficiencyInputError, JobRecord, ParseIssue, RowError
@@ -116,6 +116,38 @@ class IssueLog:
         self.by_file[issue.file] = self.by_file.get(issue.file, 0) + 1
         if len(self.items) < self.keep:
             self.items.append(issue)
+
+
+def ingest_into(paths: list[str], fmt: str, summary: Any, issues: IssueLog,
+                on_record: Callable[[JobRecord], None] | None = None) -> None:
+    """Feed all files into ``summary``; ``on_record`` sees every record when given.
+
+    Without ``on_record``, ``-jsonl`` files take the summary-only hot path
+    (:func:`advisor.efficiency.htcondor.summarize_jsonl`)."""
+    for path in paths:
+        if on_record is None:
+            kind = _kind_of(path, fmt)
+            if kind == "htcondor-jsonl":
+                with open(path, "rb", buffering=1 << 20) as f:
+                    htcondor.summarize_jsonl(f, path, summary, issues.add)
+                continue
+        for item in iter_file(path, fmt):
+            if isinstance(item, ParseIssue):
+                issues.add(item)
+            else:
+                summary.add(item)
+                if on_record is not None:
+                    on_record(item)
+
+
+def _kind_of(path: str, fmt: str) -> str:
+    if fmt not in ("auto", "htcondor"):
+        return fmt
+    try:
+        with open(path, "rb") as f:
+            return detect_format(path, f) if fmt == "auto" else _htcondor_kind(path, f)  # type: ignore[arg-type]
+    except OSError as e:
+        raise EfficiencyInputError(path, e.strerror or "cannot be read") from None
 
 
 def iter_records(paths: list[str], fmt: str, issues: IssueLog) -> Iterator[JobRecord]:

@@ -1,0 +1,258 @@
+"""``storadvise efficiency``: ingest job accounting, analyse it, and the latency what-if."""
+
+from __future__ import annotations
+
+import json
+import sys
+from functools import wraps
+from typing import Any, Callable, Optional
+
+import typer
+
+from advisor.errors import StoradviseError, UsageError
+from advisor.efficiency import diagnosis, latency
+from advisor.efficiency.analysis import Summary, site_group_mapper
+from advisor.efficiency.ingest import FORMATS, IssueLog, detect_format, iter_records
+from advisor.efficiency.records import EfficiencyInputError
+
+app = typer.Typer(
+    name="efficiency",
+    help="CPU efficiency (CPU time / wall time x cores) from job accounting, tied to storage findings.",
+    no_args_is_help=True,
+)
+
+BY_CHOICES = ("host", "group", "length")
+
+
+def _user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """One line on stderr and exit 1 for errors the user can act on; never a traceback."""
+
+    @wraps(fn)
+    def run(*a: Any, **kw: Any) -> Any:
+        try:
+            return fn(*a, **kw)
+        except StoradviseError as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(e.exit_code) from None
+        except BrokenPipeError:
+            raise typer.Exit(0) from None
+
+    return run
+
+
+def _precheck(paths: list[str], fmt: str) -> None:
+    """Fail before any output if a file cannot be opened or its format not recognised."""
+    if fmt not in FORMATS:
+        raise UsageError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
+    for p in paths:
+        try:
+            with open(p, "rb") as f:
+                if fmt == "auto":
+                    detect_format(p, f)  # type: ignore[arg-type]
+        except IsADirectoryError:
+            raise EfficiencyInputError(p, "is a directory, not an accounting file") from None
+        except OSError as e:
+            raise EfficiencyInputError(p, e.strerror or "cannot be read") from None
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), default=str)
+
+
+@app.command()
+@_user_errors
+def ingest(
+    files: list[str] = typer.Argument(..., metavar="FILE...", help="accounting exports (any mix of formats)"),
+    format: str = typer.Option("auto", "--format", "-f", help="auto | htcondor | slurm | fjr"),
+    as_json: bool = typer.Option(False, "--json", help="print {records, summary, errors, findings} as JSON"),
+    baseline: Optional[list[str]] = typer.Option(None, "--baseline", help="exports of a comparable site or period"),
+    target: Optional[float] = typer.Option(None, "--target", min=0.0, max=2.0, help="target median efficiency, e.g. 0.75"),
+    tolerance: float = typer.Option(0.1, "--tolerance", min=0.0, max=1.0, help="allowed relative shortfall vs baseline/target"),
+    by: Optional[list[str]] = typer.Option(None, "--by", help="host | group | length (repeatable; default all)"),
+    scan: Optional[str] = typer.Option(None, "--scan", help="a scan JSON whose findings the I/O finding points to"),
+    site: Optional[str] = typer.Option(None, "--site", help="site name or file: node groups from its host groups"),
+    limit: Optional[int] = typer.Option(None, "--limit", min=0, help="list at most N records in --json (default all, streamed)"),
+    max_errors: int = typer.Option(1000, "--max-errors", min=0, help="unparseable rows listed (all are counted)"),
+    io_drop: float = typer.Option(0.2, "--io-drop", min=0.0, max=1.0, help="relative efficiency fall that flags EFF-IO-BOUND"),
+    failed_share: float = typer.Option(0.05, "--failed-share", min=0.0, max=1.0, help="wasted core-hour share that flags EFF-FAILED-WALL"),
+) -> None:
+    """Per-job efficiency from HTCondor, Slurm and CMSSW job reports, with distributions and findings.
+
+    Example: storadvise efficiency ingest history.jsonl --by length --scan scan.json --json
+    """
+    groups = tuple(by or BY_CHOICES)
+    for g in groups:
+        if g not in BY_CHOICES:
+            raise UsageError(f"--by {g!r}: use host, group or length")
+    if baseline and target is not None:
+        raise UsageError("give --baseline or --target, not both")
+    _precheck(files, format)
+    if baseline:
+        _precheck(baseline, format)
+    scan_findings = diagnosis.load_scan(scan) if scan else None
+    group_of = None
+    if site:
+        from advisor.site import load_site
+
+        group_of = site_group_mapper(load_site(site))
+
+    issues = IssueLog(keep=max_errors)
+    summary = Summary(group_of)
+    listed = 0
+    out = sys.stdout
+    if as_json:
+        out.write('{"records":[')
+        first = True
+        for rec in iter_records(files, format, issues):
+            summary.add(rec)
+            if limit is None or listed < limit:
+                out.write(("\n" if first else ",\n") + _dumps(rec.to_dict()))
+                first = False
+                listed += 1
+        out.write("\n],")
+    else:
+        for rec in iter_records(files, format, issues):
+            summary.add(rec)
+
+    base_summary = None
+    if baseline:
+        base_issues = IssueLog(keep=max_errors)
+        base_summary = Summary(group_of).extend(iter_records(baseline, format, base_issues))
+        for it in base_issues.items:
+            issues.add(it)
+    findings = [diagnosis.io_bound_finding(summary, scan_findings, drop=io_drop),
+                diagnosis.failed_wall_finding(summary, threshold=failed_share)]
+    if base_summary is not None or target is not None:
+        findings.append(diagnosis.baseline_finding(summary, base_summary, target, tolerance))
+
+    sd = summary.to_dict(groups)
+    sd["files"] = len(files)
+    sd["records_listed"] = listed if as_json else 0
+    sd["errors"] = issues.count
+    sd["errors_by_file"] = issues.by_file
+    if as_json:
+        tail: dict[str, Any] = {
+            "summary": sd,
+            "errors": [i.to_dict() for i in issues.items],
+            "findings": [f.model_dump(mode="json") for f in findings],
+        }
+        if base_summary is not None:
+            tail["baseline"] = base_summary.to_dict(groups)
+        out.write(_dumps(tail)[1:] + "\n")
+        return
+    _print_human(sd, findings, issues, base_summary)
+
+
+def _print_human(sd: dict[str, Any], findings: list[Any], issues: IssueLog, base: Summary | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    e = sd["efficiency"]
+    pct = (lambda v: "-" if v is None else f"{v:.1%}")
+    con.print(f"[bold]{sd['records']}[/] jobs from {sd['files']} file(s); efficiency median {pct(e['median'])} "
+              f"(p10 {pct(e['p10'])}, p90 {pct(e['p90'])}, core-weighted {pct(e['weighted'])}); "
+              f"{sd['no_efficiency']} without efficiency; {sd['errors']} unparseable row(s)")
+    con.print("status: " + ", ".join(f"{k} {v}" for k, v in sd["by_status"].items()))
+    for key, title in (("by_group", "node group"), ("by_host", "host")):
+        if key in sd and sd[key]:
+            t = Table(title=f"efficiency by {title}")
+            for c in (title, "jobs", "mean", "median", "p10", "p90", "weighted"):
+                t.add_column(c, justify="right" if c != title else "left")
+            rows = sorted(sd[key].items(), key=lambda kv: kv[1]["median"] or 0)
+            for name, s in rows[:50]:
+                t.add_row(name, str(s["count"]), pct(s["mean"]), pct(s["median"]), pct(s["p10"]), pct(s["p90"]), pct(s["weighted"]))
+            con.print(t)
+    if "by_length" in sd and sd["by_length"]:
+        t = Table(title=f"efficiency by job length ({sd['length_kind']})")
+        cols = ["bin", "jobs", "median", "p10", "p90"] + (["cpu/event s", "wall/event s"] if sd["length_kind"] == "events" else [])
+        for c in cols:
+            t.add_column(c, justify="right")
+        for r in sd["by_length"]:
+            row = [r["bin"], str(r["count"]), pct(r["median"]), pct(r["p10"]), pct(r["p90"])]
+            if sd["length_kind"] == "events":
+                row += [f"{r['cpu_per_event_median']:.4g}", f"{r['wall_per_event_median']:.4g}"]
+            t.add_row(*row)
+        con.print(t)
+    for f in findings:
+        colour = {"fail": "red", "pass": "green"}.get(f.status.value, "yellow")
+        con.print(f"[{colour}]{f.status.value.upper():>14}[/] {f.rule_id} ({f.severity.value}) {f.title}"
+                  + (f" - {f.message}" if f.message else ""))
+        if f.status.value == "fail":
+            for line in f.evidence:
+                con.print(f"                 {line}", highlight=False)
+            if f.hosts:
+                con.print(f"                 hosts: {', '.join(f.hosts[:20])}" + (" ..." if len(f.hosts) > 20 else ""))
+    for it in issues.items[:20]:
+        con.print(f"[yellow]{it.file}:{it.line}[/]: {it.message}", highlight=False)
+    if issues.count > 20:
+        con.print(f"... {issues.count - 20} more unparseable rows (see --json)")
+
+
+def _parse_rtt(values: list[str]) -> list[tuple[str | None, float]]:
+    out = []
+    for v in values:
+        label, eq, num = v.rpartition("=")
+        try:
+            rtt = float(num)
+        except ValueError:
+            raise UsageError(f"--rtt-ms {v!r}: give milliseconds, e.g. 9 or wn01->xcache=9") from None
+        if not (0 <= rtt < 100000):
+            raise UsageError(f"--rtt-ms {v!r}: RTT must be between 0 and 100000 ms")
+        out.append((label if eq else None, rtt))
+    return out
+
+
+@app.command()
+@_user_errors
+def whatif(
+    rtt_ms: list[str] = typer.Option(..., "--rtt-ms", help="RTT in ms to the data source, or PATH=ms (repeatable)"),
+    profile: Optional[str] = typer.Option(None, "--profile", help="a CMSSW framework job report: its remote reads per second"),
+    ops_per_second: Optional[float] = typer.Option(None, "--ops-per-second", min=0.0, help="synchronous remote reads per wall second"),
+    mb_per_cpu_second: Optional[float] = typer.Option(None, "--mb-per-cpu-second", min=0.0, help="MB read per CPU second"),
+    mb_per_read: float = typer.Option(latency.DEFAULT_MB_PER_READ, "--mb-per-read", min=1e-6, help="MB per synchronous read (with --mb-per-cpu-second)"),
+    cpu_per_wall: float = typer.Option(1.0, "--cpu-per-wall", min=1e-6, help="CPU seconds per wall second (cores x efficiency)"),
+    efficiency: Optional[float] = typer.Option(None, "--efficiency", min=0.0, max=2.0, help="the job's efficiency on a local source"),
+    threshold: float = typer.Option(0.05, "--threshold", min=0.0, max=1.0, help="loss at which a cache is recommended"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Efficiency loss from reading over RTT, anchored on PIC/CIEMAT (-2% at 9 ms, -15% at 150 ms).
+
+    Example: storadvise efficiency whatif --rtt-ms 9 --rtt-ms 150 --profile job.fjr.xml --json
+    """
+    rtts = _parse_rtt(rtt_ms)
+    given = sum(x is not None for x in (profile, ops_per_second, mb_per_cpu_second))
+    if given > 1:
+        raise UsageError("give one of --profile, --ops-per-second, --mb-per-cpu-second")
+    if profile:
+        from advisor.efficiency import fjr
+        from advisor.efficiency.records import RowError
+
+        try:
+            with open(profile, "rb") as f:
+                report = fjr.parse_fjr(f, profile)
+            prof = latency.profile_from_fjr(report, profile)
+        except OSError as e:
+            raise EfficiencyInputError(profile, e.strerror or "cannot be read") from None
+        except (RowError, ValueError) as e:
+            raise EfficiencyInputError(profile, str(e)) from None
+        if efficiency is None and report.cpu_seconds and report.wall_seconds:
+            efficiency = report.cpu_seconds / (report.wall_seconds * (report.threads or 1))
+    elif ops_per_second is not None:
+        prof = latency.IOProfile(ops_per_second, "ops_per_second", {})
+    elif mb_per_cpu_second is not None:
+        prof = latency.profile_from_mb(mb_per_cpu_second, mb_per_read, cpu_per_wall)
+    else:
+        prof = latency.reference_profile()
+    result = latency.estimate(rtts, prof, threshold, efficiency)
+    finding = latency.cache_finding(result)
+    if as_json:
+        result["findings"] = [finding.model_dump(mode="json")]
+        typer.echo(json.dumps(result, indent=2))
+        return
+    typer.echo(f"profile: {prof.ops_per_second:.3f} synchronous reads/s ({prof.origin}); "
+               f"model: loss = D/(1+D), D = reads/s x (RTT + {latency.T0_SECONDS * 1000:.2f} ms)")
+    for r in result["estimates"]:
+        rec = "  -> cache recommended" if r["recommend_cache"] else ""
+        eff = f", efficiency {r['efficiency']:.1%}" if "efficiency" in r else ""
+        typer.echo(f"  {(r['path'] or 'source'):>20}  RTT {r['rtt_ms']:>7g} ms  loss {r['loss']:6.1%}{eff}{rec}")
