@@ -48,7 +48,9 @@ def plan(
     rounds = mesh_schedule(reqs)
     methods = schedule_method(frozenset((r.src, r.dst)) for r in reqs)
     spec = the_site.mesh
-    per_round = spec.duration + spec.omit
+    from advisor.mesh.iperf import whole_seconds
+
+    per_round = whole_seconds(spec.duration, 1) + whole_seconds(spec.omit, 0)
     if json_out:
         print(json.dumps({
             "site": the_site.name,

@@ -145,10 +145,14 @@ def client_command(
     connect_timeout_ms: int | None = None,
     hard_limit_s: float | None = None,
 ) -> str:
-    """The sender's command line (``-J``, JSON on stdout)."""
+    """The sender's command line (``-J``, JSON on stdout).
+
+    iperf3 reads ``-t`` and ``-O`` with atoi(): whole seconds only, so they are rounded here
+    (``-t`` at least 1) rather than silently truncated by iperf3.
+    """
     args = [
         "iperf3", "-c", address, "-p", str(int(port)),
-        "-t", _num(duration), "-O", _num(omit), "-P", str(int(streams)), "-J",
+        "-t", str(whole_seconds(duration, 1)), "-O", str(whole_seconds(omit, 0)), "-P", str(int(streams)), "-J",
     ]
     if congestion:
         args += ["-C", congestion]
@@ -166,8 +170,9 @@ def client_command(
     return cmd
 
 
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+def whole_seconds(x: float, minimum: int) -> int:
+    """What iperf3 will run for ``-t``/``-O`` x: rounded half up, at least ``minimum``."""
+    return max(minimum, int(float(x) + 0.5))
 
 
 # ----------------------------------------------------------------------------- results

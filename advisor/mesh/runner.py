@@ -69,8 +69,13 @@ class RunOptions:
         return opts
 
     @property
+    def test_seconds(self) -> int:
+        """What one test runs for (iperf3 takes whole seconds for -t and -O)."""
+        return iperf.whole_seconds(self.duration, 1) + iperf.whole_seconds(self.omit, 0)
+
+    @property
     def test_timeout(self) -> float:
-        return self.duration + self.omit + self.timeout_margin
+        return self.test_seconds + self.timeout_margin
 
 
 def mesh_address(host: Host) -> str:
