@@ -50,19 +50,30 @@ def mesh_path_slow(ctx: RuleContext) -> Iterator[Finding]:
     if paths is None:
         return
     min_ratio = _ratio(ctx)
+    facts = _facts(ctx, paths)
     for p in paths:
         if p.get("status") != "ok" or p.get("ratio") is None:
             continue  # failed tests: MESH-TEST-FAILED; unjudged: nothing to compare with
         basis = "expected" if p.get("ratio_basis") == "expected" else "the median path"
         ref = format_bps(p["expected_bps"]) if p.get("expected_bps") else "the median path"
+        slow = dg.is_slow(p, min_ratio)
+        evidence = [dg.describe_path(p)]
+        message = f"{p['ratio']:.2f} of {basis}"
+        if slow:
+            # a firewall on either end that acts on packets (IFCA: a rate limit on gpfs02)
+            for h in (p["dst"], p["src"]):
+                rules = dg.acting_firewall_rules(facts, h) or []
+                if rules:
+                    message += f"; {h} has {len(rules)} firewall rule(s) that drop, reject or rate-limit"
+                    evidence += [f"{h}: {r.get('text')}" for r in rules[:3]]
         yield ctx.finding(
             [p["src"], p["dst"]],
-            FindingStatus.fail if dg.is_slow(p, min_ratio) else FindingStatus.passed,
+            FindingStatus.fail if slow else FindingStatus.passed,
             observed=format_bps(p["measured_bps"]),
             expected=f">= {min_ratio:g} x {ref}",
-            evidence=[dg.describe_path(p)],
+            evidence=evidence,
             subject=_subject(p),
-            message=f"{p['ratio']:.2f} of {basis}",
+            message=message,
         )
 
 

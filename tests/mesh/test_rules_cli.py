@@ -104,3 +104,28 @@ def test_cli_run_json_real_iperf3(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert rc == 0 and doc["rounds"] == 3
     assert all(p["status"] == "ok" and p["measured_bps"] > 0 for p in doc["paths"])
+
+
+def test_ifca_lab_shape_rate_limited_gpfs_pair():
+    """The lab's IFCA firewall is a hashlimit DROP on gpfs02 for packets from gpfs01: that path is
+    slow rather than cut; gpfs01 is then blamed for 5 slow paths, and the slow gpfs01->gpfs02
+    finding names gpfs02's limiting rule."""
+    from tests.mesh.test_diagnosis import path
+    from advisor.mesh.results import judge_paths
+
+    paths = [p for p in ifca_paths() if {p["src"], p["dst"]} != set(GPFS)]
+    paths += [path("gpfs01", "gpfs02", 410, retr=2000), path("gpfs02", "gpfs01", 930)]
+    judge_paths(paths)
+    fs, site = ifca_factset(paths)
+    limit = {"backend": "iptables", "family": "ip", "table": "filter", "chain": "INPUT", "verdict": "drop",
+             "limit": True, "addresses": ["198.18.0.11/32"], "interfaces": [],
+             "text": "-A INPUT -s 198.18.0.11/32 -p tcp -m hashlimit --hashlimit-above 60000/sec -j DROP"}
+    fs.hosts["gpfs02"].probes["firewall"].facts = {"rules": [limit], "chains": []}
+    ev = evaluate(fs, site, rule_filter=lambda r: r.id.startswith("MESH-"))
+    fails = by_rule(ev.findings)
+    asym = {f.hosts[0]: f for f in fails["MESH-ASYMMETRY"]}
+    assert set(asym) == set(GPFS) and "tcp_sack=0 on gpfs01" in asym["gpfs01"].message
+    assert "5 slow path(s)" in asym["gpfs01"].observed
+    (slow_pair,) = [f for f in fails["MESH-PATH-SLOW"] if f.subject == "gpfs01->gpfs02"]
+    assert "gpfs02 has 1 firewall rule(s)" in slow_pair.message and "hashlimit" in slow_pair.evidence[1]
+    assert "MESH-TEST-FAILED" not in fails
