@@ -293,6 +293,17 @@ def mmchconfig(gdir: Path, cluster: dict, args: list[str], err: list[str]) -> st
     return out
 
 
+def mmlsnodeclass(cluster: dict, args: list[str]) -> str:
+    """The human table (``Node Class Name  Members``); -Y is answered with the same table:
+    the real -Y column layout was not available (FORMATS.md)."""
+    classes = cluster["node_classes"]
+    width = max([len("Node Class Name")] + [len(c) for c in classes]) + 3
+    out = [f"{'Node Class Name':<{width}}Members", f"{'-' * (width - 1)} {'-' * 40}"]
+    for c, members in classes.items():
+        out.append(f"{c:<{width}}{','.join(members)}")
+    return "\n".join(out) + "\n"
+
+
 def _daemon(gdir: Path, cluster: dict, tool: str, args: list[str]) -> str:
     if "-a" in args:
         nodes = list(cluster["nodes"])
@@ -335,6 +346,8 @@ def main(tool: str, argv: list[str], state_dir: str) -> int:
                 out = mmdiag(gdir, node, argv)
             elif tool == "mmchconfig":
                 out = mmchconfig(gdir, cluster, argv, err)
+            elif tool == "mmlsnodeclass":
+                out = mmlsnodeclass(cluster, argv)
             elif tool in ("mmshutdown", "mmstartup"):
                 out = _daemon(gdir, cluster, tool, argv)
             else:
@@ -349,4 +362,4 @@ def main(tool: str, argv: list[str], state_dir: str) -> int:
     return rc
 
 
-TOOLS = ["mmlsconfig", "mmdiag", "mmchconfig", "mmshutdown", "mmstartup"]
+TOOLS = ["mmlsconfig", "mmdiag", "mmchconfig", "mmlsnodeclass", "mmshutdown", "mmstartup"]

@@ -1,0 +1,64 @@
+"""Scenario files: schema, built-ins, one-line errors with file:line:field (no root needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisor.errors import SiteFileError, StoradviseError
+from advisor.lab.scenario import builtin_scenarios, expand_host_pattern, load_scenario, parse_loss_ppm
+
+
+def test_builtins_load() -> None:
+    assert {"clean", "ifca"} <= set(builtin_scenarios())
+    sc = load_scenario("ifca")
+    assert [h.name for h in sc.hosts] == ["gpfs01", "gpfs02", "se01", "wn01", "wn02", "wn03", "wn04"]
+    assert {h.name for h in sc.select("storage")} == {"gpfs01", "gpfs02"}
+    assert sc.paths[0].loss == 2000 and sc.needs_loss and not sc.needs_delay
+    gp = {h.name: h for h in sc.hosts}
+    assert gp["gpfs01"].sysctls == {"net.ipv4.tcp_sack": 0} and gp["wn01"].sysctls == {}
+    assert gp["gpfs02"].firewall and gp["gpfs02"].firewall.iptables and not gp["gpfs01"].firewall
+    assert sc.gpfs and sc.gpfs.config["pagepool"] == "512M"
+    assert sc.san and sc.san.settings.modification_priority == "high" and not sc.san.settings.prefetch
+    assert load_scenario("clean").hosts
+
+
+def test_helpers() -> None:
+    assert expand_host_pattern("wn[01:03]") == ["wn01", "wn02", "wn03"]
+    assert expand_host_pattern("gpfs01") == ["gpfs01"]
+    assert parse_loss_ppm("0.2%") == 2000 and parse_loss_ppm("150ppm") == 150 and parse_loss_ppm(0.001) == 1000
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "s.yml"
+    p.write_text(text)
+    return p
+
+
+def test_error_names_file_line_field(tmp_path: Path) -> None:
+    p = write(tmp_path, "name: x\nhosts:\n  - name: a\n    roles: [storage, nonsense]\n")
+    with pytest.raises(SiteFileError) as e:
+        load_scenario(str(p))
+    msg = str(e.value)
+    assert msg.startswith(f"{p}:4: hosts.0.roles.1:") and "\n" not in msg
+
+
+def test_runtime_sysctl_must_be_per_namespace(tmp_path: Path) -> None:
+    p = write(tmp_path, "name: x\nhosts:\n  - name: a\n    sysctls: {vm.swappiness: 1}\n")
+    with pytest.raises(SiteFileError, match="not per network namespace"):
+        load_scenario(str(p))
+
+
+def test_unknown_selector_and_switch(tmp_path: Path) -> None:
+    p = write(tmp_path, "name: x\nhosts:\n  - name: a\npaths:\n  - {from: nobody, to: a, loss: 1%}\n")
+    with pytest.raises(SiteFileError, match="matches no host"):
+        load_scenario(str(p))
+    p = write(tmp_path, "name: x\nhosts:\n  - name: a\n    switch: nope\n")
+    with pytest.raises(SiteFileError, match="unknown switch"):
+        load_scenario(str(p))
+
+
+def test_unknown_scenario_name() -> None:
+    with pytest.raises(StoradviseError, match="built-in: .*ifca"):
+        load_scenario("no-such-scenario")
