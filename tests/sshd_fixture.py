@@ -177,7 +177,18 @@ def _wait_listening(address: str, port: int, proc: subprocess.Popen, log_path: P
         time.sleep(0.02)
 
 
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
 def _stop(proc: subprocess.Popen) -> None:
+    # let per-connection sshd children finish first, so the listener reaps them (no orphans)
+    deadline = time.monotonic() + 1.0
+    while proc.poll() is None and _children(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
     if proc.poll() is None:
         try:
             os.kill(proc.pid, signal.SIGTERM)

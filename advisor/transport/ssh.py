@@ -22,6 +22,7 @@ import fcntl
 import hashlib
 import hmac
 import logging
+import math
 import os
 import re
 import secrets
@@ -174,20 +175,30 @@ trap 'rm -rf "$SA_T"' EXIT
 trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 141' PIPE
 SA_UID=$(id -u 2>/dev/null) || SA_UID=unknown
 if timeout -k 1 5 true >/dev/null 2>&1; then SA_TO=1; else SA_TO=0; fi
+if command -v setsid >/dev/null 2>&1; then SA_SETSID=1; else SA_SETSID=0; fi
 if command -v base64 >/dev/null 2>&1; then SA_ENC=b64; else SA_ENC=hex; fi
 sa_enc() { if [ "$SA_ENC" = b64 ]; then base64 <"$1"; else od -An -v -tx1 <"$1"; fi; }
 sa_now() { date +%s.%N 2>/dev/null || echo -; }
 sa_watch() {
+  # no coreutils timeout: a sh watchdog; with setsid the command gets its own process group
+  if [ "$SA_SETSID" = 1 ]; then set -- setsid "$@"; fi
   "$@" </dev/null >"$SA_T/$sa_i.out" 2>"$SA_T/$sa_i.err" &
   sa_p=$!
-  ( sleep "$sa_t"; kill -TERM "$sa_p" 2>/dev/null && : >"$SA_T/$sa_i.to"; sleep 2; kill -KILL "$sa_p" 2>/dev/null ) >/dev/null 2>&1 </dev/null &
+  if [ "$SA_SETSID" = 1 ]; then sa_g=-$sa_p; else sa_g=$sa_p; fi
+  ( sa_n=0
+    while [ "$sa_n" -lt "$sa_k" ]; do
+      sleep 0.2 2>/dev/null || sleep 1
+      kill -0 "$sa_p" 2>/dev/null || exit 0
+      sa_n=$((sa_n + 1))
+    done
+    : >"$SA_T/$sa_i.to"; kill -TERM "$sa_g" 2>/dev/null; sleep 2; kill -KILL "$sa_g" 2>/dev/null ) >/dev/null 2>&1 </dev/null &
   sa_w=$!
   wait "$sa_p"; sa_rc=$?
   kill "$sa_w" 2>/dev/null
-  if [ -e "$SA_T/$sa_i.to" ]; then sa_rc=124; fi
+  if [ -e "$SA_T/$sa_i.to" ]; then sa_rc=124; kill -KILL "$sa_g" 2>/dev/null; fi
 }
 sa_run() {
-  sa_i=$1; sa_t=$2; sa_su=0
+  sa_i=$1; sa_t=$2; sa_su=0; sa_k=$4
   if [ "$3" = 1 ] && [ "$SA_UID" != 0 ]; then sa_su=1; set -- sudo -n -- sh "$SA_T/$sa_i.sh"; else set -- sh "$SA_T/$sa_i.sh"; fi
   sa_s=$(sa_now)
   if [ "$SA_TO" = 1 ]; then
@@ -250,7 +261,8 @@ class BatchScript:
                 raise ValueError(f"command {c.key!r}: script contains the wrapper's delimiter")
             parts.append(f"cat >\"$SA_T/{i}.sh\" <<'{delim}'\n{script}{delim}\n")
         for i in range(len(commands)):
-            parts.append(f"sa_run {i} {_fmt_seconds(timeouts[i])} {1 if sudo[i] else 0}\n")
+            ticks = max(1, math.ceil(timeouts[i] / 0.2))  # the sh watchdog's 0.2 s ticks
+            parts.append(f"sa_run {i} {_fmt_seconds(timeouts[i])} {1 if sudo[i] else 0} {ticks}\n")
         parts.append("sa_mark DONE\n")
         return cls(commands=commands, timeouts=timeouts, sudo=sudo, token=token, text="".join(parts))
 
