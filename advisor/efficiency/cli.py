@@ -12,7 +12,7 @@ import typer
 from advisor.errors import StoradviseError, UsageError
 from advisor.efficiency import diagnosis, latency
 from advisor.efficiency.analysis import Summary, site_group_mapper
-from advisor.efficiency.ingest import FORMATS, IssueLog, detect_format, iter_records
+from advisor.efficiency.ingest import FORMATS, IssueLog, detect_format, ingest_into, iter_records
 from advisor.efficiency.records import EfficiencyInputError
 
 app = typer.Typer(
@@ -102,17 +102,19 @@ def ingest(
     out = sys.stdout
     if as_json:
         out.write('{"records":[')
-        first = True
-        for rec in iter_records(files, format, issues):
-            summary.add(rec)
-            if limit is None or listed < limit:
-                out.write(("\n" if first else ",\n") + _dumps(rec.to_dict()))
-                first = False
-                listed += 1
+        state = {"first": True, "listed": 0}
+
+        def emit(rec: Any) -> None:
+            if limit is None or state["listed"] < limit:
+                out.write(("\n" if state["first"] else ",\n") + _dumps(rec.to_dict()))
+                state["first"] = False
+                state["listed"] += 1
+
+        ingest_into(files, format, summary, issues, None if limit == 0 else emit)
+        listed = state["listed"]
         out.write("\n],")
     else:
-        for rec in iter_records(files, format, issues):
-            summary.add(rec)
+        ingest_into(files, format, summary, issues)
 
     base_summary = None
     if baseline:

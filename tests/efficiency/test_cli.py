@@ -60,3 +60,11 @@ def test_errors_are_one_line(tmp_path, fix):
     empty.write_text("")
     r = run("ingest", str(empty))
     assert r.exit_code == 1 and "empty.txt" in r.output
+
+
+def test_limit_zero_uses_summary_path_same_summary(fix):
+    a = json.loads(run("ingest", "--json", "--limit", "0", fix("condor_history-jsonl-CONSTRUCTED.jsonl")).output)
+    b = json.loads(run("ingest", "--json", fix("condor_history-jsonl-CONSTRUCTED.jsonl")).output)
+    assert a["records"] == [] and len(b["records"]) == 3
+    a["summary"].pop("records_listed"), b["summary"].pop("records_listed")
+    assert a["summary"] == b["summary"] and a["errors"] == b["errors"]
