@@ -1,0 +1,176 @@
+"""``storadvise plan`` and ``storadvise verify`` (mounted on the root app by ``register``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from advisor.errors import StoradviseError, UsageError
+from advisor.findings import SEVERITY_ORDER
+
+out = Console()
+err = Console(stderr=True)
+
+
+def _scan(site, profile: list[str], with_mesh: bool, parallel: int, trust_new_hosts: bool, connect_timeout: float,
+          quiet: bool, label: str):
+    from advisor.apply.verify import scan_site
+    from advisor.cli import ScanProgress
+
+    with ScanProgress(len(site.hosts), f"{label} {site.name}", enabled=not quiet) as bar:
+        return scan_site(site, profiles=profile or None, with_mesh=with_mesh, parallel=parallel,
+                         trust_new_hosts=trust_new_hosts, connect_timeout=connect_timeout, quiet=quiet,
+                         console=err, progress=bar.host_done)
+
+
+def plan(
+    site: str = typer.Option(..., "--site", "-s", help="Site name or site file path."),
+    scan: Optional[Path] = typer.Option(None, "--scan", help="A scan JSON ('storadvise scan --json') of this site; none = scan now."),
+    out_dir: Path = typer.Option(..., "--out", "-o", help="Directory to write the Ansible project into."),
+    profile: list[str] = typer.Option([], "--profile", "-p", help="Profile(s) for the scan (only without --scan)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the plan summary as JSON."),
+    parallel: int = typer.Option(16, "--parallel", min=1, max=512, help="Hosts probed at once (without --scan)."),
+    trust_new_hosts: bool = typer.Option(False, "--trust-new-hosts", help="Record unknown SSH host keys (scan only)."),
+    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.5, help="SSH connect timeout, seconds."),
+) -> None:
+    """Write an Ansible project that fixes the scan's failed findings (waived ones are left alone).
+
+    Then: cd DIR && ansible-playbook apply-tuning.yml  (--check --diff first to review).
+    Exit 0 when written, 3 when hosts were left out (unreachable at scan time), 1 on errors.
+    """
+    from advisor.apply.planner import build_plan
+    from advisor.apply.project import write_project
+    from advisor.report.model import load_report
+    from advisor.site import load_site
+
+    the_site = load_site(site)
+    if scan is not None:
+        if profile:
+            raise UsageError("--profile goes with a scan made now; the scan JSON already names its profiles")
+        report = load_report(scan)
+        source = str(scan)
+    else:
+        report = _scan(the_site, profile, False, parallel, trust_new_hosts, connect_timeout, json_out, "scanning")
+        source = "the scan just made"
+    the_plan = build_plan(report, the_site, source)
+    summary = write_project(the_plan, the_site, out_dir)
+    if scan is None:
+        (Path(out_dir) / "scan-before.json").write_text(report.model_dump_json(indent=2) + "\n")
+        summary["scan"] = str(Path(out_dir) / "scan-before.json")
+    else:
+        summary["scan"] = str(scan)
+    summary["directory"] = str(out_dir)
+    if json_out:
+        print(json.dumps(summary, indent=2, default=str))
+    else:
+        _render_plan(the_plan, out_dir)
+    raise typer.Exit(3 if the_plan.refused else 0)
+
+
+def _render_plan(the_plan, out_dir: Path) -> None:
+    from rich.table import Table
+
+    if the_plan.changes:
+        t = Table(header_style="bold", title=f"plan for site {the_plan.site}")
+        for c in ("host", "role", "setting", "old", "new", "why"):
+            t.add_column(c)
+        for c in sorted(the_plan.changes, key=lambda c: (c.host, c.role, c.setting)):
+            t.add_row(c.host, c.role, str(c.setting), "?" if c.old is None else str(c.old), str(c.new), ", ".join(c.rule_ids))
+        out.print(t)
+    else:
+        out.print("nothing to apply: no failed finding has an automatic remediation")
+    for m in the_plan.manual:
+        out.print(f"[yellow]by hand:[/yellow] {m['rule']} on {', '.join(m['hosts'])}: {m['text']}")
+    for r in the_plan.refused:
+        err.print(f"[red]left out:[/red] {r['host']}: {r['reason']}")
+    out.print(f"wrote {out_dir} (PLAN.md). Review: cd {out_dir} && ansible-playbook apply-tuning.yml --check --diff ; "
+              "apply: ansible-playbook apply-tuning.yml")
+
+
+def verify(
+    site: str = typer.Option(..., "--site", "-s", help="Site name or site file path."),
+    before: Path = typer.Option(..., "--before", help="The scan JSON taken before the change (plan's scan)."),
+    json_out: bool = typer.Option(False, "--json", help="Print {findings, paths, summary} as JSON."),
+    output: Optional[Path] = typer.Option(None, "--output", help="Also write the new scan JSON to FILE."),
+    no_mesh: bool = typer.Option(False, "--no-mesh", help="Do not re-run the throughput mesh."),
+    fail_on: str = typer.Option("high", "--fail-on", help="Exit 2 when a finding at least this severe still fails (or is new)."),
+    parallel: int = typer.Option(16, "--parallel", min=1, max=512),
+    trust_new_hosts: bool = typer.Option(False, "--trust-new-hosts"),
+    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.5),
+) -> None:
+    """Scan again (and the mesh, when the site has one and network settings were touched) and show
+    per finding before -> after (fixed, still failing, new) and per path the throughput before -> after.
+
+    Example: storadvise verify --site ifca --before plan-dir/scan-before.json
+    """
+    from advisor.apply.planner import check_report_matches
+    from advisor.apply.verify import network_touched, verify_result
+    from advisor.report.model import load_report
+    from advisor.site import load_site
+
+    if fail_on not in SEVERITY_ORDER:
+        raise UsageError(f"--fail-on must be one of {', '.join(SEVERITY_ORDER)}, got {fail_on!r}")
+    the_site = load_site(site)
+    before_report = load_report(before)
+    check_report_matches(before_report, the_site, str(before))
+    with_mesh = not no_mesh and bool(the_site.mesh and the_site.mesh.pairs) and (
+        network_touched(before_report) or bool(before_report.mesh))
+    after = _scan(the_site, list(before_report.profiles), with_mesh, parallel, trust_new_hosts, connect_timeout,
+                  json_out, "re-scanning")
+    if output:
+        try:
+            output.write_text(after.model_dump_json(indent=2) + "\n")
+        except OSError as exc:
+            raise StoradviseError(f"{output}: cannot write: {exc.strerror or exc}") from None
+    result = verify_result(before_report, after, fail_on)
+    if json_out:
+        print(json.dumps(result, indent=2, default=str))
+    else:
+        _render_verify(result)
+    raise typer.Exit(2 if result["summary"]["failing_at_or_above_fail_on"] else 0)
+
+
+def _fmt_bps(v) -> str:
+    return "-" if v is None else f"{v / 1e6:.0f} Mb/s"
+
+
+def _render_verify(result: dict) -> None:
+    from rich.table import Table
+
+    s = result["summary"]
+    colour = {"fixed": "green", "still_failing": "red", "new": "red"}
+    if result["findings"]:
+        t = Table(header_style="bold", title=f"site {result['site']}: findings before -> after")
+        for c in ("outcome", "rule", "host", "subject", "severity", "before", "after"):
+            t.add_column(c)
+        for r in result["findings"]:
+            b, a = r["before"], r["after"]
+            t.add_row(f"[{colour[r['outcome']]}]{r['outcome'].replace('_', ' ')}[/]", r["rule_id"], r["host"],
+                      r["subject"] or "", r["severity"],
+                      "-" if b is None else f"{b['status']} ({b['observed']})",
+                      "-" if a is None else f"{a['status']} ({a['observed']})")
+        out.print(t)
+    if result["paths"]:
+        t = Table(header_style="bold", title="throughput before -> after")
+        for c in ("path", "before", "after", "after/before", "after/expected"):
+            t.add_column(c)
+        for p in result["paths"]:
+            t.add_row(f"{p['src']} -> {p['dst']}", _fmt_bps((p["before"] or {}).get("measured_bps")),
+                      _fmt_bps((p["after"] or {}).get("measured_bps")),
+                      "-" if p["ratio_after_before"] is None else f"{p['ratio_after_before']:.2f}",
+                      "-" if p["after_of_expected"] is None else f"{p['after_of_expected']:.0%}")
+        out.print(t)
+    out.print(f"fixed {s['fixed']}, still failing {s['still_failing']}, new {s['new']}; "
+              f"{s['failing_at_or_above_fail_on']} at or above {result['fail_on']}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``plan`` and ``verify`` to the root ``storadvise`` app."""
+    app.command("plan", epilog="Examples:\n\n  storadvise plan --site ifca --scan scan.json --out ifca-plan\n\n"
+                "  storadvise plan --site ifca --out ifca-plan      # scans first\n\n"
+                "  cd ifca-plan && ansible-playbook apply-tuning.yml")(plan)
+    app.command("verify", epilog="Example: storadvise verify --site ifca --before ifca-plan/scan-before.json")(verify)

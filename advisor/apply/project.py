@@ -1,0 +1,157 @@
+"""Write a plan as a self-contained Ansible project directory.
+
+DIR/
+  ansible.cfg            inventory, roles_path, module_utils; host key checking on
+  inventory.yml          the affected hosts with their connection settings, one group per role
+  host_vars/<host>.yml   the role variables the plan sets for that host
+  apply-tuning.yml       copied from the shipped playbooks/ (with roles/ and module_utils/)
+  rollback.yml
+  roles/  module_utils/
+  PLAN.md  plan.json     what will change: host, setting, old -> new, rule ids
+
+``cd DIR && ansible-playbook apply-tuning.yml`` is the whole apply step.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from advisor.apply.planner import Plan
+from advisor.errors import StoradviseError
+from advisor.resources import playbooks_dir
+from advisor.site import Host, Site
+
+PROJECT_MARK = "plan.json"
+SHIPPED = ["apply-tuning.yml", "rollback.yml", "roles", "module_utils"]
+
+ANSIBLE_CFG = """\
+# Written by storadvise plan. Everything this project needs is in this directory.
+[defaults]
+inventory = inventory.yml
+roles_path = roles
+module_utils = module_utils
+host_key_checking = True
+interpreter_python = auto_silent
+retry_files_enabled = False
+forks = 16
+gathering = explicit
+
+[ssh_connection]
+pipelining = True
+"""
+
+
+def group_name(role: str) -> str:
+    return f"storadvise_{role}"
+
+
+def connection_vars(host: Host) -> dict[str, Any]:
+    v: dict[str, Any] = {"ansible_host": host.connect_address, "ansible_port": host.port}
+    if host.user:
+        v["ansible_user"] = host.user
+    if host.key:
+        v["ansible_ssh_private_key_file"] = str(host.key)
+    opts = ["-o StrictHostKeyChecking=yes"]
+    if host.known_hosts:
+        opts.insert(0, f"-o UserKnownHostsFile={host.known_hosts}")
+    v["ansible_ssh_common_args"] = " ".join(opts)
+    if host.sudo:
+        v["ansible_become"] = True
+    return v
+
+
+def _dump(data: Any) -> str:
+    return "---\n" + yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=120)
+
+
+def _prepare_dir(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise StoradviseError(f"{out}: exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not (out / PROJECT_MARK).exists():
+        raise StoradviseError(f"{out}: directory is not empty and holds no storadvise plan; choose a new one (nothing was overwritten)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name in SHIPPED + ["host_vars", "inventory.yml", "ansible.cfg", "PLAN.md", PROJECT_MARK]:
+            p = out / name
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            elif p.exists() or p.is_symlink():
+                p.unlink()
+    except OSError as exc:
+        raise StoradviseError(f"{out}: cannot prepare the plan directory: {exc.strerror or exc}") from None
+
+
+def write_project(plan: Plan, site: Site, out: Path) -> dict[str, Any]:
+    """Write the project; returns the plan summary (as plan.json)."""
+    out = Path(out)
+    _prepare_dir(out)
+    src = playbooks_dir()
+    try:
+        for name in SHIPPED:
+            s = src / name
+            if s.is_dir():
+                shutil.copytree(s, out / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            else:
+                shutil.copy2(s, out / name)
+        (out / "ansible.cfg").write_text(ANSIBLE_CFG)
+        hosts = {h.name: h for h in site.hosts}
+        groups: dict[str, dict[str, Any]] = {}
+        all_hosts: dict[str, Any] = {}
+        for name in plan.hosts:
+            h = hosts[name]
+            all_hosts[name] = {**{k: v for k, v in h.vars.items()}, **connection_vars(h)}
+            for role in plan.roles_of(name):
+                groups.setdefault(group_name(role), {"hosts": {}})["hosts"][name] = None
+        inventory = {"all": {"hosts": all_hosts, "children": groups}}
+        (out / "inventory.yml").write_text(
+            "# Written by storadvise plan for site " + site.name + ": the hosts the plan changes.\n" + _dump(inventory))
+        hv_dir = out / "host_vars"
+        hv_dir.mkdir()
+        for name in plan.hosts:
+            (hv_dir / f"{name}.yml").write_text(
+                f"# storadvise plan for {name} (site {site.name}); see PLAN.md for old -> new and why.\n"
+                + _dump(plan.flat_vars(name)))
+        summary = plan.as_dict()
+        (out / PROJECT_MARK).write_text(json.dumps(summary, indent=2, default=str) + "\n")
+        (out / "PLAN.md").write_text(plan_markdown(plan, out))
+    except OSError as exc:
+        raise StoradviseError(f"{out}: cannot write the plan: {exc.strerror or exc}") from None
+    return summary
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "?"
+    return str(v).replace("|", "\\|").replace("\n", " ")
+
+
+def plan_markdown(plan: Plan, out: Path) -> str:
+    lines = [f"# storadvise plan: site {plan.site}", "",
+             f"From the scan started {plan.scan_started_at}. Review, then apply:", "",
+             "```", f"cd {out}", "ansible-playbook apply-tuning.yml --check --diff   # what would change",
+             "ansible-playbook apply-tuning.yml                  # apply",
+             "ansible-playbook rollback.yml                      # put the recorded old values back", "```", ""]
+    if not plan.hosts:
+        lines += ["Nothing to apply: no failed finding has an automatic remediation.", ""]
+    for host in plan.hosts:
+        lines += [f"## {host}", "", "| role | setting | old | new | why |", "| --- | --- | --- | --- | --- |"]
+        for c in plan.changes:
+            if c.host == host:
+                lines.append(f"| {c.role} | {_cell(c.setting)} | {_cell(c.old)} | {_cell(c.new)} | {', '.join(c.rule_ids)} |")
+        lines.append("")
+    if plan.notices:
+        lines += ["## Notices", ""] + [f"- {n}" for n in plan.notices] + [""]
+    if plan.manual:
+        lines += ["## Not automated (do by hand)", ""]
+        for m in plan.manual:
+            lines.append(f"- {m['rule']} on {', '.join(m['hosts'])}" + (f" ({m['subject']})" if m.get("subject") else "")
+                         + f": {m['text']}")
+        lines.append("")
+    if plan.refused:
+        lines += ["## Hosts left out", ""] + [f"- {r['host']}: {r['reason']}" for r in plan.refused] + [""]
+    return "\n".join(lines)

@@ -1,0 +1,201 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# storadvise block_tuning: read_ahead_kb and scheduler now (sysfs, read back) and at boot (udev rule).
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: storadvise_block_queue
+short_description: Set block device read-ahead and I/O scheduler now and persist them with a udev rule
+description:
+  - Writes /sys/block/DEV/queue/read_ahead_kb and scheduler, reads them back and fails when the
+    kernel did not take the value; writes one udev rules file with the values for the next boot.
+  - Records the replaced values (and the rules file) in a JSON backup first; C(state=rollback) restores them.
+options:
+  devices:
+    description: Device name to {read_ahead_kb, scheduler}.
+    type: dict
+    default: {}
+  udev_rules_file:
+    description: The udev rules file that persists the values.
+    type: path
+    default: /etc/udev/rules.d/60-storadvise-block.rules
+  sysfs_block:
+    description: Where the block devices are in sysfs.
+    type: path
+    default: /sys/block
+  backup_file:
+    description: JSON file recording the replaced values.
+    type: path
+    required: true
+  state:
+    description: C(present) applies, C(rollback) restores the backup.
+    type: str
+    choices: [present, rollback]
+    default: present
+author: storadvise
+"""
+
+EXAMPLES = r"""
+- name: Read-ahead 4 MiB and mq-deadline on sdb
+  storadvise_block_queue:
+    devices: {sdb: {read_ahead_kb: 4096, scheduler: mq-deadline}}
+    backup_file: /var/lib/storadvise/backup/block_tuning.json
+"""
+
+RETURN = r"""
+changed_devices:
+  description: Device -> setting -> {old, new}.
+  type: dict
+  returned: always
+"""
+
+import os
+import re
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.storadvise_state import atomic_write, load_backup, read_text, restore_text, retire_backup, save_backup
+
+KEYS = ("read_ahead_kb", "scheduler")
+
+
+def attr_path(p, dev, key):
+    return os.path.join(p["sysfs_block"], dev, "queue", key)
+
+
+def read_attr(p, dev, key):
+    text = read_text(attr_path(p, dev, key))
+    if text is None:
+        return None
+    text = text.strip()
+    if key == "scheduler":
+        m = re.search(r"\[([^\]]+)\]", text)
+        return m.group(1) if m else text
+    return text
+
+
+def available_schedulers(p, dev):
+    text = read_text(attr_path(p, dev, "scheduler")) or ""
+    return [s.strip("[]") for s in text.split()]
+
+
+def write_attr(module, p, dev, key, value, result):
+    try:
+        with open(attr_path(p, dev, key), "w") as f:
+            f.write(str(value) + "\n")
+    except OSError as exc:
+        module.fail_json(msg="%s %s=%s: write failed: %s" % (dev, key, value, exc), **result)
+    now = read_attr(p, dev, key)
+    if str(now) != str(value):
+        module.fail_json(msg="%s %s=%s did not take: the kernel reports %s" % (dev, key, value, now), **result)
+
+
+def udev_text(values):
+    lines = ["# Managed by storadvise (block_tuning): block queue settings at boot and hot-plug.",
+             "# Rollback: ansible-playbook rollback.yml in the plan directory."]
+    for dev in sorted(values):
+        attrs = ", ".join('ATTR{queue/%s}="%s"' % (k, values[dev][k]) for k in KEYS if k in values[dev])
+        lines.append('ACTION=="add|change", SUBSYSTEM=="block", KERNEL=="%s", %s' % (dev, attrs))
+    return "\n".join(lines) + "\n"
+
+
+def parse_udev(text):
+    out = {}
+    for line in (text or "").splitlines():
+        m = re.search(r'KERNEL=="([^"]+)"', line)
+        if not m or line.lstrip().startswith("#"):
+            continue
+        out[m.group(1)] = {k: v for k, v in re.findall(r'ATTR\{queue/(\w+)\}="([^"]*)"', line)}
+    return out
+
+
+def apply(module, p):
+    result = {"changed": False, "changed_devices": {}}
+    changes = {}
+    for dev, want in sorted((p["devices"] or {}).items()):
+        if not os.path.isdir(os.path.join(p["sysfs_block"], dev)):
+            module.fail_json(msg="%s: no such block device (%s)" % (dev, os.path.join(p["sysfs_block"], dev)))
+        for key in KEYS:
+            if want.get(key) is None:
+                continue
+            if key == "scheduler" and want[key] not in available_schedulers(p, dev):
+                module.fail_json(msg="%s: scheduler %s is not available (the kernel offers: %s)"
+                                 % (dev, want[key], " ".join(available_schedulers(p, dev))))
+            cur = read_attr(p, dev, key)
+            if str(cur) != str(want[key]):
+                changes.setdefault(dev, {})[key] = {"old": cur, "new": str(want[key])}
+    before = read_text(p["udev_rules_file"])
+    values = parse_udev(before)
+    for dev, want in (p["devices"] or {}).items():
+        values.setdefault(dev, {}).update({k: str(v) for k, v in want.items() if k in KEYS and v is not None})
+    after = udev_text(values)
+    result["changed_devices"] = changes
+    result["changed"] = bool(changes) or before != after
+    if module._diff and result["changed"]:
+        result["diff"] = [{"before_header": "sysfs", "after_header": "sysfs",
+                           "before": "".join("%s %s = %s\n" % (d, k, c["old"]) for d, kc in sorted(changes.items()) for k, c in sorted(kc.items())),
+                           "after": "".join("%s %s = %s\n" % (d, k, c["new"]) for d, kc in sorted(changes.items()) for k, c in sorted(kc.items()))},
+                          {"before_header": p["udev_rules_file"], "after_header": p["udev_rules_file"],
+                           "before": before or "", "after": after}]
+    if not result["changed"] or module.check_mode:
+        return result
+    backup = load_backup(p["backup_file"]) or {"role": "block_tuning", "devices": {}, "files": {}}
+    for dev, kc in changes.items():
+        for k, c in kc.items():
+            backup["devices"].setdefault(dev, {}).setdefault(k, c["old"])
+    backup["files"].setdefault(p["udev_rules_file"], before)
+    save_backup(p["backup_file"], backup)
+    for dev, kc in sorted(changes.items()):
+        for k, c in sorted(kc.items()):
+            write_attr(module, p, dev, k, c["new"], result)
+    if before != after:
+        d = os.path.dirname(p["udev_rules_file"])
+        if not os.path.isdir(d):
+            module.fail_json(msg="%s: directory does not exist" % d, **result)
+        atomic_write(p["udev_rules_file"], after, mode=0o644)
+    return result
+
+
+def rollback(module, p):
+    result = {"changed": False, "changed_devices": {}, "rolled_back": False}
+    backup = load_backup(p["backup_file"])
+    if backup is None:
+        result["msg"] = "no backup at %s: nothing to roll back on this host (nothing changed)" % p["backup_file"]
+        return result
+    result["changed"] = result["rolled_back"] = True
+    for dev, kv in sorted((backup.get("devices") or {}).items()):
+        for k, old in sorted(kv.items()):
+            if old is not None and str(read_attr(p, dev, k)) != str(old):
+                result["changed_devices"].setdefault(dev, {})[k] = {"old": read_attr(p, dev, k), "new": old}
+    if module.check_mode:
+        return result
+    for dev, kc in sorted(result["changed_devices"].items()):
+        for k, c in sorted(kc.items()):
+            write_attr(module, p, dev, k, c["new"], result)
+    for path, text in (backup.get("files") or {}).items():
+        restore_text(path, text)
+    result["backup_kept_as"] = retire_backup(p["backup_file"])
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            devices=dict(type="dict", default={}),
+            udev_rules_file=dict(type="path", default="/etc/udev/rules.d/60-storadvise-block.rules"),
+            sysfs_block=dict(type="path", default="/sys/block"),
+            backup_file=dict(type="path", required=True),
+            state=dict(type="str", choices=["present", "rollback"], default="present"),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        p = module.params
+        result = rollback(module, p) if p["state"] == "rollback" else apply(module, p)
+    except (OSError, ValueError) as exc:
+        module.fail_json(msg="%s" % exc)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,254 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# storadvise gpfs_tuning: mmchconfig attr=value[,...] [-i] -N nodes, idempotent through mmlsconfig.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: storadvise_gpfs_config
+short_description: Change GPFS (Storage Scale) configuration attributes for a set of nodes
+description:
+  - Reads C(mmlsconfig ATTR) first; only nodes whose persisted value differs are changed, with one
+    C(mmchconfig attr=value[,...] -N nodes) per node set, C(-i) when every attribute of the command
+    can change in the running daemon, else without (the value waits for a restart, reported in
+    C(restart_required)). When increasing, pagepool is given before maxblocksize; when decreasing, after.
+  - Node-scoped values are matched by node name; values scoped to a node class are not expanded.
+  - Records the replaced values per node in a JSON backup before the change; C(state=rollback) restores them.
+options:
+  config:
+    description: Attribute to value.
+    type: dict
+    default: {}
+  nodes:
+    description: GPFS node names to change.
+    type: list
+    elements: str
+    default: []
+  bin_dir:
+    description: Directory of the GPFS commands.
+    type: path
+    default: /usr/lpp/mmfs/bin
+  immediate_attrs:
+    description: Attributes mmchconfig can change in the running daemon (C(-i)).
+    type: list
+    elements: str
+    default: []
+  restart:
+    description: Restart GPFS on the nodes (mmshutdown, mmstartup) when a value needs it.
+    type: bool
+    default: false
+  pending_attrs:
+    description: Attributes whose persisted value is not active yet (a restart is due even when nothing changes).
+    type: list
+    elements: str
+    default: []
+  backup_file:
+    description: JSON file recording the replaced values.
+    type: path
+    required: true
+  state:
+    description: C(present) applies, C(rollback) restores the backup.
+    type: str
+    choices: [present, rollback]
+    default: present
+author: storadvise
+"""
+
+EXAMPLES = r"""
+- name: Pagepool 1G on the clients, now
+  storadvise_gpfs_config:
+    config: {pagepool: 1G}
+    nodes: [wn01, wn02]
+    immediate_attrs: [pagepool]
+    backup_file: /var/lib/storadvise/backup/gpfs_tuning.json
+"""
+
+RETURN = r"""
+commands:
+  description: The mmchconfig commands run (or, in check mode, that would run).
+  type: list
+  returned: always
+restart_required:
+  description: Attributes whose new value takes effect only after mmshutdown/mmstartup on the nodes.
+  type: list
+  returned: always
+"""
+
+import os
+import re
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.storadvise_state import load_backup, retire_backup, save_backup
+
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)([KMGT]?)$", re.I)
+_MULT = {"": 1, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
+
+
+def size(v):
+    m = _SIZE.match(str(v).strip())
+    return float(m.group(1)) * _MULT[m.group(2).upper()] if m else None
+
+
+def same(a, b):
+    if a is None or b is None:
+        return a is b
+    if str(a).strip().lower() == str(b).strip().lower():
+        return True
+    sa, sb = size(a), size(b)
+    return sa is not None and sa == sb
+
+
+def tool(p, name):
+    path = os.path.join(p["bin_dir"], name)
+    if not os.access(path, os.X_OK):
+        raise ValueError("%s not found or not executable (set gpfs_tuning_bin_dir)" % path)
+    return path
+
+
+def effective(module, p, attr, nodes):
+    """Persisted value of ``attr`` for each node: a scope naming the node, else the cluster-wide value."""
+    rc, out, err = module.run_command([tool(p, "mmlsconfig"), attr])
+    text = (out or "") + (err or "")
+    if rc != 0:
+        if "No value for attribute" in text:
+            return {n: None for n in nodes}
+        module.fail_json(msg="mmlsconfig %s failed: %s" % (attr, text.strip().splitlines()[-1] if text.strip() else rc))
+    cluster, scoped = None, {}
+    for line in out.splitlines():
+        parts = line.split(None, 1)
+        if len(parts) < 2 or parts[0] != attr:
+            continue
+        m = re.match(r"^(.*?)\s*\[([^\]]*)\]\s*$", parts[1])
+        if m:
+            for n in m.group(2).split(","):
+                scoped[n.strip()] = m.group(1).strip()
+        else:
+            cluster = parts[1].strip()
+    return {n: scoped.get(n, cluster) for n in nodes}
+
+
+def order_attrs(attrs, config, current):
+    """pagepool before maxblocksize when increasing, maxblocksize first when decreasing."""
+    attrs = sorted(attrs)
+    if "pagepool" in attrs and "maxblocksize" in attrs:
+        increasing = (size(config["maxblocksize"]) or 0) >= (size(current.get("maxblocksize") or 0) or 0)
+        attrs.remove("pagepool")
+        attrs.remove("maxblocksize")
+        attrs = (["pagepool", "maxblocksize"] if increasing else ["maxblocksize", "pagepool"]) + attrs
+    return attrs
+
+
+def commands_for(p, wanted):
+    """wanted: node -> {attr: value}; returns [(args, restart_attrs)] grouping nodes with equal changes."""
+    by_change = {}
+    for node, changes in sorted(wanted.items()):
+        if changes:
+            by_change.setdefault(tuple(sorted(changes.items())), []).append(node)
+    cmds = []
+    immediate = set(p["immediate_attrs"])
+    for change, nodes in sorted(by_change.items()):
+        change = dict(change)
+        now = [a for a in change if a in immediate]
+        later = [a for a in change if a not in immediate]
+        for attrs, flag in ((now, ["-i"]), (later, [])):
+            if not attrs:
+                continue
+            spec = ",".join("%s=%s" % (a, change[a]) for a in order_attrs(attrs, change, {}))
+            cmds.append(([spec] + flag + ["-N", ",".join(nodes)], [] if flag else attrs))
+    return cmds
+
+
+def run_mmchconfig(module, p, args, result):
+    cmd = [tool(p, "mmchconfig")] + args
+    rc, out, err = module.run_command(cmd)
+    if rc != 0:
+        last = ((err or "") + (out or "")).strip().splitlines()
+        module.fail_json(msg="mmchconfig %s failed: %s" % (" ".join(args), last[-1] if last else rc), **result)
+
+
+def apply(module, p):
+    nodes, config = p["nodes"], {k: str(v) for k, v in (p["config"] or {}).items()}
+    result = {"changed": False, "commands": [], "restart_required": sorted(set(p["pending_attrs"])), "old": {}}
+    current = {a: effective(module, p, a, nodes) for a in config}
+    wanted = {n: {a: v for a, v in config.items() if not same(current[a][n], v)} for n in nodes}
+    cmds = commands_for(p, wanted)
+    result["old"] = {a: {n: current[a][n] for n in nodes if a in wanted[n]} for a in config}
+    result["commands"] = ["mmchconfig " + " ".join(args) for args, _ in cmds]
+    for _args, later in cmds:
+        result["restart_required"] = sorted(set(result["restart_required"]) | set(later))
+    result["changed"] = bool(cmds)
+    if module._diff and cmds:
+        result["diff"] = {"before_header": "mmlsconfig", "after_header": "mmlsconfig",
+                          "before": "".join("%s %s [%s]\n" % (a, current[a][n], n) for n in nodes for a in sorted(wanted[n])),
+                          "after": "".join("%s %s [%s]\n" % (a, config[a], n) for n in nodes for a in sorted(wanted[n]))}
+    if cmds and not module.check_mode:
+        backup = load_backup(p["backup_file"]) or {"role": "gpfs_tuning", "attrs": {}}
+        for a, per_node in result["old"].items():
+            for n, old in per_node.items():
+                backup["attrs"].setdefault(a, {}).setdefault(n, old)
+        save_backup(p["backup_file"], backup)
+        for args, _later in cmds:
+            run_mmchconfig(module, p, args, result)
+        after = {a: effective(module, p, a, nodes) for a in config}
+        wrong = ["%s on %s is %s" % (a, n, after[a][n]) for a in config for n in nodes if not same(after[a][n], config[a])]
+        if wrong:
+            module.fail_json(msg="mmchconfig did not take: " + "; ".join(wrong), **result)
+    if p["restart"] and result["restart_required"] and not module.check_mode:
+        for t in ("mmshutdown", "mmstartup"):
+            rc, out, err = module.run_command([tool(p, t), "-N", ",".join(nodes)])
+            if rc != 0:
+                module.fail_json(msg="%s -N %s failed: %s" % (t, ",".join(nodes), (err or out).strip()), **result)
+        result["restarted"] = nodes
+        result["changed"] = True
+        result["restart_required"] = []
+    return result
+
+
+def rollback(module, p):
+    result = {"changed": False, "commands": [], "restart_required": [], "rolled_back": False}
+    backup = load_backup(p["backup_file"])
+    if backup is None:
+        result["msg"] = "no backup at %s: nothing to roll back on this host (nothing changed)" % p["backup_file"]
+        return result
+    wanted = {}
+    for a, per_node in (backup.get("attrs") or {}).items():
+        cur = effective(module, p, a, list(per_node))
+        for n, old in per_node.items():
+            if not same(cur[n], old):
+                wanted.setdefault(n, {})[a] = "DEFAULT" if old is None else old
+    cmds = commands_for(p, wanted)
+    result["commands"] = ["mmchconfig " + " ".join(args) for args, _ in cmds]
+    result["restart_required"] = sorted({a for _, later in cmds for a in later})
+    result["changed"] = result["rolled_back"] = True
+    if module.check_mode:
+        return result
+    for args, _later in cmds:
+        run_mmchconfig(module, p, args, result)
+    result["backup_kept_as"] = retire_backup(p["backup_file"])
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            config=dict(type="dict", default={}),
+            nodes=dict(type="list", elements="str", default=[]),
+            bin_dir=dict(type="path", default="/usr/lpp/mmfs/bin"),
+            immediate_attrs=dict(type="list", elements="str", default=[]),
+            restart=dict(type="bool", default=False),
+            pending_attrs=dict(type="list", elements="str", default=[]),
+            backup_file=dict(type="path", required=True),
+            state=dict(type="str", choices=["present", "rollback"], default="present"),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        p = module.params
+        result = rollback(module, p) if p["state"] == "rollback" else apply(module, p)
+    except (OSError, ValueError) as exc:
+        module.fail_json(msg="%s" % exc)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,350 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# storadvise network_tuning: set sysctls now, persist them, disable conflicting lines; or roll back.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: storadvise_sysctl
+short_description: Set kernel parameters now and at boot, with a backup for rollback
+description:
+  - Writes each sysctl with C(sysctl -w), reads it back from /proc/sys and fails when the kernel
+    did not take the value (C(sysctl -w) exits 0 even then).
+  - Persists the values in one sysctl.d file and comments out, with a marker, lines of other
+    sysctl.d files or /etc/sysctl.conf that set another value; lines in vendor directories that
+    would win at boot are reported, not changed.
+  - Records every replaced value in a JSON backup before changing it; C(state=rollback) restores them.
+options:
+  sysctls:
+    description: Parameter name to value.
+    type: dict
+    default: {}
+  sysctl_file:
+    description: The sysctl.d file that holds the values.
+    type: path
+    default: /etc/sysctl.d/90-storadvise.conf
+  conf_paths:
+    description: Configuration directories and files read at boot, in systemd-sysctl precedence.
+    type: list
+    elements: path
+  editable_prefixes:
+    description: Only files under these prefixes are edited; conflicts elsewhere are reported.
+    type: list
+    elements: str
+    default: [/etc/, /run/]
+  backup_file:
+    description: JSON file recording the replaced values.
+    type: path
+    required: true
+  state:
+    description: C(present) applies, C(rollback) restores the backup.
+    type: str
+    choices: [present, rollback]
+    default: present
+author: storadvise
+"""
+
+EXAMPLES = r"""
+- name: Enable TCP SACK now and at boot
+  storadvise_sysctl:
+    sysctls: {net.ipv4.tcp_sack: "1"}
+    backup_file: /var/lib/storadvise/backup/network_tuning.json
+"""
+
+RETURN = r"""
+changed_sysctls:
+  description: Parameters whose runtime value changed (name -> {old, new}).
+  type: dict
+  returned: always
+disabled_lines:
+  description: Conflicting lines commented out (file, line).
+  type: list
+  returned: always
+cannot_change:
+  description: Conflicting lines that win at boot but are not in an editable file.
+  type: list
+  returned: always
+"""
+
+import os
+import re
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, restore_text,
+                                                   retire_backup, save_backup)
+
+DEFAULT_CONF_PATHS = ["/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d",
+                      "/lib/sysctl.d", "/etc/sysctl.conf"]
+MARKER = "# storadvise disabled"
+_LINE = re.compile(r"^\s*-?\s*([A-Za-z0-9_./*-]+)\s*=\s*(.*?)\s*$")
+_MARKED = re.compile(r"^# storadvise disabled \(.*?\): (.*)$")
+
+
+def norm_key(k):
+    return k.strip().lstrip("-").strip().replace("/", ".")
+
+
+def norm_value(v):
+    return " ".join(str(v).split())
+
+
+def proc_path(key):
+    return "/proc/sys/" + key.replace(".", "/")
+
+
+def read_runtime(key):
+    try:
+        with open(proc_path(key)) as f:
+            return norm_value(f.read())
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+
+
+def boot_files(conf_paths):
+    """Files read at boot, in the order they are applied (later wins): sysctl.d files by base
+    name (a name in an earlier directory shadows the same name in later ones), then plain files."""
+    by_name = {}
+    plain = []
+    for p in conf_paths:
+        if os.path.isdir(p):
+            for n in sorted(os.listdir(p)):
+                fp = os.path.join(p, n)
+                if n.endswith(".conf") and n not in by_name and (os.path.isfile(fp) or os.path.islink(fp)):
+                    by_name[n] = fp
+        elif os.path.isfile(p):
+            plain.append(p)
+    ordered = [by_name[n] for n in sorted(by_name)] + plain
+    out, seen = [], set()
+    for fp in ordered:
+        real = os.path.realpath(fp)
+        if real in seen or os.path.realpath(fp) == "/dev/null":
+            continue
+        seen.add(real)
+        out.append(fp)
+    return out
+
+
+def settings_in(path):
+    """(index, key, value, line) of every assignment in a file."""
+    text = read_text(path)
+    if text is None:
+        return []
+    out = []
+    for i, line in enumerate(text.splitlines()):
+        s = line.strip()
+        if not s or s[0] in "#;":
+            continue
+        m = _LINE.match(s)
+        if m:
+            out.append((i, norm_key(m.group(1)), norm_value(m.group(2)), line))
+    return out
+
+
+def render_file(values):
+    lines = ["# Managed by storadvise (network_tuning). Values that fix scan findings; see the plan's PLAN.md.",
+             "# Rollback: ansible-playbook rollback.yml in the plan directory."]
+    lines += ["%s = %s" % (k, values[k]) for k in sorted(values)]
+    return "\n".join(lines) + "\n"
+
+
+def parse_own_file(path):
+    return {k: v for _, k, v, _ in settings_in(path)}
+
+
+def editable(path, prefixes):
+    real = os.path.realpath(path)
+    return any(real.startswith(p) for p in prefixes) and os.access(os.path.dirname(real), os.W_OK)
+
+
+def plan_conflicts(module, sysctls, own_file, conf_paths, prefixes):
+    """Lines in other boot files that set one of ``sysctls`` to another value."""
+    to_disable, cannot = {}, []
+    own_real = os.path.realpath(own_file)
+    files = boot_files(conf_paths)
+    own_name = os.path.basename(own_file)
+    for fp in files:
+        if os.path.realpath(fp) == own_real:
+            continue
+        for idx, key, value, line in settings_in(fp):
+            if key not in sysctls or value == sysctls[key]:
+                continue
+            if editable(fp, prefixes):
+                to_disable.setdefault(os.path.realpath(fp), []).append((idx, key, line))
+            else:
+                later = fp.endswith("/sysctl.conf") or os.path.basename(fp) > own_name
+                if later:
+                    cannot.append({"file": fp, "line": line.strip(), "key": key,
+                                   "why": "applied after %s at boot but not in an editable directory; copy the file "
+                                          "to /etc/sysctl.d/%s without this line" % (own_file, os.path.basename(fp))})
+    return to_disable, cannot
+
+
+def marker_line(key, value, own_file, line):
+    return "%s (%s = %s is set in %s): %s" % (MARKER, key, value, own_file, line)
+
+
+def apply(module, p):
+    sysctls = {norm_key(k): norm_value(v) for k, v in (p["sysctls"] or {}).items()}
+    own = p["sysctl_file"]
+    conf_paths = p["conf_paths"] or DEFAULT_CONF_PATHS
+    result = {"changed": False, "changed_sysctls": {}, "disabled_lines": [], "cannot_change": [], "diff": []}
+    runtime = {}
+    for k in sysctls:
+        cur = read_runtime(k)
+        if cur is None:
+            module.fail_json(msg="%s: no such kernel parameter on this host (%s missing)" % (k, proc_path(k)), **result)
+        runtime[k] = cur
+    own_before = read_text(own)
+    own_values = parse_own_file(own)
+    own_values.update(sysctls)
+    own_after = render_file(own_values)
+    to_disable, cannot = plan_conflicts(module, sysctls, own, conf_paths, p["editable_prefixes"])
+    result["cannot_change"] = cannot
+    runtime_changes = {k: {"old": runtime[k], "new": v} for k, v in sysctls.items() if runtime[k] != v}
+    file_changes = {}
+    for fp, hits in to_disable.items():
+        text = read_text(fp)
+        lines = text.splitlines()
+        for idx, key, line in hits:
+            lines[idx] = marker_line(key, sysctls[key], own, line)
+            result["disabled_lines"].append({"file": fp, "line": line.strip()})
+        file_changes[fp] = (text, "\n".join(lines) + ("\n" if text.endswith("\n") else ""))
+    own_changed = own_before != own_after
+    result["changed_sysctls"] = runtime_changes
+    if runtime_changes:
+        result["diff"].append({"before_header": "runtime (/proc/sys)", "after_header": "runtime (/proc/sys)",
+                               "before": "".join("%s = %s\n" % (k, c["old"]) for k, c in sorted(runtime_changes.items())),
+                               "after": "".join("%s = %s\n" % (k, c["new"]) for k, c in sorted(runtime_changes.items()))})
+    if own_changed:
+        result["diff"].append({"before_header": own, "after_header": own, "before": own_before or "", "after": own_after})
+    for fp, (before, after) in sorted(file_changes.items()):
+        result["diff"].append({"before_header": fp, "after_header": fp, "before": before, "after": after})
+    result["changed"] = bool(runtime_changes or own_changed or file_changes)
+    if not result["changed"] or module.check_mode:
+        return result
+    # 1. the backup, before anything changes; values already recorded are kept (the originals)
+    backup = load_backup(p["backup_file"]) or {"role": "network_tuning", "runtime": {}, "disabled": [], "files": {}}
+    for k, c in runtime_changes.items():
+        backup["runtime"].setdefault(k, c["old"])
+    for k in sysctls:
+        backup["runtime"].setdefault(k, runtime[k])
+    backup["files"].setdefault(own, own_before)
+    for fp, hits in to_disable.items():
+        for idx, key, line in hits:
+            entry = {"file": fp, "line": line, "marked": marker_line(key, sysctls[key], own, line)}
+            if entry not in backup["disabled"]:
+                backup["disabled"].append(entry)
+    save_backup(p["backup_file"], backup)
+    # 2. runtime, read back
+    for k, c in sorted(runtime_changes.items()):
+        set_runtime(module, k, c["new"], result)
+    # 3. persistence, then the conflicting lines
+    if own_changed:
+        d = os.path.dirname(own)
+        if not os.path.isdir(d):
+            module.fail_json(msg="%s: directory does not exist" % d, **result)
+        atomic_write(own, own_after, mode=0o644)
+    for fp, (_before, after) in sorted(file_changes.items()):
+        atomic_write(fp, after)
+    return result
+
+
+def set_runtime(module, key, value, result):
+    sysctl = module.get_bin_path("sysctl")
+    if sysctl:
+        rc, _out, err = module.run_command([sysctl, "-w", "%s=%s" % (key, value)])
+        how = "sysctl -w"
+    else:
+        try:
+            with open(proc_path(key), "w") as f:
+                f.write(value + "\n")
+            rc, err = 0, ""
+        except OSError as exc:
+            rc, err = 1, str(exc)
+        how = "write to %s" % proc_path(key)
+    now = read_runtime(key)
+    if now != value:
+        detail = (err or "").strip().splitlines()
+        module.fail_json(msg="%s: %s %s did not take: the kernel reports %s%s" % (
+            key, how, value, now, (" (" + detail[-1] + ")") if detail else " (read-only here, e.g. in a network namespace?)"),
+            rc=rc, **result)
+
+
+def rollback(module, p):
+    result = {"changed": False, "changed_sysctls": {}, "disabled_lines": [], "cannot_change": [], "diff": [],
+              "rolled_back": False}
+    backup = load_backup(p["backup_file"])
+    if backup is None:
+        result["msg"] = "no backup at %s: nothing to roll back on this host (nothing changed)" % p["backup_file"]
+        return result
+    runtime_changes = {}
+    for k, old in sorted((backup.get("runtime") or {}).items()):
+        cur = read_runtime(k)
+        if cur is not None and cur != old:
+            runtime_changes[k] = {"old": cur, "new": old}
+    file_changes = {}
+    for fp, text in sorted((backup.get("files") or {}).items()):
+        cur = read_text(fp)
+        if cur != text:
+            file_changes[fp] = (cur, text)
+    unmarked = {}
+    for e in backup.get("disabled") or []:
+        cur = file_changes[e["file"]][1] if e["file"] in file_changes else read_text(e["file"])
+        cur = unmarked.get(e["file"], cur)
+        if cur is None:
+            result["cannot_change"].append({"file": e["file"], "line": e["line"], "why": "file is gone"})
+            continue
+        lines = cur.splitlines()
+        if e["marked"] in lines:
+            lines[lines.index(e["marked"])] = e["line"]
+            unmarked[e["file"]] = "\n".join(lines) + ("\n" if cur.endswith("\n") else "")
+        else:
+            result["cannot_change"].append({"file": e["file"], "line": e["line"],
+                                            "why": "the disabled line was edited since; left as it is"})
+    for fp, after in unmarked.items():
+        before = read_text(fp)
+        if before != after:
+            file_changes[fp] = (before, after)
+            result["disabled_lines"].append({"file": fp, "restored": True})
+    result["changed_sysctls"] = runtime_changes
+    for k, c in runtime_changes.items():
+        result["diff"].append({"before_header": "runtime %s" % k, "after_header": "runtime %s" % k,
+                               "before": c["old"] + "\n", "after": c["new"] + "\n"})
+    for fp, (before, after) in sorted(file_changes.items()):
+        result["diff"].append({"before_header": fp, "after_header": fp, "before": before or "", "after": after or ""})
+    result["changed"] = True  # the backup itself is retired
+    result["rolled_back"] = True
+    if module.check_mode:
+        return result
+    for k, c in sorted(runtime_changes.items()):
+        set_runtime(module, k, c["new"], result)
+    for fp, (_before, after) in sorted(file_changes.items()):
+        restore_text(fp, after)
+    result["backup_kept_as"] = retire_backup(p["backup_file"])
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            sysctls=dict(type="dict", default={}),
+            sysctl_file=dict(type="path", default="/etc/sysctl.d/90-storadvise.conf"),
+            conf_paths=dict(type="list", elements="path", default=None),
+            editable_prefixes=dict(type="list", elements="str", default=["/etc/", "/run/"]),
+            backup_file=dict(type="path", required=True),
+            state=dict(type="str", choices=["present", "rollback"], default="present"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        result = rollback(module, p) if p["state"] == "rollback" else apply(module, p)
+    except (OSError, ValueError) as exc:
+        module.fail_json(msg="%s" % exc)
+    if not module._diff:
+        result.pop("diff", None)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,212 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# storadvise san_cache: SMcli set logicalDrive ["NAME"] k=v ...; read with show allLogicalDrives first.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: storadvise_smcli
+short_description: Set IBM DS4000/DS5000 (SANtricity) logical drive cache settings with SMcli
+description:
+  - Runs C(SMcli CONTROLLERS -c "show allLogicalDrives;") and changes only the settings that differ,
+    in one script of C(set logicalDrive ["NAME"] key=value ...;) commands (C(set volume) when the
+    array reports Volumes), then reads back and fails when a value did not take.
+  - Records the replaced values in a JSON backup before the change; C(state=rollback) restores them.
+options:
+  drives:
+    description: Logical drive name to {keyword, value} (readCacheEnabled, cacheReadPrefetch, writeCacheEnabled,
+      cacheWithoutBatteryEnabled, mirrorCacheEnabled, modificationPriority).
+    type: dict
+    default: {}
+  controllers:
+    description: Controller names or addresses given to SMcli.
+    type: list
+    elements: str
+    required: true
+  smcli:
+    description: Path of SMcli; empty = search PATH, then /opt/SMgr/client.
+    type: str
+    default: ""
+  backup_file:
+    description: JSON file recording the replaced values.
+    type: path
+    required: true
+  state:
+    description: C(present) applies, C(rollback) restores the backup.
+    type: str
+    choices: [present, rollback]
+    default: present
+author: storadvise
+"""
+
+EXAMPLES = r"""
+- name: Read cache and prefetch on
+  storadvise_smcli:
+    drives: {gpfs_data01: {readCacheEnabled: "TRUE", cacheReadPrefetch: "TRUE"}}
+    controllers: [ds4700-a, ds4700-b]
+    backup_file: /var/lib/storadvise/backup/san_cache.json
+"""
+
+RETURN = r"""
+script:
+  description: The SMcli script run (or, in check mode, that would run).
+  type: str
+  returned: always
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.storadvise_state import load_backup, retire_backup, save_backup
+
+LABELS = {
+    "read cache": "readCacheEnabled",
+    "write cache": "writeCacheEnabled",
+    "write cache with mirroring": "mirrorCacheEnabled",
+    "write cache without batteries": "cacheWithoutBatteryEnabled",
+    "dynamic cache read prefetch": "cacheReadPrefetch",
+    "cache read prefetch": "cacheReadPrefetch",
+    "modification priority": "modificationPriority",
+}
+
+
+def smcli_path(module, p):
+    if p["smcli"]:
+        return p["smcli"]
+    found = module.get_bin_path("SMcli", opt_dirs=["/opt/SMgr/client", "/opt/IBM_DS/client"])
+    if not found:
+        module.fail_json(msg="SMcli not found in PATH or /opt/SMgr/client (set san_cache_smcli)")
+    return found
+
+
+def value_of(keyword, text):
+    t = text.strip()
+    if keyword == "modificationPriority":
+        return t.lower()
+    if t.lower() in ("enabled", "true", "on", "yes"):
+        return "TRUE"
+    if t.lower() in ("disabled", "false", "off", "no"):
+        return "FALSE"
+    return t
+
+
+def norm(keyword, v):
+    return str(v).lower() if keyword == "modificationPriority" else str(v).upper()
+
+
+def run(module, p, script):
+    cmd = [smcli_path(module, p)] + list(p["controllers"]) + ["-c", script]
+    rc, out, err = module.run_command(cmd)
+    if rc != 0 or "SMcli completed successfully" not in out:
+        lines = [ln.strip() for ln in ((out or "") + (err or "")).splitlines() if ln.strip()]
+        why = next((ln for ln in lines if "rror" in ln or "cannot" in ln), lines[-1] if lines else "exit %s" % rc)
+        module.fail_json(msg="SMcli %s -c %r failed: %s" % (" ".join(p["controllers"]), script, why))
+    return out
+
+
+def show(module, p):
+    """(noun for set commands, {drive: {keyword: value}})."""
+    out = run(module, p, "show allLogicalDrives;")
+    drives, cur, noun = {}, None, "logicalDrive"
+    for line in out.splitlines():
+        if ":" not in line:
+            continue
+        label, value = line.split(":", 1)
+        label = label.strip().lower()
+        if label in ("logical drive name", "volume name"):
+            cur = value.strip()
+            drives[cur] = {}
+            if label == "volume name":
+                noun = "volume"
+        elif cur is not None and label in LABELS:
+            kw = LABELS[label]
+            drives[cur].setdefault(kw, value_of(kw, value))
+    return noun, drives
+
+
+def script_for(noun, changes):
+    return " ".join('set %s ["%s"] %s;' % (noun, d, " ".join("%s=%s" % (k, v) for k, v in sorted(kv.items())))
+                    for d, kv in sorted(changes.items()))
+
+
+def apply(module, p):
+    result = {"changed": False, "script": "", "old": {}}
+    noun, drives = show(module, p)
+    changes, old = {}, {}
+    for d, want in sorted((p["drives"] or {}).items()):
+        if d not in drives:
+            module.fail_json(msg="logical drive %s not found on %s (the array has: %s)"
+                             % (d, " ".join(p["controllers"]), ", ".join(sorted(drives)) or "none"))
+        for k, v in want.items():
+            cur = drives[d].get(k)
+            if cur is None or norm(k, cur) != norm(k, v):
+                changes.setdefault(d, {})[k] = v if k == "modificationPriority" else str(v).upper()
+                old.setdefault(d, {})[k] = cur
+    result["script"] = script_for(noun, changes)
+    result["old"] = old
+    result["changed"] = bool(changes)
+    if module._diff and changes:
+        result["diff"] = {"before_header": "logical drives", "after_header": "logical drives",
+                          "before": "".join("%s %s=%s\n" % (d, k, old[d][k]) for d in sorted(changes) for k in sorted(changes[d])),
+                          "after": "".join("%s %s=%s\n" % (d, k, changes[d][k]) for d in sorted(changes) for k in sorted(changes[d]))}
+    if not changes or module.check_mode:
+        return result
+    backup = load_backup(p["backup_file"]) or {"role": "san_cache", "noun": noun, "controllers": p["controllers"], "drives": {}}
+    for d, kv in old.items():
+        for k, v in kv.items():
+            backup["drives"].setdefault(d, {}).setdefault(k, v)
+    save_backup(p["backup_file"], backup)
+    run(module, p, result["script"])
+    _noun, after = show(module, p)
+    wrong = ["%s %s is %s" % (d, k, after.get(d, {}).get(k)) for d, kv in changes.items() for k, v in kv.items()
+             if norm(k, after.get(d, {}).get(k)) != norm(k, v)]
+    if wrong:
+        module.fail_json(msg="SMcli reported success but the array shows: " + "; ".join(wrong), **result)
+    return result
+
+
+def rollback(module, p):
+    result = {"changed": False, "script": "", "rolled_back": False}
+    backup = load_backup(p["backup_file"])
+    if backup is None:
+        result["msg"] = "no backup at %s: nothing to roll back on this host (nothing changed)" % p["backup_file"]
+        return result
+    noun, drives = show(module, p)
+    changes = {}
+    for d, kv in (backup.get("drives") or {}).items():
+        for k, v in kv.items():
+            if v is not None and norm(k, drives.get(d, {}).get(k)) != norm(k, v):
+                changes.setdefault(d, {})[k] = v
+    result["script"] = script_for(noun, changes)
+    result["changed"] = result["rolled_back"] = True
+    if module.check_mode:
+        return result
+    if changes:
+        run(module, p, result["script"])
+    result["backup_kept_as"] = retire_backup(p["backup_file"])
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            drives=dict(type="dict", default={}),
+            controllers=dict(type="list", elements="str", required=True),
+            smcli=dict(type="str", default=""),
+            backup_file=dict(type="path", required=True),
+            state=dict(type="str", choices=["present", "rollback"], default="present"),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        p = module.params
+        if p["smcli"] and not os.access(p["smcli"], os.X_OK):
+            module.fail_json(msg="%s: SMcli not found or not executable" % p["smcli"])
+        result = rollback(module, p) if p["state"] == "rollback" else apply(module, p)
+    except (OSError, ValueError) as exc:
+        module.fail_json(msg="%s" % exc)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# storadvise xcache: set pfc.* (or other) directives in an XRootD configuration; or roll back.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: storadvise_xrootd_directives
+short_description: Set directives in an XRootD (XCache) configuration file
+description:
+  - For each directive, the last active line that sets it (in the file the scan found it in, else
+    the main configuration file) is replaced by C(NAME ARGS); a directive not set anywhere is appended
+    to the main file. Files are written atomically.
+  - Records each file's previous content in a JSON backup first; C(state=rollback) restores them.
+options:
+  directives:
+    description: Directive name to its arguments, e.g. {pfc.ram: 4g}.
+    type: dict
+    default: {}
+  config_file:
+    description: The instance's main configuration file.
+    type: path
+    required: true
+  directive_files:
+    description: Directive name to the file that sets it now.
+    type: dict
+    default: {}
+  backup_file:
+    description: JSON file recording the replaced content.
+    type: path
+    required: true
+  state:
+    description: C(present) applies, C(rollback) restores the backup.
+    type: str
+    choices: [present, rollback]
+    default: present
+author: storadvise
+"""
+
+EXAMPLES = r"""
+- name: pfc.ram 4g
+  storadvise_xrootd_directives:
+    directives: {pfc.ram: 4g}
+    config_file: /etc/xrootd/xrootd-xcache.cfg
+    backup_file: /var/lib/storadvise/backup/xcache.json
+"""
+
+RETURN = r"""
+files:
+  description: Files changed.
+  type: list
+  returned: always
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.storadvise_state import atomic_write, load_backup, read_text, restore_text, retire_backup, save_backup
+
+
+def set_directive(lines, name, args):
+    """Replace the last active line of ``name``; returns (lines, found)."""
+    idx = None
+    for i, line in enumerate(lines):
+        words = line.split()
+        if words and words[0] == name:
+            idx = i
+    if idx is None:
+        return lines, False
+    lines = list(lines)
+    indent = lines[idx][: len(lines[idx]) - len(lines[idx].lstrip())]
+    lines[idx] = "%s%s %s" % (indent, name, args)
+    return lines, True
+
+
+def apply(module, p):
+    result = {"changed": False, "files": []}
+    new_text, old_text = {}, {}
+
+    def current(path):
+        if path not in new_text:
+            text = read_text(path)
+            if text is None and path != p["config_file"]:
+                return None
+            old_text[path] = text
+            new_text[path] = text or ""
+        return new_text[path]
+
+    if read_text(p["config_file"]) is None:
+        module.fail_json(msg="%s: XRootD configuration file not found" % p["config_file"])
+    for name, args in sorted((p["directives"] or {}).items()):
+        args = " ".join(str(args).split())
+        path = (p["directive_files"] or {}).get(name) or p["config_file"]
+        text = current(path)
+        found = False
+        if text is not None:
+            lines, found = set_directive(text.splitlines(), name, args)
+            if found:
+                new_text[path] = "\n".join(lines) + "\n"
+        if not found:
+            main = current(p["config_file"])
+            lines, found = set_directive(main.splitlines(), name, args)
+            if not found:
+                lines = main.splitlines() + ["# storadvise (xcache role)", "%s %s" % (name, args)]
+            new_text[p["config_file"]] = "\n".join(lines) + "\n"
+    changed = [f for f in sorted(new_text) if new_text[f] != (old_text[f] or "")]
+    result["files"] = changed
+    result["changed"] = bool(changed)
+    if module._diff and changed:
+        result["diff"] = [{"before_header": f, "after_header": f, "before": old_text[f] or "", "after": new_text[f]} for f in changed]
+    if not changed or module.check_mode:
+        return result
+    backup = load_backup(p["backup_file"]) or {"role": "xcache", "files": {}}
+    for f in changed:
+        backup["files"].setdefault(f, old_text[f])
+    save_backup(p["backup_file"], backup)
+    for f in changed:
+        atomic_write(f, new_text[f], mode=0o644)
+    return result
+
+
+def rollback(module, p):
+    result = {"changed": False, "files": [], "rolled_back": False}
+    backup = load_backup(p["backup_file"])
+    if backup is None:
+        result["msg"] = "no backup at %s: nothing to roll back on this host (nothing changed)" % p["backup_file"]
+        return result
+    result["files"] = [f for f, t in sorted((backup.get("files") or {}).items()) if read_text(f) != t]
+    result["changed"] = result["rolled_back"] = True
+    if module.check_mode:
+        return result
+    for f, t in (backup.get("files") or {}).items():
+        restore_text(f, t)
+    result["backup_kept_as"] = retire_backup(p["backup_file"])
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            directives=dict(type="dict", default={}),
+            config_file=dict(type="path", required=True),
+            directive_files=dict(type="dict", default={}),
+            backup_file=dict(type="path", required=True),
+            state=dict(type="str", choices=["present", "rollback"], default="present"),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        p = module.params
+        result = rollback(module, p) if p["state"] == "rollback" else apply(module, p)
+    except (OSError, ValueError) as exc:
+        module.fail_json(msg="%s" % exc)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
