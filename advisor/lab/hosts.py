@@ -100,11 +100,14 @@ def boot_script(lab_dir: Path, hdir: Path, host: str, address: str, emulators: d
         lines.append(f"mount -n --bind {q(src)} {q(target)}")
     lines += [
         f"mount -n -t tmpfs -o mode=0755,size=16m storadvise-lab-run {q(H + '/run')}",
-        f"mkdir -p {q(H + '/run/sshd')} {q(H + '/run' + L)}",
+        f"mkdir -p {q(H + '/run/sshd')}",
         f"chmod 0755 {q(H + '/run/sshd')}",
-        f"mount -n --bind {q(L)} {q(H + '/run' + L)}",
-        f"mount -n --move {q(H + '/run')} /run",
     ]
+    if Path(L).resolve().is_relative_to("/run"):
+        # the lab's state dir lives under /run: bind it back at its own path inside the new /run
+        inner = H + "/run/" + str(Path(L).resolve().relative_to("/run"))
+        lines += [f"mkdir -p {q(inner)}", f"mount -n --bind {q(L)} {q(inner)}"]
+    lines.append(f"mount -n --move {q(H + '/run')} /run")
     if iperf3:
         lines += [
             f"{IPERF3} -s -B {address} --logfile {q(H + '/iperf3.log')} </dev/null >/dev/null 2>&1 &",

@@ -24,9 +24,21 @@ class LabCommandError(StoradviseError):
     pass
 
 
+def _die_with_parent() -> None:
+    """A helper command dies with `up` (kill -9 of `up` must not leave an `ip -batch` running
+    on after `down`). Host processes (sshd, iperf3) are not started this way: they must live."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 def run(cmd: list[str], input: str | None = None, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
     try:
-        cp = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout)
+        cp = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout,
+                            preexec_fn=_die_with_parent)
     except FileNotFoundError:
         raise LabCommandError(f"{cmd[0]} not found: install it (iproute2, nftables, ethtool, openssh-server, iperf3)") from None
     except subprocess.TimeoutExpired:
