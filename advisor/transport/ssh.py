@@ -420,7 +420,14 @@ class SshTransport(Transport):
     def __init__(self, host: Host, options: SshOptions | None = None):
         self.host = host
         self.options = options or SshOptions()
-        self.endpoint = resolve_host(host, load_ssh_config(self.options.ssh_config_path), self.options.default_user)
+        self._config_error: TransportError | None = None
+        try:
+            self.endpoint = resolve_host(
+                host, load_ssh_config(self.options.ssh_config_path), self.options.default_user
+            )
+        except TransportError as e:  # reported when the host is used, not when it is listed
+            self._config_error = type(e)(f"{host.name}: {e}")
+            self.endpoint = Endpoint(label=host.name, hostname=host.connect_address, port=host.port)
         self._hops: list[_Hop] = []
         self._lock = threading.Lock()
 
@@ -445,6 +452,8 @@ class SshTransport(Transport):
 
     def connect(self) -> None:
         """Open (or re-open) the connection, through any jump hosts. Idempotent."""
+        if self._config_error is not None:
+            raise self._config_error
         with self._lock:
             if self.connected:
                 return
@@ -497,6 +506,9 @@ class SshTransport(Transport):
         else:
             user_files = [Path(os.path.expanduser(str(self.options.known_hosts_path)))]
         files = list(user_files)
+        if ep is not self.endpoint and self.host.known_hosts:
+            # the site's own known_hosts file also vouches for its jump hosts
+            files.append(Path(os.path.expanduser(str(self.host.known_hosts))))
         if self.options.system_known_hosts_path:
             files.append(Path(self.options.system_known_hosts_path))
         return files, user_files[0]
@@ -577,6 +589,11 @@ class SshTransport(Transport):
         paths = list(ep.identity_files)
         if explicit and explicit not in paths:
             paths.insert(0, explicit)
+        if ep is not self.endpoint and self.host.key:
+            # a jump host may well take the site's key too: offer it after the jump's own
+            site_key = Path(os.path.expanduser(str(self.host.key)))
+            if site_key not in paths:
+                paths.append(site_key)
         if self.options.look_for_keys:
             for name in ("id_ed25519", "id_ecdsa", "id_rsa"):
                 p = Path.home() / ".ssh" / name

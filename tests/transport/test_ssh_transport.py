@@ -283,14 +283,19 @@ def test_user_input_is_never_interpreted_by_the_login_shell(sshd, opts, tmp_path
     assert r.key == key and r.stdout == "safe\n" and not marker.exists()
 
 
-def test_noisy_login_shell_output_is_ignored(tmp_path):
-    """A ForceCommand-free way to make the login noisy: a .bashrc-like banner via sshd's Banner is
-    not stdout, so use an environment-printing rc: the wrapper ignores anything before its BEGIN frame."""
-    with running_sshd(extra_config={"SetEnv": "BASH_ENV=" + str(tmp_path / "noisy.sh")}) as s:
-        (tmp_path / "noisy.sh").write_text("echo 'welcome to the login shell'\necho '@@SA fake BEGIN'\n")
-        os.chmod(tmp_path, 0o755)
+def test_noisy_login_shell_output_is_ignored(tmp_path, monkeypatch):
+    """Whatever the login prints before the wrapper starts (motd-like rc output, even a fake
+    frame without the batch's random token) is ignored."""
+    import advisor.transport.ssh as ssh_mod
+
+    seen = []
+    orig = ssh_mod.BatchParser.results
+    monkeypatch.setattr(ssh_mod.BatchParser, "results", lambda self, *a, **k: seen.append(self.noise) or orig(self, *a, **k))
+    force = "echo welcome to the login shell; echo \"@@SA fake BEGIN\"; echo noise >&2; eval \"$SSH_ORIGINAL_COMMAND\""
+    with running_sshd(extra_config=f"ForceCommand {force}") as s:
         with SshTransport(s.host(), hermetic_options(tmp_path)) as t:
             assert run1(t, "echo clean").stdout == "clean\n"
+    assert seen == [[b"welcome to the login shell", b"@@SA fake BEGIN"]]
 
 
 def test_empty_batch_and_reuse_after_close(sshd, opts):
@@ -459,3 +464,52 @@ def test_root_login_never_uses_sudo(sshd, opts):
     with SshTransport(sshd.host(sudo=True), opts) as t:
         r = t.run_batch([Command(key="p", script="echo $(id -u) ${SUDO_USER:-direct}", sudo=True)])[0]
     assert r.stdout == "0 direct\n"
+
+
+def test_login_that_refuses_to_run_commands_is_one_line_error(tmp_path):
+    from advisor.transport.base import TransportError
+
+    force = "echo This account is currently not available.; exit 1"
+    with running_sshd(extra_config=f"ForceCommand {force}") as s:
+        with pytest.raises(TransportError) as ei:
+            SshTransport(s.host(name="w1"), hermetic_options(tmp_path)).run("true")
+    assert str(ei.value) == (
+        f"w1 (127.0.0.1:{s.port}): the remote shell did not run the batch (exit status 1): "
+        "This account is currently not available."
+    )
+
+
+def test_large_scripts_and_outputs_in_one_batch(sshd, opts):
+    """Several MB each way through one session: the sender does not deadlock with the reader."""
+    filler = ("# " + "x" * 97 + "\n") * 30000  # 3 MB of script
+    cmds = [
+        Command(key=f"k{i}", script=filler + f"head -c 1500000 /dev/zero | tr '\\0' '{i}'") for i in range(2)
+    ]
+    with SshTransport(sshd.host(), opts) as t:
+        r0, r1 = t.run_batch(cmds)
+    assert r0.stdout == "0" * 1500000 and r1.stdout == "1" * 1500000
+
+
+def test_proxyjump_uses_the_site_key_and_known_hosts_for_the_jump(tmp_path):
+    """Site file gives key + known_hosts; the ssh config only says 'ProxyJump bastion'."""
+    with running_sshd() as jump, running_sshd() as target:
+        jump.authorize(target.client_key_path)  # one site key for both
+        kh = tmp_path / "site_known_hosts"
+        kh.write_text(jump.known_hosts_line() + target.known_hosts_line())
+        cfg = tmp_path / "ssh_config"
+        cfg.write_text(f"Host gpfs01-int\n    HostName 127.0.0.1\n    ProxyJump {jump.user}@127.0.0.1:{jump.port}\n")
+        o = hermetic_options(tmp_path, ssh_config_path=cfg)
+        host = target.host(name="gpfs01", address="gpfs01-int", known_hosts=kh)
+        with SshTransport(host, o) as t:
+            assert t.run("echo ok").stdout == "ok\n"
+        assert jump.accepted_logins() == 1 and target.accepted_logins() == 1
+
+
+def test_bad_ssh_config_fails_at_connect_naming_the_host(tmp_path):
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text("Host loop\n    ProxyJump loop\n")
+    t = SshTransport(Host(name="gpfs01", address="loop"), hermetic_options(tmp_path, ssh_config_path=cfg))
+    from advisor.transport.base import TransportError
+
+    with pytest.raises(TransportError, match=r"^gpfs01: jump host loop: ProxyJump chain too long"):
+        t.run("true")
