@@ -64,6 +64,21 @@ def norm(text):
     return " ".join(str(text).replace('"', " ").split())
 
 
+_COUNTER = re.compile(r"\bcounter packets \d+ bytes \d+")
+_DEFAULT_BURST = re.compile(r"\s+burst 5 packets\b")
+
+
+def nft_norm(text):
+    """nft rule text without run-time counters and without the default limit burst (the JSON
+    rendering spells out ``burst 5 packets``, ``nft list`` leaves it out)."""
+    return norm(_DEFAULT_BURST.sub("", _COUNTER.sub("counter", norm(text))))
+
+
+def subsequence(short, long):
+    it = iter(long)
+    return all(tok in it for tok in short)
+
+
 def ipt_bin(module, family):
     name = "ip6tables" if family in ("ip6", "ipv6", "inet6") else "iptables"
     return module.get_bin_path(name, required=True)
@@ -110,7 +125,7 @@ def nft_rules(module, rule):
     rules = []
     depth = 0
     for line in out.splitlines():
-        s = line.strip()
+        s = _HANDLE.sub("", line).strip()
         if s.endswith("{"):
             depth += 1
             continue
@@ -129,10 +144,16 @@ def nft_find(module, rule):
     rules = nft_rules(module, rule)
     if not rules:
         return None
-    want = norm(rule["text"])
+    want = nft_norm(rule["text"])
     for i, (h, text) in enumerate(rules):
-        if norm(text) == want:
+        if nft_norm(text) == want:
             return i, h, text
+    # a rendering that spells out more (or less) than `nft list`: accept one unique rule whose
+    # words are, in order, a subsequence of the other's
+    loose = [(i, h, text) for i, (h, text) in enumerate(rules)
+             if subsequence(nft_norm(text).split(), want.split()) or subsequence(want.split(), nft_norm(text).split())]
+    if len(loose) == 1:
+        return loose[0]
     handle = rule.get("handle")
     if handle is not None:
         for i, (h, text) in enumerate(rules):
