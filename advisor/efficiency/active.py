@@ -1,0 +1,442 @@
+"""The active efficiency test: a controlled analysis-like job on worker nodes over SSH.
+
+The controller starts a TCP data server on the storage host (``active_job.py serve``, by pid,
+killed by pid afterwards) or uses a path on a mounted filesystem, then runs the job
+(``python3 - job ...`` fed ``active_job.py`` on stdin; stdlib only, nothing installed) on each
+worker host, one host at a time. The job calibrates its CPU work on the host so that at the
+healthy rate of the path (the link rate, 94% TCP goodput) computing a MiB takes
+``cpu_factor`` (default 1.5) times as long as reading it: CPU-bound on a healthy path,
+I/O-bound on a slow one. Efficiency = the job's own rusage (user + sys) / its wall time.
+
+With several clients (``clients=[1, 5, 15]``) the scaling host runs C concurrent jobs per point
+(Goethe's runtime-per-client curve), with the same per-client work at every point and total
+work bounded (``scaling_budget_mb``). Everything runs strictly one step at a time and the
+schedule, load averages, time blocked on reads and CPU share while computing are recorded, so
+CPU contention between lab hosts (which share this machine's cores) shows as contention, not
+as I/O wait. See docs/efficiency-active.md.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shlex
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from advisor.errors import StoradviseError
+from advisor.site import Host, Site
+from advisor.transport.base import Transport, TransportError
+from advisor.units import parse_rate_bps
+
+JOB_PATH = Path(__file__).with_name("active_job.py")
+#: TCP goodput / line rate used for the healthy read rate
+GOODPUT = 0.94
+DEFAULT_RATE_BPS = 10**9
+DEFAULTS: dict[str, Any] = {
+    "mb": 64.0,  # MiB per host test
+    "cpu_factor": 1.5,  # compute time per MiB / healthy read time per MiB
+    "readahead": 1,  # blocks requested ahead of the one being computed
+    "block_kb": 1024,
+    "scaling_budget_mb": 256.0,  # clients x MiB per client at the largest point
+    "calibrate_seconds": 0.3,
+    "server_lifetime": 1800.0,
+    "timeout": None,  # per job; default from the work
+}
+MIB = 1 << 20
+
+
+class EfficiencyTestError(StoradviseError):
+    """The test could not run at all (no source, no worker, server did not start)."""
+
+    exit_code = 3
+
+
+def job_source() -> str:
+    return JOB_PATH.read_text()
+
+
+# ------------------------------------------------------------------ scripts
+
+
+def _heredoc(text: str) -> tuple[str, str]:
+    delim = "SA_EFF_" + secrets.token_hex(8)
+    return delim, text if text.endswith("\n") else text + "\n"
+
+
+def job_script(args: list[str], python: str = "python3") -> str:
+    """The sh script that runs the job with ``args`` (``job`` ...) from stdin: nothing installed."""
+    delim, src = _heredoc(job_source())
+    return f"exec {python} - {' '.join(shlex.quote(a) for a in args)} <<'{delim}'\n{src}{delim}\n"
+
+
+def server_start_script(token: str, lifetime: float, bind: str = "0.0.0.0", python: str = "python3") -> str:
+    """Start the data server detached (own session); print ``port PORT``, ``pid PID``, ``dir D``."""
+    delim, src = _heredoc(job_source())
+    return (
+        'D=$(mktemp -d "${TMPDIR:-/tmp}/storadvise-eff.XXXXXXXX") || exit 90\n'
+        f"cat >\"$D/job.py\" <<'{delim}'\n{src}{delim}\n"
+        f'if command -v setsid >/dev/null 2>&1; then S=setsid; else S=; fi\n'
+        f'$S {python} "$D/job.py" serve --bind {shlex.quote(bind)} --portfile "$D/port" '
+        f'--lifetime {lifetime:g} --token {token} </dev/null >"$D/log" 2>&1 &\n'
+        'i=0; while [ ! -s "$D/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\n'
+        'if [ ! -s "$D/port" ]; then echo "server did not start: $(tail -c 300 "$D/log" | tr "\\n" " ")" >&2; '
+        'kill $! 2>/dev/null; rm -rf "$D"; exit 91; fi\n'
+        'read PORT PID <"$D/port"; echo "port $PORT"; echo "pid $PID"; echo "dir $D"\n'
+    )
+
+
+def server_stop_script(pid: int, token: str, tmpdir: str) -> str:
+    """Kill the server by pid, only if that pid still carries our token; remove its dir."""
+    q = shlex.quote(tmpdir)
+    return (
+        f"P={int(pid)}\n"
+        f'if [ -r /proc/$P/cmdline ] && tr "\\0" " " </proc/$P/cmdline | grep -q -- {token}; then\n'
+        "  kill $P 2>/dev/null; i=0\n"
+        "  while kill -0 $P 2>/dev/null && ! grep -q '^State:[[:space:]]*Z' /proc/$P/status 2>/dev/null && [ $i -lt 30 ]; do\n"
+        "    sleep 0.1; i=$((i+1)); done\n"
+        "  kill -9 $P 2>/dev/null; echo killed\n"
+        "else echo gone; fi\n"
+        f"case {q} in */storadvise-eff.*) rm -rf {q};; esac\n"
+    )
+
+
+def parse_job_output(stdout: str) -> dict[str, Any]:
+    for line in reversed(stdout.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            return json.loads(line)
+    raise ValueError("the job printed no JSON")
+
+
+# ------------------------------------------------------------------ configuration
+
+
+def healthy_mib_per_s(rate_bps: int | None) -> float:
+    return (rate_bps or DEFAULT_RATE_BPS) * GOODPUT / 8 / MIB
+
+
+def _config(site: Site, overrides: dict[str, Any]) -> dict[str, Any]:
+    ext = site.extensions.get("efficiency") or {}
+    if not isinstance(ext, dict):
+        raise EfficiencyTestError(f"{site.source or site.name}: 'extensions.efficiency' must be a mapping")
+    cfg = dict(DEFAULTS)
+    for k in DEFAULTS:
+        if ext.get(k) is not None:
+            cfg[k] = ext[k]
+    for k in ("source", "hosts", "clients", "healthy_rate", "scaling_host", "python", "address"):
+        cfg[k] = ext.get(k)
+    cfg.update({k: v for k, v in overrides.items() if v is not None})
+    return cfg
+
+
+def resolve_source(site: Site, source: Any) -> dict[str, Any]:
+    """``{"kind": "tcp", "host": NAME, "address": ADDR}`` or ``{"kind": "path", "path": P}``.
+
+    ``source``: None (first storage host), "HOST", "path:PATH", or the site extension's
+    mapping ``{host: NAME[, address: A]}`` / ``{path: P}``.
+    """
+    where = site.source or site.name
+    if isinstance(source, dict):
+        if source.get("path"):
+            return {"kind": "path", "path": str(source["path"])}
+        if source.get("host"):
+            h = site.host(str(source["host"]))
+            return {"kind": "tcp", "host": h.name, "address": str(source.get("address") or h.connect_address)}
+        raise EfficiencyTestError(f"{where}: efficiency.source needs 'host' or 'path'")
+    if isinstance(source, str) and source:
+        if source.startswith("path:"):
+            if not source[5:]:
+                raise EfficiencyTestError("--source path: needs a path, e.g. path:/gpfs/fs1/testfile")
+            return {"kind": "path", "path": source[5:]}
+        try:
+            h = site.host(source)
+        except StoradviseError as e:
+            raise EfficiencyTestError(str(e)) from None
+        return {"kind": "tcp", "host": h.name, "address": h.connect_address}
+    for h in site.hosts:
+        if h.has_role("storage"):
+            return {"kind": "tcp", "host": h.name, "address": h.connect_address}
+    raise EfficiencyTestError(f"{where}: no host with role storage and no efficiency.source: nothing to read from")
+
+
+def resolve_hosts(site: Site, hosts: Iterable[str] | str | None) -> list[Host]:
+    if hosts is None:
+        hosts = ["worker"]
+    if isinstance(hosts, str):
+        hosts = [x for x in hosts.split(",") if x]
+    out: list[Host] = []
+    for sel in hosts:
+        found = site.hosts_in(sel.strip())
+        if not found:
+            raise EfficiencyTestError(f"{site.source or site.name}: no host, group or role {sel!r}")
+        out += [h for h in found if h not in out]
+    if not out:
+        raise EfficiencyTestError(f"{site.source or site.name}: no worker host to test")
+    return out
+
+
+def _rate_of(h: Host | None) -> int | None:
+    return h.link_rate if h is not None else None
+
+
+# ------------------------------------------------------------------ summaries
+
+
+def host_summary(job: dict[str, Any], source_label: str) -> dict[str, Any]:
+    """The per-host (or per-point) figures from one job output (all its clients)."""
+    cl = [c for c in job.get("clients", []) if "error" not in c]
+    n = len(cl)
+    cpu = sum(c["cpu_seconds"] for c in cl)
+    wall = sum(c["wall_seconds"] for c in cl)
+    wait = sum(c["read_wait_seconds"] for c in cl)
+    comp = sum(c["compute_seconds"] for c in cl)
+    mb = sum(c["bytes"] for c in cl) / MIB
+    span = max((c["wall_seconds"] for c in cl), default=0.0)
+    effs = [c["cpu_seconds"] / c["wall_seconds"] for c in cl if c["wall_seconds"] > 0]
+    return {
+        "efficiency": (sum(effs) / len(effs)) if effs else None,
+        "cpu_seconds": cpu / n if n else None,
+        "wall_seconds": wall / n if n else None,
+        "mb_read": mb,
+        "read_mbps": (mb * MIB * 8 / 1e6 / span) if span > 0 else None,
+        "source": source_label,
+        "clients": len(job.get("clients", [])),
+        # where the wall time went: blocked on reads vs computing (and the CPU share while
+        # computing: below 1 means the CPU was contended, not that the job waited for data)
+        "read_wait_share": (wait / wall) if wall > 0 else None,
+        "cpu_share_computing": (cpu / comp) if comp > 0 else None,
+        "events": sum(c["events"] for c in cl),
+        "load_start": (job.get("loadavg_start") or [None])[0],
+        "load_end": (job.get("loadavg_end") or [None])[0],
+        "calibration": job.get("calibration"),
+    }
+
+
+def _mean(vals: list[float | None]) -> float | None:
+    v = [x for x in vals if x is not None]
+    return sum(v) / len(v) if v else None
+
+
+# ------------------------------------------------------------------ the test
+
+
+def run_efficiency_test(
+    site: Site,
+    transport_factory: Callable[[Host], Transport],
+    hosts: Iterable[str] | str | None = None,
+    source: Any = None,
+    clients: Iterable[int] | None = None,
+    mb: float | None = None,
+    cpu_factor: float | None = None,
+    readahead: int | None = None,
+    progress: Callable[[str], None] | None = None,
+    **overrides: Any,
+) -> dict[str, Any]:
+    """Run the active test; returns the ``efficiency`` dict of a scan (see the docs)."""
+    cfg = _config(site, dict(mb=mb, cpu_factor=cpu_factor, readahead=readahead, **overrides))
+    say = progress or (lambda _m: None)
+    src = resolve_source(site, source if source is not None else cfg.get("source"))
+    workers = resolve_hosts(site, hosts if hosts is not None else cfg.get("hosts"))
+    counts = sorted({int(c) for c in (clients or cfg.get("clients") or [1])})
+    if not counts or counts[0] < 1:
+        raise EfficiencyTestError(f"clients must be positive integers, got {counts}")
+    python = str(cfg.get("python") or "python3")
+    mb_host = float(cfg["mb"])
+    if mb_host <= 0:
+        raise EfficiencyTestError(f"mb must be positive, got {mb_host:g}")
+    factor = float(cfg["cpu_factor"])
+    ra = int(cfg["readahead"])
+    src_host = site.host(src["host"]) if src["kind"] == "tcp" else None
+    if src["kind"] == "tcp" and cfg.get("address"):
+        src["address"] = str(cfg["address"])
+
+    schedule: list[dict[str, Any]] = []
+    transports: dict[str, Transport] = {}
+
+    def transport(h: Host) -> Transport:
+        if h.name not in transports:
+            transports[h.name] = transport_factory(h)
+        return transports[h.name]
+
+    def step(kind: str, host: str, clients_n: int, fn: Callable[[], Any]) -> Any:
+        entry: dict[str, Any] = {"step": len(schedule) + 1, "kind": kind, "host": host, "clients": clients_n,
+                                 "start": time.time()}
+        schedule.append(entry)
+        t0 = time.monotonic()
+        try:
+            out = fn()
+            entry["ok"] = True
+            return out
+        except Exception as e:
+            entry["ok"] = False
+            entry["error"] = _one_line(e)
+            raise
+        finally:
+            entry["seconds"] = round(time.monotonic() - t0, 3)
+
+    # the healthy rate: the site's setting, else the slower of the two ends' link rates
+    def healthy_for(h: Host) -> tuple[float, int]:
+        if cfg.get("healthy_rate"):
+            bps = parse_rate_bps(cfg["healthy_rate"])
+        else:
+            rates = [r for r in (_rate_of(h), _rate_of(src_host)) if r]
+            bps = min(rates) if rates else DEFAULT_RATE_BPS
+        return healthy_mib_per_s(bps), bps
+
+    def run_job(h: Host, n_clients: int, mb_each: float, source_spec: str) -> dict[str, Any]:
+        mibs, _ = healthy_for(h)
+        cpu_per_mb = factor / mibs
+        args = ["job", "--source", source_spec, "--mb", f"{mb_each:g}", "--cpu-per-mb", f"{cpu_per_mb:.6g}",
+                "--readahead", str(ra), "--block-kb", str(int(cfg["block_kb"])), "--clients", str(n_clients),
+                "--calibrate-seconds", f"{float(cfg['calibrate_seconds']):g}"]
+        timeout = cfg.get("timeout") or (60.0 + mb_each * n_clients * (4 * cpu_per_mb + 1.0))
+        res = transport(h).run(job_script(args, python), timeout=float(timeout))
+        if res.timed_out:
+            raise RuntimeError(f"the job did not finish within {float(timeout):.0f} s")
+        try:
+            out = parse_job_output(res.stdout)
+        except ValueError:
+            why = (res.stderr or res.stdout).strip().splitlines()
+            raise RuntimeError(f"job exited {res.rc}: {why[-1] if why else 'no output'}") from None
+        if not out.get("ok"):
+            raise RuntimeError(out.get("error") or f"job exited {res.rc}")
+        return out
+
+    server: dict[str, Any] | None = None
+    token = "sa-eff-" + secrets.token_hex(6)
+    result: dict[str, Any] = {"mean": None, "hosts": {}, "scaling": [], "schedule": schedule}
+    try:
+        if src["kind"] == "tcp":
+            assert src_host is not None
+            say(f"starting the data server on {src_host.name}")
+
+            def start() -> dict[str, Any]:
+                r = transport(src_host).run(server_start_script(token, float(cfg["server_lifetime"]), python=python),
+                                            timeout=30)
+                kv = dict(line.split(" ", 1) for line in r.stdout.splitlines() if " " in line)
+                if r.rc != 0 or "port" not in kv or "pid" not in kv:
+                    why = (r.stderr or r.stdout).strip().splitlines()
+                    raise RuntimeError(f"data server did not start (rc {r.rc}): {why[-1] if why else 'no output'}")
+                return {"host": src_host.name, "port": int(kv["port"]), "pid": int(kv["pid"]), "dir": kv.get("dir", "")}
+
+            try:
+                server = step("server-start", src_host.name, 0, start)
+            except TransportError as e:
+                raise EfficiencyTestError(f"source {src_host.name}: {_one_line(e)}") from None
+            except RuntimeError as e:
+                raise EfficiencyTestError(f"source {src_host.name}: {e}") from None
+            addr = src["address"]
+            spec = f"tcp:[{addr}]:{server['port']}" if ":" in addr else f"tcp:{addr}:{server['port']}"
+            label = f"{src_host.name}:{server['port']}"
+        else:
+            spec = "path:" + src["path"]
+            label = src["path"]
+
+        calibration: dict[str, Any] = {}
+        for h in workers:
+            say(f"{h.name}: {mb_host:g} MiB from {label}")
+            try:
+                out = step("host", h.name, 1, lambda h=h: run_job(h, 1, mb_host, spec))
+            except Exception as e:
+                result["hosts"][h.name] = {"efficiency": None, "error": f"{h.name}: {_one_line(e)}",
+                                           "source": label, "clients": 1}
+                continue
+            s = host_summary(out, label)
+            mibs, bps = healthy_for(h)
+            cal = dict(s.pop("calibration") or {})
+            cal.update({"healthy_rate_bps": bps, "healthy_mib_per_s": round(mibs, 3), "cpu_factor": factor,
+                        "readahead": ra, "block_kb": int(cfg["block_kb"])})
+            s["calibration"] = cal
+            calibration[h.name] = cal
+            result["hosts"][h.name] = s
+
+        ok_hosts = [n for n, s in result["hosts"].items() if s.get("efficiency") is not None]
+        # scaling: one node, C concurrent clients, the same work per client at every point
+        if counts != [1] and ok_hosts:
+            sh_name = str(cfg.get("scaling_host") or ok_hosts[0])
+            sh = site.host(sh_name)
+            mb_each = max(1.0, min(mb_host, float(cfg["scaling_budget_mb"]) / max(counts)))
+            for c in counts:
+                say(f"{sh.name}: {c} concurrent client(s), {mb_each:g} MiB each")
+                try:
+                    out = step("scaling", sh.name, c, lambda c=c: run_job(sh, c, mb_each, spec))
+                except Exception as e:
+                    result["scaling"].append({"clients": c, "host": sh.name, "error": _one_line(e),
+                                              "runtime_per_client_s": None, "efficiency": None})
+                    continue
+                s = host_summary(out, label)
+                result["scaling"].append({
+                    "clients": c, "host": sh.name, "mb_per_client": mb_each,
+                    "runtime_per_client_s": s["wall_seconds"], "efficiency": s["efficiency"],
+                    "cpu_seconds_per_client": s["cpu_seconds"], "aggregate_read_mbps": s["read_mbps"],
+                    "read_wait_share": s["read_wait_share"], "cpu_share_computing": s["cpu_share_computing"],
+                    "cpu_count": out.get("cpu_count"), "load_start": s["load_start"], "load_end": s["load_end"],
+                })
+        elif ok_hosts:
+            for n in ok_hosts[:1]:
+                s = result["hosts"][n]
+                result["scaling"].append({"clients": 1, "host": n, "mb_per_client": mb_host,
+                                          "runtime_per_client_s": s["wall_seconds"], "efficiency": s["efficiency"],
+                                          "cpu_seconds_per_client": s["cpu_seconds"],
+                                          "aggregate_read_mbps": s["read_mbps"],
+                                          "read_wait_share": s["read_wait_share"],
+                                          "cpu_share_computing": s["cpu_share_computing"]})
+        result["calibration"] = {
+            "cpu_factor": factor, "readahead": ra, "block_kb": int(cfg["block_kb"]), "goodput": GOODPUT,
+            "model": "compute per MiB = cpu_factor x (1 / healthy MiB/s); read-then-compute per block with "
+                     f"{ra} block(s) requested ahead",
+            "hosts": calibration,
+        }
+    finally:
+        if server is not None:
+            try:
+                step("server-stop", server["host"], 0,
+                     lambda: transport(site.host(server["host"])).run(
+                         server_stop_script(server["pid"], token, server["dir"]), timeout=15))
+            except Exception:
+                pass
+        for t in transports.values():
+            try:
+                t.close()
+            except Exception:
+                pass
+    result["mean"] = _mean([s.get("efficiency") for s in result["hosts"].values()])
+    result["failed"] = [n for n, s in result["hosts"].items() if s.get("efficiency") is None]
+    result["source"] = {"kind": src["kind"], "label": label, **({"host": src["host"]} if src["kind"] == "tcp" else {})}
+    result["mb_per_host"] = mb_host
+    return result
+
+
+def _one_line(e: BaseException | str) -> str:
+    s = " ".join(str(e).split())
+    return s or type(e).__name__
+
+
+# ------------------------------------------------------------------ before / after
+
+
+def compare_efficiency(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any]:
+    """``{"before": mean, "after": mean, "ratio": after/before, "hosts": {h: {before, after, ratio}}}``."""
+
+    def mean(d: dict[str, Any] | None) -> float | None:
+        if not d:
+            return None
+        m = d.get("mean")
+        if m is None:
+            m = _mean([(s or {}).get("efficiency") for s in (d.get("hosts") or {}).values()])
+        return m
+
+    def ratio(a: float | None, b: float | None) -> float | None:
+        return (b / a) if (a is not None and b is not None and a > 0) else None
+
+    hb = (before or {}).get("hosts") or {}
+    ha = (after or {}).get("hosts") or {}
+    hosts = {}
+    for n in sorted(set(hb) | set(ha)):
+        eb = (hb.get(n) or {}).get("efficiency")
+        ea = (ha.get(n) or {}).get("efficiency")
+        hosts[n] = {"before": eb, "after": ea, "ratio": ratio(eb, ea)}
+    mb, ma = mean(before), mean(after)
+    return {"before": mb, "after": ma, "ratio": ratio(mb, ma), "hosts": hosts}
