@@ -513,3 +513,15 @@ def test_bad_ssh_config_fails_at_connect_naming_the_host(tmp_path):
 
     with pytest.raises(TransportError, match=r"^gpfs01: jump host loop: ProxyJump chain too long"):
         t.run("true")
+
+
+def test_dns_failure_is_unreachable(monkeypatch, opts):
+    """Name resolution failing (simulated: no network lookups from the tests)."""
+
+    def fail(*a, **k):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr("advisor.transport.ssh.socket.create_connection", fail)
+    with pytest.raises(HostUnreachable) as ei:
+        SshTransport(Host(name="gpfs09", address="gpfs09.site.example", user="root"), opts).connect()
+    assert str(ei.value) == "gpfs09 (gpfs09.site.example:22): cannot resolve 'gpfs09.site.example': Name or service not known"
