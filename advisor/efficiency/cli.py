@@ -258,3 +258,7 @@ def whatif(
         rec = "  -> cache recommended" if r["recommend_cache"] else ""
         eff = f", efficiency {r['efficiency']:.1%}" if "efficiency" in r else ""
         typer.echo(f"  {(r['path'] or 'source'):>20}  RTT {r['rtt_ms']:>7g} ms  loss {r['loss']:6.1%}{eff}{rec}")
+
+
+from advisor.efficiency.active_cli import register_active  # noqa: E402  (the active test job: `test`)
+register_active(app)
