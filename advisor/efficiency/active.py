@@ -392,11 +392,12 @@ def run_efficiency_test(
     finally:
         if server is not None:
             try:
-                step("server-stop", server["host"], 0,
-                     lambda: transport(site.host(server["host"])).run(
-                         server_stop_script(server["pid"], token, server["dir"]), timeout=15))
+                r = step("server-stop", server["host"], 0,
+                         lambda: transport(site.host(server["host"])).run(
+                             server_stop_script(server["pid"], token, server["dir"]), timeout=15))
+                server["stopped"] = r.stdout.strip() in ("killed", "gone")
             except Exception:
-                pass
+                server["stopped"] = False
         for t in transports.values():
             try:
                 t.close()
@@ -406,6 +407,9 @@ def run_efficiency_test(
     result["failed"] = [n for n, s in result["hosts"].items() if s.get("efficiency") is None]
     result["source"] = {"kind": src["kind"], "label": label, **({"host": src["host"]} if src["kind"] == "tcp" else {})}
     result["mb_per_host"] = mb_host
+    if server is not None:
+        result["server"] = {"host": server["host"], "port": server["port"], "pid": server["pid"],
+                            "stopped": server.get("stopped", False)}
     return result
 
 

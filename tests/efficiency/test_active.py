@@ -1,0 +1,308 @@
+"""The active efficiency test: real processes, real TCP, real rusage.
+
+* the job against a data server on 127.0.0.1: CPU-bound (efficiency >= 0.75);
+* the same through two network namespaces joined by a veth pair (198.18.210.0/24) shaped with
+  tbf at 200 Mbit/s: I/O-bound (efficiency clearly lower, most of the wall time blocked on reads);
+  namespaces and server removed in teardown, even on failure;
+* run_efficiency_test through a real sshd (SshTransport; loopback is storage and worker);
+* compare_efficiency, source/host resolution and the CLI's exit codes.
+
+The machine's cores are shared: a CPU-bound run whose CPU share while computing shows
+contention (< 0.9) is retried once before its efficiency is asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from advisor.efficiency import active
+from advisor.efficiency.active import (
+    EfficiencyTestError,
+    compare_efficiency,
+    host_summary,
+    job_script,
+    parse_job_output,
+    resolve_hosts,
+    resolve_source,
+    run_efficiency_test,
+)
+from advisor.site import Site
+
+JOB = str(active.JOB_PATH)
+#: 1 Gbit/s healthy path, compute = 1.5 x the healthy read time per MiB (the default)
+CPU_PER_MB = 1.5 / active.healthy_mib_per_s(10**9)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        st = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in st
+
+
+class Server:
+    """The data server as a real process (optionally inside a namespace), killed by pid."""
+
+    def __init__(self, tmp: Path, bind: str, netns: str | None = None):
+        self.portfile = tmp / f"port-{bind}"
+        cmd = [sys.executable, JOB, "serve", "--bind", bind, "--portfile", str(self.portfile), "--lifetime", "120"]
+        if netns:
+            cmd = ["ip", "netns", "exec", netns] + cmd
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 10
+        while not (self.portfile.exists() and self.portfile.read_text().strip()):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("data server did not start: " + (self.proc.stderr.read() or b"").decode()[-300:])
+            time.sleep(0.02)
+        port, pid = self.portfile.read_text().split()
+        self.port, self.pid = int(port), int(pid)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+def run_job(source: str, mb: float, netns: str | None = None, **kw) -> dict:
+    args = ["job", "--source", source, "--mb", f"{mb:g}", "--cpu-per-mb", f"{CPU_PER_MB:.6g}"]
+    for k, v in kw.items():
+        args += ["--" + k.replace("_", "-"), str(v)]
+    cmd = ["sh", "-c", job_script(args, sys.executable)]
+    if netns:
+        cmd = ["ip", "netns", "exec", netns] + cmd
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    out = parse_job_output(p.stdout)
+    assert out["ok"], (out, p.stderr)
+    return out
+
+
+def cpu_bound_run(source: str, mb: float, netns: str | None = None) -> dict:
+    s = {}
+    for _ in range(2):
+        s = host_summary(run_job(source, mb, netns), source)
+        if s["cpu_share_computing"] >= 0.9:
+            break
+    return s
+
+
+# ------------------------------------------------------------------ loopback
+
+
+def test_job_cpu_bound_on_loopback(tmp_path):
+    srv = Server(tmp_path, "127.0.0.1")
+    try:
+        s = cpu_bound_run(f"tcp:127.0.0.1:{srv.port}", 48)
+    finally:
+        srv.stop()
+    assert s["mb_read"] == pytest.approx(48)
+    assert s["events"] == 48 * 16  # 64 KiB events
+    assert s["read_wait_share"] < 0.15, s
+    assert s["efficiency"] >= 0.75, s
+    assert s["calibration"]["cpu_s_per_mb"] == pytest.approx(CPU_PER_MB, rel=1e-3)
+    assert not _alive(srv.pid)
+
+
+def test_job_reads_a_path_and_several_clients(tmp_path):
+    f = tmp_path / "data"
+    f.write_bytes(os.urandom(6 << 20))
+    out = run_job(f"path:{f}", 8, clients=2)  # the file holds 6 MiB: each client stops at EOF
+    assert len(out["clients"]) == 2
+    for c in out["clients"]:
+        assert c["bytes"] == 6 << 20 and c["end_of_file"] is True
+        assert c["cpu_seconds"] > 0 and c["wall_seconds"] >= c["compute_seconds"]
+
+
+def test_job_reports_an_unreachable_server():
+    out = subprocess.run(["sh", "-c", job_script(["job", "--source", "tcp:127.0.0.1:1", "--mb", "1",
+                                                  "--calibrate-seconds", "0.05"], sys.executable)],
+                         capture_output=True, text=True, timeout=60)
+    res = parse_job_output(out.stdout)
+    assert out.returncode == 2 and res["ok"] is False and "Connection refused" in res["error"]
+
+
+# ------------------------------------------------------------------ namespaces + tbf
+
+NETNS_OK = os.geteuid() == 0 and shutil.which("ip") and shutil.which("tc")
+
+
+def _sh(*cmd: str) -> None:
+    subprocess.run(cmd, check=True, capture_output=True, timeout=30)
+
+
+@pytest.fixture
+def netns_pair():
+    """Two namespaces joined by a veth pair: server 198.18.210.1 (sa-effs-PID), client .2."""
+    if not NETNS_OK:
+        pytest.skip("needs root, ip and tc")
+    tag = f"{os.getpid() % 100000}"
+    a, b = f"sa-effs-{tag}", f"sa-effc-{tag}"
+    va, vb = f"vefs{tag}", f"vefc{tag}"
+    try:
+        _sh("ip", "netns", "add", a)
+        _sh("ip", "netns", "add", b)
+        _sh("ip", "link", "add", va, "type", "veth", "peer", "name", vb)
+        _sh("ip", "link", "set", va, "netns", a)
+        _sh("ip", "link", "set", vb, "netns", b)
+        for ns, dev, addr in ((a, va, "198.18.210.1/24"), (b, vb, "198.18.210.2/24")):
+            _sh("ip", "-n", ns, "addr", "add", addr, "dev", dev)
+            _sh("ip", "-n", ns, "link", "set", dev, "up")
+            _sh("ip", "-n", ns, "link", "set", "lo", "up")
+        yield {"server_ns": a, "client_ns": b, "server_dev": va}
+    finally:
+        for ns in (a, b):  # deleting a namespace removes its end of the veth (and the pair)
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert a not in left and b not in left
+
+
+def test_job_io_bound_through_a_shaped_veth(netns_pair, tmp_path):
+    ns = netns_pair
+    srv = Server(tmp_path, "198.18.210.1", netns=ns["server_ns"])
+    try:
+        src = f"tcp:198.18.210.1:{srv.port}"
+        fast = cpu_bound_run(src, 32, ns["client_ns"])
+        _sh("ip", "netns", "exec", ns["server_ns"], "tc", "qdisc", "replace", "dev", ns["server_dev"], "root",
+            "tbf", "rate", "200mbit", "burst", "64kb", "latency", "10ms")
+        slow = host_summary(run_job(src, 24, ns["client_ns"]), src)
+    finally:
+        srv.stop()
+    print(f"\nunshaped veth: efficiency {fast['efficiency']:.3f} at {fast['read_mbps']:.0f} Mb/s; "
+          f"tbf 200mbit: efficiency {slow['efficiency']:.3f} at {slow['read_mbps']:.0f} Mb/s, "
+          f"read wait {slow['read_wait_share']:.2f}")
+    assert fast["efficiency"] >= 0.75, fast
+    assert slow["read_mbps"] < 210, slow
+    # 1.5 x the 1 Gbit/s read time of compute against ~190 Mb/s: ~0.3 expected
+    assert slow["efficiency"] < 0.5, slow
+    assert slow["efficiency"] < fast["efficiency"] - 0.3
+    assert slow["read_wait_share"] > 0.4  # the job waited for data, it was not starved of CPU
+    assert not _alive(srv.pid)
+
+
+# ------------------------------------------------------------------ through a real sshd
+
+
+@pytest.fixture
+def ssh_site(tmp_path):
+    from tests.sshd_fixture import running_sshd, sshd_available
+
+    if not sshd_available():
+        pytest.skip("needs /usr/sbin/sshd")
+    with running_sshd() as s:
+        st = s.host("st", roles=["storage"])
+        wn = s.host("wn", roles=["worker"], link_rate="1gbit")
+        yield Site(name="efft", hosts=[st, wn], extensions={"efficiency": {"mb": 16, "calibrate_seconds": 0.1}}), s
+
+
+def _factory(site, tmp_path):
+    from advisor.transport.factory import SshOptions, transport_for
+
+    opts = SshOptions(known_hosts_path=tmp_path / "kh", system_known_hosts_path=None, ssh_config_path=None,
+                      use_agent=False, look_for_keys=False, connect_timeout=5.0)
+    return lambda h: transport_for(h, site, opts)
+
+
+def test_run_efficiency_test_over_ssh(ssh_site, tmp_path):
+    site, _ = ssh_site
+    msgs: list[str] = []
+    r = run_efficiency_test(site, _factory(site, tmp_path), clients=[1, 2], progress=msgs.append)
+    h = r["hosts"]["wn"]
+    assert r["failed"] == [] and h["efficiency"] is not None and 0 < h["efficiency"] <= 1.05
+    assert r["mean"] == h["efficiency"]
+    assert h["mb_read"] == pytest.approx(16) and h["clients"] == 1 and h["source"].startswith("st:")
+    assert h["cpu_seconds"] > 0 and h["wall_seconds"] >= h["cpu_seconds"] * 0.95
+    assert [p["clients"] for p in r["scaling"]] == [1, 2]
+    assert all(p["runtime_per_client_s"] > 0 for p in r["scaling"])
+    kinds = [(e["kind"], e["host"], e["clients"]) for e in r["schedule"]]
+    assert kinds == [("server-start", "st", 0), ("host", "wn", 1), ("scaling", "wn", 1), ("scaling", "wn", 2),
+                     ("server-stop", "st", 0)]
+    assert all(e["ok"] for e in r["schedule"])
+    # strictly one step at a time
+    for e1, e2 in zip(r["schedule"], r["schedule"][1:]):
+        assert e1["start"] + e1["seconds"] <= e2["start"] + 0.01
+    cal = r["calibration"]["hosts"]["wn"]
+    assert cal["healthy_rate_bps"] == 10**9 and cal["passes_per_mb"] > 0
+    assert r["server"]["stopped"] and not _alive(r["server"]["pid"])
+    json.dumps(r)  # the scan carries it as JSON
+
+
+def test_run_efficiency_test_failed_host_is_reported(ssh_site, tmp_path):
+    site, _ = ssh_site
+    r = run_efficiency_test(site, _factory(site, tmp_path), source="path:/nonexistent/data")
+    assert r["failed"] == ["wn"] and r["mean"] is None
+    assert "No such file" in r["hosts"]["wn"]["error"]
+    assert r["schedule"][0]["kind"] == "host"  # no server for a path source
+
+
+# ------------------------------------------------------------------ pure functions
+
+
+def test_compare_efficiency():
+    before = {"mean": 0.4, "hosts": {"wn01": {"efficiency": 0.35}, "wn02": {"efficiency": 0.45}}}
+    after = {"mean": 0.84, "hosts": {"wn01": {"efficiency": 0.8}, "wn02": {"efficiency": 0.88}}}
+    c = compare_efficiency(before, after)
+    assert c["before"] == 0.4 and c["after"] == 0.84 and c["ratio"] == pytest.approx(2.1)
+    assert c["hosts"]["wn01"]["ratio"] == pytest.approx(0.8 / 0.35)
+    assert compare_efficiency(None, after) == {"before": None, "after": 0.84, "ratio": None,
+                                                "hosts": {"wn01": {"before": None, "after": 0.8, "ratio": None},
+                                                          "wn02": {"before": None, "after": 0.88, "ratio": None}}}
+    # a mean missing: computed from the hosts; a failed host has no ratio
+    c = compare_efficiency({"hosts": {"a": {"efficiency": 0.5}, "b": {"efficiency": None}}},
+                           {"hosts": {"a": {"efficiency": 1.0}}})
+    assert c["before"] == 0.5 and c["ratio"] == 2.0 and c["hosts"]["b"]["ratio"] is None
+
+
+def _site(**ext):
+    return Site(name="s", hosts=[
+        {"name": "gpfs01", "address": "10.0.0.1", "roles": ["storage"], "link_rate": "10gbit"},
+        {"name": "gpfs02", "roles": ["storage"]},
+        {"name": "wn01", "roles": ["worker"], "groups": ["workers"]},
+        {"name": "wn02", "roles": ["worker"], "groups": ["workers"]},
+    ], extensions={"efficiency": ext} if ext else {})
+
+
+def test_resolve_source_and_hosts():
+    assert resolve_source(_site(), None) == {"kind": "tcp", "host": "gpfs01", "address": "10.0.0.1"}
+    assert resolve_source(_site(source={"host": "gpfs02"}), {"host": "gpfs02"})["host"] == "gpfs02"
+    assert resolve_source(_site(), {"path": "/gpfs/fs1/t"}) == {"kind": "path", "path": "/gpfs/fs1/t"}
+    assert resolve_source(_site(), "path:/gpfs/x") == {"kind": "path", "path": "/gpfs/x"}
+    assert resolve_source(_site(), "gpfs02")["address"] == "gpfs02"
+    with pytest.raises(EfficiencyTestError, match="unknown host"):
+        resolve_source(_site(), "nope")
+    assert [h.name for h in resolve_hosts(_site(), None)] == ["wn01", "wn02"]
+    assert [h.name for h in resolve_hosts(_site(), "wn02,gpfs01")] == ["wn02", "gpfs01"]
+    with pytest.raises(EfficiencyTestError, match="no host, group or role"):
+        resolve_hosts(_site(), ["cache"])
+    # the site extension's source is used when no argument is given (through the config)
+    cfg = active._config(_site(source={"path": "/gpfs/fs1/testfile"}, mb=8), {})
+    assert cfg["source"] == {"path": "/gpfs/fs1/testfile"} and cfg["mb"] == 8
+
+
+def test_cli_exit_codes(tmp_path):
+    from typer.testing import CliRunner
+
+    from advisor.efficiency.cli import app
+
+    sf = tmp_path / "s.yml"
+    sf.write_text("name: t\ntransport: local\nhosts:\n  - {name: wn, roles: [worker]}\n"
+                  "extensions: {efficiency: {calibrate_seconds: 0.05}}\n")
+    r = CliRunner().invoke(app, ["test", "--site", str(sf), "--source", "path:/nonexistent/x", "--json"])
+    assert r.exit_code == 3, r.output
+    assert json.loads(r.stdout)["failed"] == ["wn"]
+    r = CliRunner().invoke(app, ["test", "--site", str(sf)])
+    assert r.exit_code == 3 and "no host with role storage" in r.output
+    r = CliRunner().invoke(app, ["test", "--site", str(sf), "--clients", "1,x"])
+    assert r.exit_code == 1 and "--clients" in r.output
