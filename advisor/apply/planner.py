@@ -251,9 +251,9 @@ def _add_finding(plan: Plan, report: ScanReport, site: Site, host: Host, f: Find
             change(f"{dev} {k}", _block_old(report, name, dev, k), v)
     elif role == "gpfs_tuning":
         cfg = {k: str(v) for k, v in (rvars.get("gpfs_config") or {}).items()}
-        merge_vars(hv.setdefault(role, {}), {"gpfs_config": cfg, "gpfs_node_name": host.gpfs_node or host.name})
+        merge_vars(hv.setdefault(role, {}), {"gpfs_config": cfg, "gpfs_tuning_node_name": host.gpfs_node or host.name})
         if rvars.get("gpfs_restart"):
-            hv[role]["gpfs_restart_pending_attrs"] = sorted(set(hv[role].get("gpfs_restart_pending_attrs", [])) | set(cfg))
+            hv[role]["gpfs_tuning_pending_attrs"] = sorted(set(hv[role].get("gpfs_tuning_pending_attrs", [])) | set(cfg))
         for k, v in cfg.items():
             change(f"gpfs {k}", _gpfs_old(report, name, k), v)
     elif role == "san_cache":
