@@ -138,8 +138,9 @@ def order_attrs(attrs, config, current):
     return attrs
 
 
-def commands_for(p, wanted):
-    """wanted: node -> {attr: value}; returns [(args, restart_attrs)] grouping nodes with equal changes."""
+def commands_for(p, wanted, current=None):
+    """wanted: node -> {attr: value}; returns [(args, restart_attrs)] grouping nodes with equal changes.
+    Immediate attributes go first (-i), except that a decreasing maxblocksize precedes pagepool."""
     by_change = {}
     for node, changes in sorted(wanted.items()):
         if changes:
@@ -150,10 +151,16 @@ def commands_for(p, wanted):
         change = dict(change)
         now = [a for a in change if a in immediate]
         later = [a for a in change if a not in immediate]
-        for attrs, flag in ((now, ["-i"]), (later, [])):
+        steps = [(now, ["-i"]), (later, [])]
+        if "maxblocksize" in later and "pagepool" in now and current:
+            was = (current.get("maxblocksize") or {}).get(nodes[0])
+            if was is not None and (size(change["maxblocksize"]) or 0) < (size(was) or 0):
+                steps.reverse()
+        for attrs, flag in steps:
             if not attrs:
                 continue
-            spec = ",".join("%s=%s" % (a, change[a]) for a in order_attrs(attrs, change, {}))
+            cur = {a: (current or {}).get(a, {}).get(nodes[0]) for a in attrs}
+            spec = ",".join("%s=%s" % (a, change[a]) for a in order_attrs(attrs, change, cur))
             cmds.append(([spec] + flag + ["-N", ",".join(nodes)], [] if flag else attrs))
     return cmds
 
@@ -171,7 +178,7 @@ def apply(module, p):
     result = {"changed": False, "commands": [], "restart_required": sorted(set(p["pending_attrs"])), "old": {}}
     current = {a: effective(module, p, a, nodes) for a in config}
     wanted = {n: {a: v for a, v in config.items() if not same(current[a][n], v)} for n in nodes}
-    cmds = commands_for(p, wanted)
+    cmds = commands_for(p, wanted, current)
     result["old"] = {a: {n: current[a][n] for n in nodes if a in wanted[n]} for a in config}
     result["commands"] = ["mmchconfig " + " ".join(args) for args, _ in cmds]
     for _args, later in cmds:

@@ -1,0 +1,129 @@
+"""gpfs_tuning and san_cache against the lab's GPFS and SMcli emulators (advisor/lab/emulators: the
+real output formats, per-host state, an invocation log), run by real Ansible over a real sshd in a
+namespace of this test's own. The emulators live in the test's temp dir (bin_dir / SMcli path are
+role variables); the lab itself mounts them at /usr/lpp/mmfs/bin and /opt/SMgr/client.
+A full scan -> plan -> apply on `storadvise lab up --scenario ifca` is the lab integration test
+(test_lab_loop.py, enabled with STORADVISE_LAB_TESTS=1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.apply.conftest import ANSIBLE_PLAYBOOK, play_recap, requirements_missing, start_ns_host
+
+pytestmark = pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing()))
+
+emulators = pytest.importorskip("advisor.lab.emulators.gpfs")
+
+PLAYS = """---
+- name: GPFS
+  hosts: storadvise_gpfs_tuning
+  gather_facts: false
+  environment: {STORADVISE_LAB_HOST: st01}
+  roles:
+    - role: gpfs_tuning
+      vars: {gpfs_tuning_state: "{{ state | default('present') }}"}
+- name: SAN
+  hosts: storadvise_san_cache
+  gather_facts: false
+  roles:
+    - role: san_cache
+      vars: {san_cache_state: "{{ state | default('present') }}"}
+"""
+
+
+@pytest.fixture(scope="module")
+def world():
+    from advisor.apply.planner import Plan
+    from advisor.apply.project import write_project
+    from advisor.lab.emulators import gpfs, san
+    from advisor.lab.hosts import install_emulators
+    from advisor.site import load_site
+
+    host, cleanup = start_ns_host("st01", {})
+    try:
+        state = host.dir / "emu-state"
+        gpfs.setup_state(state, gpfs.initial_cluster("gpfs.test.lab", "1", ["st01", "st02"], {},
+                                                     {"pagepool": "512M", "maxblocksize": "1M"}, [], ["/dev/fs1"]))
+        settings = {"read_cache": True, "prefetch": False, "write_cache": True, "write_cache_mirroring": True,
+                    "write_cache_without_batteries": False, "flush_after": 10.0, "modification_priority": "high",
+                    "raid_level": 5, "capacity": "2,000.000 GB", "status": "Optimal"}
+        san.setup_state(state, "DS4700", ["ctl-a", "ctl-b"], ["data01", "data02"], settings)
+        dirs = install_emulators(host.dir / "emuhost", state, gpfs=True, smcli=True)
+        site = load_site(str(host.site_file(host.dir / "site.yml", ["storage", "san-controller"])))
+        plan = Plan(site="applytest", scan_started_at="-")
+        plan.host_vars["st01"] = {
+            "gpfs_tuning": {"gpfs_config": {"pagepool": "1G", "maxblocksize": "4M"}, "gpfs_tuning_node_name": "st01",
+                            "gpfs_tuning_runner": "st01", "gpfs_tuning_group": ["st01"],
+                            "gpfs_tuning_bin_dir": str(dirs["gpfs"])},
+            "san_cache": {"san_logical_drives": {d: {"cacheReadPrefetch": "TRUE", "modificationPriority": "low",
+                                                     "writeCacheEnabled": "FALSE"} for d in ("data01", "data02")},
+                          "san_controllers": ["ctl-a", "ctl-b"], "san_cache_smcli": str(dirs["smcli"] / "SMcli")},
+        }
+        out = host.dir / "plan"
+        write_project(plan, site, out)
+        (out / "storage.yml").write_text(PLAYS)
+        yield {"host": host, "plan": out, "state": state, "gpfs": dirs["gpfs"], "smcli": dirs["smcli"] / "SMcli"}
+    finally:
+        cleanup()
+
+
+def playbook(world, *args):
+    return world["host"].controller([ANSIBLE_PLAYBOOK, "storage.yml", *args], cwd=world["plan"])
+
+
+def calls(world, tool):
+    from advisor.lab.emulators.common import read_invocations
+
+    return [" ".join(r["argv"]) for r in read_invocations(world["state"]) if r["tool"] == tool]
+
+
+def mmlsconfig(world, attr):
+    return world["host"].on_host(f"STORADVISE_LAB_HOST=st01 {world['gpfs']}/mmlsconfig {attr}").stdout
+
+
+def drives(world):
+    return world["host"].on_host(f"{world['smcli']} ctl-a ctl-b -c 'show allLogicalDrives;'").stdout
+
+
+def test_check_mode_sends_no_change(world):
+    cp = playbook(world, "--check", "--diff")
+    assert play_recap(cp.stdout)["st01"]["changed"] == 2
+    assert calls(world, "mmchconfig") == [] and not any(c.startswith("SMcli ctl-a ctl-b -c set") for c in calls(world, "SMcli"))
+
+
+def test_apply_sends_the_expected_commands(world):
+    cp = playbook(world)
+    assert play_recap(cp.stdout)["st01"]["changed"] == 2
+    assert calls(world, "mmchconfig") == ["mmchconfig pagepool=1G -i -N st01", "mmchconfig maxblocksize=4M -N st01"]
+    assert "restart_required on st01: maxblocksize" in cp.stdout
+    assert "pagepool 1G [st01]" in mmlsconfig(world, "pagepool") and "pagepool 512M" in mmlsconfig(world, "pagepool")
+    # the active value changed now (-i) on st01 only
+    active = world["host"].on_host(f"STORADVISE_LAB_HOST=st01 {world['gpfs']}/mmdiag --config -Y").stdout
+    assert ":pagepool:1073741824:" in active
+    sets = [c for c in calls(world, "SMcli") if " set " in c]
+    assert sets == ['SMcli ctl-a ctl-b -c set logicalDrive ["data01"] cacheReadPrefetch=TRUE modificationPriority=low '
+                    'writeCacheEnabled=FALSE; set logicalDrive ["data02"] cacheReadPrefetch=TRUE '
+                    'modificationPriority=low writeCacheEnabled=FALSE;']
+    text = drives(world)
+    assert text.count("Dynamic cache read prefetch: Enabled") == 2 and text.count("Modification priority: Low") == 2
+
+
+def test_second_run_changes_nothing(world):
+    n = len(calls(world, "mmchconfig"))
+    cp = playbook(world)
+    assert play_recap(cp.stdout)["st01"]["changed"] == 0
+    assert len(calls(world, "mmchconfig")) == n
+
+
+def test_rollback_restores_the_old_values(world):
+    cp = playbook(world, "-e", "state=rollback")
+    assert play_recap(cp.stdout)["st01"]["failed"] == 0
+    pp = mmlsconfig(world, "pagepool")
+    assert "pagepool 512M [st01]" in pp or "[st01]" not in pp
+    assert "maxblocksize 1M [st01]" in mmlsconfig(world, "maxblocksize")
+    text = drives(world)
+    assert text.count("Dynamic cache read prefetch: Disabled") == 2 and text.count("Modification priority: High") == 2
+    assert text.count("Write cache: Enabled") == 2
+    cp = playbook(world, "-e", "state=rollback")
+    assert play_recap(cp.stdout)["st01"]["changed"] == 0 and "nothing to roll back" in cp.stdout
