@@ -202,7 +202,7 @@ def scan(
         factset = collect_site_facts(the_site, factory, parallel=parallel, sample_seconds=sample_seconds,
                                      hosts=targets, progress=bar.host_done)
     if the_site.mesh and the_site.mesh.pairs and not no_mesh and from_dir is None:
-        factset.mesh = _run_mesh(the_site, factory, quiet=json_out)
+        factset.mesh = _run_mesh(the_site, factory, quiet=json_out, nic_speeds=_nic_speeds(factset))
     evaluation = evaluate(factset, the_site, profiles=profile or None)
     report = build_report(factset, evaluation.findings, profiles=evaluation.profile.names, started_at=started,
                           finished_at=now_iso(), duration_s=time.monotonic() - t0, site_file=the_site.source)
@@ -220,19 +220,27 @@ def scan(
     raise typer.Exit(exit_code(report.summary, fail_on))
 
 
-def _run_mesh(site, factory, quiet: bool):
-    try:
-        from advisor.mesh.runner import run_mesh
-    except ImportError:
-        return None
-    return run_mesh(site, factory, quiet=quiet, console=err)
+def _nic_speeds(factset) -> dict[str, int]:
+    """The fastest up NIC per host (bits/s), for mesh paths without a configured link rate."""
+    from advisor.analytic_rules.link_rate import host_link_rate_bps
+
+    speeds = {}
+    for name, h in factset.hosts.items():
+        rate = host_link_rate_bps(h, {}, h.facts("network.nic"))
+        if rate:
+            speeds[name] = rate
+    return speeds
+
+
+def _run_mesh(site, factory, quiet: bool, nic_speeds: dict[str, int]):
+    from advisor.mesh.runner import run_mesh
+
+    return run_mesh(site, factory, quiet=quiet, console=err, nic_speeds=nic_speeds)
 
 
 def _render_mesh(mesh: dict) -> None:
-    try:
-        from advisor.mesh.render import render_grid
-    except ImportError:
-        return
+    from advisor.mesh.render import render_grid
+
     render_grid(mesh, out)
 
 
