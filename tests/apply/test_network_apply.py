@@ -116,6 +116,19 @@ def test_second_run_changes_nothing(world):
     assert play_recap(cp.stdout)["st01"]["changed"] == 0
 
 
+def test_verify_shows_the_fix(world):
+    host = world["host"]
+    cp = host.controller([STORADVISE, "verify", "--site", str(world["site"]), "--before", str(world["scan"]), "--json",
+                          "--no-mesh", "--fail-on", "critical"], check=False)
+    assert cp.returncode == 0, cp.stderr
+    result = json.loads(cp.stdout)
+    assert set(result) >= {"findings", "paths", "summary"}
+    sack = [f for f in result["findings"] if f["rule_id"] == "NET-TCP-SACK"]
+    assert sack and sack[0]["outcome"] == "fixed" and sack[0]["host"] == "st01"
+    assert sack[0]["before"]["status"] == "fail" and sack[0]["after"]["status"] == "pass"
+    assert result["summary"]["fixed"] >= 1 and result["paths"] == []
+
+
 def test_interrupted_run_keeps_the_original_in_the_backup(world):
     """A run that stopped after the runtime change (file not yet written) is completed by a re-run,
     and the backup still holds the value from before the first run."""
