@@ -77,11 +77,14 @@ def refuse_unrealisable(sc: Scenario, caps: nx.Capabilities) -> None:
         missing.append(f"link rates need the tbf qdisc ({caps.errors.get('tbf', '')})")
     if sc.needs_loss and not caps.nft_bridge_numgen:
         missing.append(f"path loss needs nftables bridge-family rules with numgen ({caps.errors.get('nft bridge', '')})")
-    if sc.needs_delay and not caps.netem:
-        missing.append(
-            "path delay needs the netem qdisc (sch_netem), which this kernel lacks "
-            "(the optional NFQUEUE delay forwarder is not implemented)"
-        )
+    if sc.needs_delay:
+        if not caps.netem:
+            missing.append(
+                "path delay needs the netem qdisc (sch_netem), which this kernel lacks "
+                f"({caps.errors.get('netem', 'not available')}; the optional NFQUEUE delay forwarder is not implemented)"
+            )
+        else:
+            missing.append("path delay: this kernel has netem, but per-path netem delay is not implemented yet")
     if any(h.firewall and h.firewall.iptables for h in sc.hosts) and not caps.iptables:
         missing.append(f"an iptables firewall fault needs iptables ({caps.errors.get('iptables', '')})")
     if missing:

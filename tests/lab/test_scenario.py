@@ -15,7 +15,7 @@ def test_builtins_load() -> None:
     sc = load_scenario("ifca")
     assert [h.name for h in sc.hosts] == ["gpfs01", "gpfs02", "se01", "wn01", "wn02", "wn03", "wn04"]
     assert {h.name for h in sc.select("storage")} == {"gpfs01", "gpfs02"}
-    assert sc.paths[0].loss == 2000 and sc.needs_loss and not sc.needs_delay
+    assert sc.paths[0].loss == 1500 and sc.needs_loss and not sc.needs_delay
     gp = {h.name: h for h in sc.hosts}
     assert gp["gpfs01"].sysctls == {"net.ipv4.tcp_sack": 0} and gp["wn01"].sysctls == {}
     assert gp["gpfs02"].firewall and gp["gpfs02"].firewall.iptables and not gp["gpfs01"].firewall
@@ -62,3 +62,27 @@ def test_unknown_selector_and_switch(tmp_path: Path) -> None:
 def test_unknown_scenario_name() -> None:
     with pytest.raises(StoradviseError, match="built-in: .*ifca"):
         load_scenario("no-such-scenario")
+
+
+def test_refuses_what_the_kernel_cannot_do(tmp_path: Path) -> None:
+    from advisor.lab.control import refuse_unrealisable
+    from advisor.lab.netns import Capabilities
+
+    p = write(tmp_path, "name: x\nhosts:\n  - name: a\n  - name: b\npaths:\n  - {from: a, to: b, delay: 2ms, loss: 1%}\n")
+    sc = load_scenario(str(p))
+    caps = Capabilities(tbf=True, bridge=True, nft_bridge_numgen=False, netem=False, ethtool=True, iptables=True,
+                        errors={"netem": "Error: Specified qdisc kind is unknown.", "nft bridge": "Error: no numgen"})
+    with pytest.raises(StoradviseError) as e:
+        refuse_unrealisable(sc, caps)
+    msg = str(e.value)
+    assert "netem" in msg and "numgen" in msg and "\n" not in msg
+
+
+def test_not_root_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from advisor.lab import control
+
+    monkeypatch.setattr(control.os, "geteuid", lambda: 1000)
+    with pytest.raises(StoradviseError, match="needs root"):
+        control.lab_up("ifca")
+    with pytest.raises(StoradviseError, match="needs root"):
+        control.lab_down("ifca")
