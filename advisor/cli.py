@@ -178,6 +178,7 @@ def scan(
     sample_seconds: float = typer.Option(5.0, "--sample-seconds", min=0.1, max=600, help="Disk utilisation sampling interval."),
     hosts: Optional[str] = typer.Option(None, "--hosts", help="Only these hosts: names, globs, groups or roles, comma-separated."),
     no_mesh: bool = typer.Option(False, "--no-mesh", help="Skip the iperf3 throughput mesh even when the site asks for it."),
+    no_efficiency: bool = typer.Option(False, "--no-efficiency", help="Skip the active CPU-efficiency test even when the site configures one."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list passed findings."),
 ) -> None:
     """Probe every host of a site, evaluate the rules, report findings with evidence."""
@@ -203,6 +204,8 @@ def scan(
                                      hosts=targets, progress=bar.host_done)
     if the_site.mesh and the_site.mesh.pairs and not no_mesh and from_dir is None:
         factset.mesh = _run_mesh(the_site, factory, quiet=json_out, nic_speeds=_nic_speeds(factset))
+    if the_site.extensions.get("efficiency") and not no_efficiency and from_dir is None:
+        factset.efficiency = _run_efficiency(the_site, factory, quiet=json_out)
     evaluation = evaluate(factset, the_site, profiles=profile or None)
     report = build_report(factset, evaluation.findings, profiles=evaluation.profile.names, started_at=started,
                           finished_at=now_iso(), duration_s=time.monotonic() - t0, site_file=the_site.source)
@@ -236,6 +239,18 @@ def _run_mesh(site, factory, quiet: bool, nic_speeds: dict[str, int]):
     from advisor.mesh.runner import run_mesh
 
     return run_mesh(site, factory, quiet=quiet, console=err, nic_speeds=nic_speeds)
+
+
+def _run_efficiency(site, factory, quiet: bool) -> dict:
+    """The site's active efficiency test; a test that cannot start is recorded, not fatal."""
+    from advisor.efficiency.active import EfficiencyTestError, run_efficiency_test
+
+    if not quiet:
+        err.print("running the active CPU-efficiency test (one worker at a time) ...")
+    try:
+        return run_efficiency_test(site, factory)
+    except EfficiencyTestError as exc:
+        return {"mean": None, "hosts": {}, "error": str(exc), "failed": True}
 
 
 def _render_mesh(mesh: dict) -> None:

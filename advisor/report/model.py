@@ -67,11 +67,13 @@ def summarise(factset: FactSet, findings: list[Finding]) -> ScanSummary:
     worst = next((s for s in reversed(SEVERITY_ORDER) if failed[s]), None)
     unreachable = sum(1 for h in factset.hosts.values() if not h.reachable)
     probe_errors = sum(1 for h in factset.hosts.values() for r in h.probes.values() if r.status == ProbeStatus.error)
-    mesh_failed = sum(1 for p in (factset.mesh or {}).get("paths", []) if p.get("status") != "ok")
+    measurements_failed = sum(1 for p in (factset.mesh or {}).get("paths", []) if p.get("status") != "ok")
+    eff = factset.efficiency or {}
+    measurements_failed += 1 if eff.get("error") or eff.get("failed") else 0
     return ScanSummary(
         hosts=len(factset.hosts), unreachable=unreachable, probe_errors=probe_errors,
         by_status=by_status, failed_by_severity=failed, worst_failed_severity=worst,
-        incomplete=bool(unreachable or probe_errors or mesh_failed),
+        incomplete=bool(unreachable or probe_errors or measurements_failed),
     )
 
 
