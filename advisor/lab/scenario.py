@@ -213,6 +213,8 @@ class SiteSection(_Strict):
     profiles: list[str] = Field(default_factory=lambda: ["generic"])
     vars: dict[str, Any] = Field(default_factory=dict)
     mesh: MeshSpec | None = None
+    #: advisor.site.Waiver entries, copied into the site file (e.g. what a namespace cannot set)
+    waivers: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class Scenario(_Strict):
