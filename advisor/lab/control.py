@@ -23,9 +23,11 @@ from advisor.lab import netns as nx
 from advisor.lab.emulators import gpfs as gpfs_emu
 from advisor.lab.emulators import san as san_emu
 from advisor.lab.records import (
-    NS_PREFIX,
     LabRecord,
     allocate_index,
+    claims_lock,
+    registry_prefix,
+    release_index,
     existing_lab_names,
     host_ns,
     lab_dir,
@@ -122,9 +124,11 @@ def lab_up(scenario: str, name: str | None = None, recreate: bool = False, progr
         progress("probing kernel capabilities")
         caps = nx.probe_capabilities(want_iptables=any(h.firewall and h.firewall.iptables for h in sc.hosts))
         refuse_unrealisable(sc, caps)
-        index = allocate_index(nx.root_routes_v4())
-        subnet = subnet_for(index)
-        rec = LabRecord(name=name, index=index, subnet=str(subnet), scenario=sc.name, scenario_source=sc.source)
+        with claims_lock():
+            index = allocate_index(nx.root_routes_v4(), lab_dir(name))
+            subnet = subnet_for(index)
+            rec = LabRecord(name=name, index=index, subnet=str(subnet), scenario=sc.name, scenario_source=sc.source)
+            rec.save()
         rec.controller_address = str(subnet.network_address + 1)
         rec.namespaces = [switch_ns(name, s.name) for s in sc.switches] + [host_ns(name, h.name) for h in sc.hosts]
         rec.root_ifaces = [root_iface(index)]
@@ -381,6 +385,9 @@ def _teardown(name: str) -> dict:
     for i in sorted(ifaces):
         nx.run(["ip", "link", "del", i], check=False)
     unregister_site(name)
+    if rec is not None:
+        with claims_lock():
+            release_index(rec.index, d)
     if d.is_dir():
         shutil.rmtree(d, ignore_errors=True)
     return {"name": name, "namespaces": sorted(namespaces), "interfaces": sorted(ifaces), "pids": sorted(pids)}
@@ -398,13 +405,14 @@ def all_lab_names() -> list[str]:
     d = labs_dir()
     if d.is_dir():
         names |= {p.name for p in d.iterdir() if p.is_dir() and p.name != "sites"}
+    pre = registry_prefix()
     for n in nx.list_netns():
-        if n.startswith(NS_PREFIX) and "~" in n and not n.startswith("salab-probe~"):
-            names.add(n[len(NS_PREFIX):].split("~", 1)[0])
+        if n.startswith(pre) and "~" in n:
+            names.add(n[len(pre):].split("~", 1)[0])
     for l in nx.root_links():
         a = l.get("ifalias") or ""
-        if a.startswith(NS_PREFIX) and a.endswith("~ctl"):
-            names.add(a[len(NS_PREFIX):-len("~ctl")])
+        if a.startswith(pre) and a.endswith("~ctl") and "~" not in a[len(pre):-len("~ctl")]:
+            names.add(a[len(pre):-len("~ctl")])
     return sorted(names)
 
 
@@ -427,7 +435,7 @@ def lab_down(name: str | None = None, all_labs: bool = False, progress: Progress
         # stale probe namespaces of killed runs
         if all_labs:
             for n in nx.list_netns():
-                if n.startswith("salab-probe~"):
+                if n.startswith("salab_probe~"):
                     pid = n.split("~", 1)[1]
                     if not (pid.isdigit() and nx.pid_alive(int(pid))):
                         nx.run(["ip", "netns", "del", n], check=False)

@@ -190,7 +190,7 @@ class Capabilities:
 
 def probe_capabilities(want_iptables: bool) -> Capabilities:
     """Try what a lab needs in a scratch namespace (removed again)."""
-    scratch = f"salab-probe~{os.getpid()}"
+    scratch = f"salab_probe~{os.getpid()}"
     errors: dict[str, str] = {}
 
     def attempt(key: str, cmd: list[str], input: str | None = None) -> bool:

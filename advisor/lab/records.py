@@ -13,6 +13,7 @@ is kept in the record and allocated under a lock so several labs coexist.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import ipaddress
 import json
 import os
@@ -26,6 +27,9 @@ from advisor.site import lab_sites_dir
 
 LAB_POOL = ipaddress.ip_network("198.18.0.0/15")
 NS_PREFIX = "salab-"
+DEFAULT_LABS_DIR = Path("/run/storadvise/labs")
+#: machine-wide subnet claims, shared by every registry (one file per /24 index)
+CLAIMS_DIR = Path("/run/storadvise/lab-subnets")
 
 
 def labs_dir() -> Path:
@@ -36,9 +40,23 @@ def lab_dir(name: str) -> Path:
     return labs_dir() / name
 
 
+def registry_prefix() -> str:
+    """Namespace-name prefix of every lab of this registry.
+
+    The default registry's labs are ``salab-<lab>~...``; a registry elsewhere
+    (``$STORADVISE_LAB_DIR``, e.g. a test run's) gets ``salab+<tag>+<lab>~...`` so that
+    ``down --all`` in one registry never touches the labs of another.
+    """
+    d = labs_dir().resolve()
+    if d == DEFAULT_LABS_DIR:
+        return NS_PREFIX
+    tag = hashlib.sha1(str(d).encode()).hexdigest()[:8]
+    return f"salab+{tag}+"
+
+
 def ns_prefix(lab: str) -> str:
-    """Namespace-name prefix of one lab ('~' cannot occur in lab or host names)."""
-    return f"{NS_PREFIX}{lab}~"
+    """Namespace-name prefix of one lab ('~' and '+' cannot occur in lab or host names)."""
+    return f"{registry_prefix()}{lab}~"
 
 
 def host_ns(lab: str, host: str) -> str:
@@ -144,14 +162,50 @@ def used_indexes() -> set[int]:
     return used
 
 
-def allocate_index(routed: set[ipaddress.IPv4Network]) -> int:
-    """Lowest free /24 of the pool: not used by another lab nor overlapping a root-namespace route."""
+@contextmanager
+def claims_lock() -> Iterator[None]:
+    CLAIMS_DIR.mkdir(parents=True, exist_ok=True)
+    with open(CLAIMS_DIR / ".lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _claim_live(i: int) -> bool:
+    """A claim is live while the lab that made it still has its record with that index."""
+    try:
+        owner = Path((CLAIMS_DIR / str(i)).read_text().strip())
+    except FileNotFoundError:
+        return False
+    try:
+        data = json.loads((owner / "record.json").read_text())
+    except (FileNotFoundError, ValueError, NotADirectoryError):
+        return False
+    return data.get("index") == i
+
+
+def allocate_index(routed: set[ipaddress.IPv4Network], owner: Path) -> int:
+    """Lowest free /24 of the pool, claimed machine-wide for ``owner`` (a lab's state dir):
+    not claimed by a live lab of any registry, not overlapping a root-namespace route.
+    The caller must write the lab's record before releasing ``claims_lock``."""
     used = used_indexes()
     for i in range(LAB_POOL.num_addresses // 256):
-        if i in used:
+        if i in used or _claim_live(i):
             continue
         net = subnet_for(i)
         if any(net.overlaps(r) for r in routed):
             continue
+        (CLAIMS_DIR / str(i)).write_text(str(owner) + "\n")
         return i
     raise RuntimeError("no free /24 left in 198.18.0.0/15")
+
+
+def release_index(i: int, owner: Path) -> None:
+    p = CLAIMS_DIR / str(i)
+    try:
+        if Path(p.read_text().strip()) == owner:
+            p.unlink()
+    except FileNotFoundError:
+        pass

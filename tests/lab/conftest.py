@@ -155,7 +155,9 @@ def root_snapshot() -> dict:
 
 def lab_traces(name: str) -> dict:
     """Everything of lab ``name`` still on the machine (for 'nothing left behind' checks)."""
-    prefix = f"salab-{name}~"
+    from advisor.lab.records import ns_prefix
+
+    prefix = ns_prefix(name)
     netns = [l.split()[0] for l in _cmd(["ip", "netns", "list"]).splitlines() if l.startswith(prefix)]
     links = [l for l in _cmd(["ip", "-o", "-d", "link"]).splitlines() if f"alias {prefix}" in l]
     procs = []

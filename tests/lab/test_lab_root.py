@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from advisor.lab.records import host_ns, switch_ns
 from tests.lab.conftest import (
     REPO,
     SMALL_SCENARIO,
@@ -134,7 +135,7 @@ def test_firewall_only_where_injected(small_lab: dict) -> None:
         assert "site_fw" not in ssh(d, addr(small_lab, h), "nft list ruleset").stdout
     assert "site_fw" not in subprocess.run(["nft", "list", "ruleset"], capture_output=True, text=True).stdout
     # the rule acts: wn2 cannot reach st1's iperf3 port, wn1 can
-    ns = lambda h: f"salab-t-small~{h}"  # noqa: E731
+    ns = lambda h: host_ns("t-small", h)  # noqa: E731
     probe = "import socket,sys; s=socket.socket(); s.settimeout(1.5); s.connect((sys.argv[1], 5201)); print('ok')"
     ok = subprocess.run(["ip", "netns", "exec", ns("wn1"), sys.executable, "-c", probe, addr(small_lab, "st1")],
                         capture_output=True, text=True)
@@ -144,10 +145,10 @@ def test_firewall_only_where_injected(small_lab: dict) -> None:
 
 
 def test_loss_rule_in_the_switch(small_lab: dict) -> None:
-    out = subprocess.run(["ip", "netns", "exec", "salab-t-small~~sw~edge", "nft", "list", "ruleset"],
+    out = subprocess.run(["ip", "netns", "exec", switch_ns("t-small", "edge"), "nft", "list", "ruleset"],
                          capture_output=True, text=True).stdout
     assert "numgen random mod 1000000 < 5000" in out and addr(small_lab, "st1") in out
-    core = subprocess.run(["ip", "netns", "exec", "salab-t-small~~sw~core", "nft", "list", "ruleset"],
+    core = subprocess.run(["ip", "netns", "exec", switch_ns("t-small", "core"), "nft", "list", "ruleset"],
                           capture_output=True, text=True).stdout
     assert "numgen" not in core
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from advisor.lab.records import host_ns
 from tests.lab.conftest import lab_cli, lab_traces, no_traces, require_root, root_snapshot, ssh
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -86,7 +87,7 @@ def test_ifca_throughput_faults(lab_registry: Path, capsys: pytest.CaptureFixtur
     try:
         info = json.loads(lab_cli(["up", "--scenario", "ifca", "--name", name, "--json"]).stdout)
         a = {h: v["address"] for h, v in info["hosts"].items()}
-        ns = lambda h: f"salab-{name}~{h}"  # noqa: E731
+        ns = lambda h: host_ns(name, h)  # noqa: E731
         down = [iperf(ns("gpfs01"), a["wn01"]) for _ in range(3)]
         up = [iperf(ns("wn01"), a["gpfs01"]) for _ in range(3)]
         fw = [iperf(ns("gpfs01"), a["gpfs02"]) for _ in range(2)]
