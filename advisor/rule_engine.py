@@ -179,7 +179,7 @@ class RuleContext:
                 severity: Severity | None = None, remediation_text: str | None = None) -> Finding:
         rem = self.rule.remediation
         remediation = Remediation(
-            text=remediation_text if remediation_text is not None else rem.text,
+            text=_interpolate(remediation_text if remediation_text is not None else rem.text, self.vars),
             role=rem.role,
             vars=remediation_vars if remediation_vars is not None else _substitute_deep(rem.vars, self.vars),
         )
@@ -198,6 +198,14 @@ class RuleContext:
             subject=subject,
             message=message,
         )
+
+
+_INLINE_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _interpolate(text: str, variables: dict[str, Any]) -> str:
+    """``${var}`` inside a sentence becomes the variable's value (unknown names stay as written)."""
+    return _INLINE_VAR.sub(lambda m: str(variables.get(m.group(1), m.group(0))), text or "")
 
 
 def _substitute_deep(value: Any, variables: dict[str, Any]) -> Any:

@@ -50,23 +50,9 @@ def render_scan(report: ScanReport, console: Console, verbose: bool = False) -> 
     if verbose:
         shown = [f for f in report.findings if f.status != FindingStatus.not_applicable]
     if shown:
-        table = Table(title="Findings (worst first)", show_lines=True, header_style="bold")
-        for col in ("severity", "status", "rule", "hosts", "observed → expected", "evidence / what to do"):
-            table.add_column(col, overflow="fold")
-        for f in shown:
-            obs = f"{_short(f.observed)} → {_short(f.expected)}" if f.status != FindingStatus.error else _short(f.message, 60)
-            detail = "\n".join(f.evidence[:4] + ([f"… {len(f.evidence) - 4} more"] if len(f.evidence) > 4 else []))
-            if f.status == FindingStatus.fail and f.remediation.text:
-                detail = (detail + "\n" if detail else "") + f"→ {f.remediation.text}"
-            if f.status == FindingStatus.waived and f.message:
-                detail = f.message
-            rule = f.rule_id + (f" [{f.subject}]" if f.subject else "")
-            table.add_row(
-                Text(f.severity.value, style=SEVERITY_STYLE[f.severity.value]),
-                Text(f.status.value, style=STATUS_STYLE[f.status.value]),
-                f"{rule}\n[dim]{f.title}[/dim]", ", ".join(f.hosts), obs, detail,
-            )
-        console.print(table)
+        console.rule("Findings, worst first")
+    for f in shown:
+        render_finding(f, console)
     errors = [(h.name, p, h.probe_messages.get(p, "")) for h in report.hosts for p, st in h.probes.items() if st == "error"]
     if errors:
         console.print("[magenta]Probes that failed:[/magenta]")
@@ -80,3 +66,32 @@ def render_scan(report: ScanReport, console: Console, verbose: bool = False) -> 
         f"{counts.get('not_applicable', 0)} not applicable"
         + (" — [bold magenta]incomplete[/bold magenta]" if s.incomplete else "")
     )
+
+
+def render_finding(f, console: Console, max_evidence: int = 4) -> None:
+    """One finding as a compact block that reads well in 80 columns."""
+    head = Text()
+    head.append(f"{f.severity.value.upper():<8}", style=SEVERITY_STYLE[f.severity.value])
+    head.append(f" {f.status.value:<6} ", style=STATUS_STYLE[f.status.value])
+    head.append(f.rule_id, style="bold")
+    if f.subject:
+        head.append(f" [{f.subject}]")
+    head.append(f"  {f.title}", style="dim")
+    console.print(head)
+    console.print(f"         hosts: {', '.join(f.hosts)}", highlight=False)
+    if f.status == FindingStatus.error:
+        console.print(f"         [magenta]{f.message}[/magenta]", highlight=False)
+        return
+    if f.observed is not None or f.expected is not None:
+        console.print(f"         observed {_short(f.observed, 60)}, expected {_short(f.expected, 60)}", highlight=False)
+    for line in f.evidence[:max_evidence]:
+        console.print(Text("         " + line, style="dim"))
+    if len(f.evidence) > max_evidence:
+        console.print(Text(f"         … {len(f.evidence) - max_evidence} more evidence lines (--json for all)", style="dim"))
+    if f.status == FindingStatus.waived:
+        console.print(f"         [blue]{f.message}[/blue]", highlight=False)
+    elif f.message and f.status == FindingStatus.fail:
+        console.print(f"         {f.message}", highlight=False)
+    if f.status == FindingStatus.fail and f.remediation.text:
+        role = f" (Ansible role {f.remediation.role})" if f.remediation.role else ""
+        console.print(f"         [green]→ {f.remediation.text}{role}[/green]", highlight=False)
