@@ -88,6 +88,7 @@ def inventory_text(rec: LabRecord, sc: Scenario) -> str:
         f"# Ansible inventory of storadvise lab {rec.name} (scenario {sc.name})",
         "[all:vars]",
         "ansible_user=root",
+        "ansible_python_interpreter=auto_silent",
         f"ansible_ssh_private_key_file={d / 'client_key'}",
         f"ansible_ssh_common_args='-o UserKnownHostsFile={d / 'known_hosts'} -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes'",
         "",
