@@ -183,6 +183,7 @@ def scan(
 ) -> None:
     """Probe every host of a site, evaluate the rules, report findings with evidence."""
     from advisor.collector import collect_site_facts, now_iso
+    from advisor.measurements import run_site_measurements
     from advisor.report.console import render_scan
     from advisor.report.junit import junit_xml
     from advisor.report.model import build_report, exit_code
@@ -202,10 +203,9 @@ def scan(
     with ScanProgress(len(targets), f"scanning {the_site.name}", enabled=not json_out) as bar:
         factset = collect_site_facts(the_site, factory, parallel=parallel, sample_seconds=sample_seconds,
                                      hosts=targets, progress=bar.host_done)
-    if the_site.mesh and the_site.mesh.pairs and not no_mesh and from_dir is None:
-        factset.mesh = _run_mesh(the_site, factory, quiet=json_out, nic_speeds=_nic_speeds(factset))
-    if the_site.extensions.get("efficiency") and not no_efficiency and from_dir is None:
-        factset.efficiency = _run_efficiency(the_site, factory, quiet=json_out)
+    if from_dir is None:
+        run_site_measurements(the_site, factory, factset, with_mesh=not no_mesh,
+                              with_efficiency=not no_efficiency, quiet=json_out, console=err)
     evaluation = evaluate(factset, the_site, profiles=profile or None)
     report = build_report(factset, evaluation.findings, profiles=evaluation.profile.names, started_at=started,
                           finished_at=now_iso(), duration_s=time.monotonic() - t0, site_file=the_site.source)
@@ -221,36 +221,6 @@ def scan(
         if the_site.mesh and factset.mesh:
             _render_mesh(factset.mesh)
     raise typer.Exit(exit_code(report.summary, fail_on))
-
-
-def _nic_speeds(factset) -> dict[str, int]:
-    """The fastest up NIC per host (bits/s), for mesh paths without a configured link rate."""
-    from advisor.analytic_rules.link_rate import host_link_rate_bps
-
-    speeds = {}
-    for name, h in factset.hosts.items():
-        rate = host_link_rate_bps(h, {}, h.facts("network.nic"))
-        if rate:
-            speeds[name] = rate
-    return speeds
-
-
-def _run_mesh(site, factory, quiet: bool, nic_speeds: dict[str, int]):
-    from advisor.mesh.runner import run_mesh
-
-    return run_mesh(site, factory, quiet=quiet, console=err, nic_speeds=nic_speeds)
-
-
-def _run_efficiency(site, factory, quiet: bool) -> dict:
-    """The site's active efficiency test; a test that cannot start is recorded, not fatal."""
-    from advisor.efficiency.active import EfficiencyTestError, run_efficiency_test
-
-    if not quiet:
-        err.print("running the active CPU-efficiency test (one worker at a time) ...")
-    try:
-        return run_efficiency_test(site, factory)
-    except EfficiencyTestError as exc:
-        return {"mean": None, "hosts": {}, "error": str(exc), "failed": True}
 
 
 def _render_mesh(mesh: dict) -> None:

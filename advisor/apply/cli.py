@@ -164,6 +164,12 @@ def _render_verify(result: dict) -> None:
                       "-" if p["ratio_after_before"] is None else f"{p['ratio_after_before']:.2f}",
                       "-" if p["after_of_expected"] is None else f"{p['after_of_expected']:.0%}")
         out.print(t)
+    eff = result.get("efficiency")
+    if eff:
+        ratio = "-" if eff.get("ratio") is None else f"{eff['ratio']:.2f}x"
+        fmt = lambda v: "-" if v is None else f"{v:.0%}"  # noqa: E731
+        out.print(f"CPU efficiency (active test, mean of workers): {fmt(eff.get('before'))} -> "
+                  f"{fmt(eff.get('after'))} ({ratio})")
     out.print(f"fixed {s['fixed']}, still failing {s['still_failing']}, new {s['new']}; "
               f"{s['failing_at_or_above_fail_on']} at or above {result['fail_on']}")
 

@@ -19,10 +19,11 @@ from advisor.site import Site
 
 def scan_site(site: Site, *, profiles: list[str] | None = None, with_mesh: bool = True, parallel: int = 16,
               trust_new_hosts: bool = False, connect_timeout: float = 10.0, sample_seconds: float = 1.0,
-              quiet: bool = True, console: Any = None,
+              quiet: bool = True, console: Any = None, with_efficiency: bool = True,
               progress: Callable[[str, bool, str], None] | None = None) -> ScanReport:
     """Probe every host, run the mesh when asked and the site has one, evaluate the rules."""
     from advisor.collector import collect_site_facts, now_iso
+    from advisor.measurements import run_site_measurements
     from advisor.report.model import build_report
     from advisor.rule_engine import evaluate
     from advisor.transport.factory import SshOptions, transport_for
@@ -34,13 +35,8 @@ def scan_site(site: Site, *, profiles: list[str] | None = None, with_mesh: bool 
 
     started, t0 = now_iso(), time.monotonic()
     factset = collect_site_facts(site, factory, parallel=parallel, sample_seconds=sample_seconds, progress=progress)
-    if with_mesh and site.mesh and site.mesh.pairs:
-        try:
-            from advisor.mesh.runner import run_mesh
-        except ImportError:  # pragma: no cover - the mesh package ships with storadvise
-            run_mesh = None
-        if run_mesh is not None:
-            factset.mesh = run_mesh(site, factory, quiet=quiet, console=console)
+    run_site_measurements(site, factory, factset, with_mesh=with_mesh, with_efficiency=with_efficiency,
+                          quiet=quiet, console=console)
     evaluation = evaluate(factset, site, profiles=profiles or None)
     return build_report(factset, evaluation.findings, profiles=evaluation.profile.names, started_at=started,
                         finished_at=now_iso(), duration_s=time.monotonic() - t0, site_file=site.source)
@@ -117,6 +113,15 @@ def compare_paths(before: ScanReport, after: ScanReport) -> list[dict[str, Any]]
     return rows
 
 
+def compare_efficiency(before: dict | None, after: dict | None) -> dict[str, Any] | None:
+    """Active-test efficiency before -> after (``ratio`` = after mean / before mean)."""
+    if not before and not after:
+        return None
+    from advisor.efficiency.active import compare_efficiency as compare
+
+    return compare(before, after)
+
+
 def verify_result(before: ScanReport, after: ScanReport, fail_on: str) -> dict[str, Any]:
     if before.site != after.site:
         raise StoradviseError(f"the before scan is of site {before.site!r}, the new one of {after.site!r}")
@@ -131,6 +136,7 @@ def verify_result(before: ScanReport, after: ScanReport, fail_on: str) -> dict[s
         "fail_on": fail_on, "summary": {**counts, "failing_at_or_above_fail_on": len(failing),
                                         "mesh_ran": bool(after.mesh)},
         "findings": findings, "paths": paths,
+        "efficiency": compare_efficiency(before.efficiency, after.efficiency),
     }
 
 

@@ -47,8 +47,8 @@ def site_document(rec: LabRecord, sc: Scenario) -> dict[str, Any]:
             entry["san_controllers"] = list(sc.san.controllers)
         if sc.gpfs and h.name in sc.gpfs_hosts:
             entry["gpfs_node"] = h.name
-        if h.vars:
-            entry["vars"] = dict(h.vars)
+        # the apply roles keep their backups per host; lab hosts share the real /var/lib
+        entry["vars"] = {"storadvise_backup_dir": str(d / "backup" / h.name), **dict(h.vars)}
         hosts.append(entry)
     doc: dict[str, Any] = {
         "name": rec.name,
@@ -65,6 +65,7 @@ def site_document(rec: LabRecord, sc: Scenario) -> dict[str, Any]:
     if sc.site.mesh is not None:
         doc["mesh"] = sc.site.mesh.model_dump(mode="json", exclude_none=True)
     doc["extensions"] = {
+        **dict(sc.site.extensions),
         "lab": {
             "name": rec.name,
             "scenario": sc.name,

@@ -1,0 +1,40 @@
+"""Site-level measurements that run after the per-host probes: the iperf3 mesh and the active
+CPU-efficiency test. ``storadvise scan`` and ``storadvise verify`` both use them."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from advisor.analytic_rules.link_rate import host_link_rate_bps
+from advisor.facts import FactSet
+from advisor.site import Host, Site
+from advisor.transport.base import Transport
+
+
+def nic_speeds(factset: FactSet) -> dict[str, int]:
+    """The fastest up NIC per host (bits/s), for mesh paths without a configured link rate."""
+    speeds = {}
+    for name, h in factset.hosts.items():
+        rate = host_link_rate_bps(h, {}, h.facts("network.nic"))
+        if rate:
+            speeds[name] = rate
+    return speeds
+
+
+def run_site_measurements(site: Site, factory: Callable[[Host], Transport], factset: FactSet, *,
+                          with_mesh: bool = True, with_efficiency: bool = True, quiet: bool = True,
+                          console: Any = None) -> None:
+    """Fill ``factset.mesh`` and ``factset.efficiency`` when the site asks for them."""
+    if with_mesh and site.mesh and site.mesh.pairs:
+        from advisor.mesh.runner import run_mesh
+
+        factset.mesh = run_mesh(site, factory, quiet=quiet, console=console, nic_speeds=nic_speeds(factset))
+    if with_efficiency and site.extensions.get("efficiency"):
+        from advisor.efficiency.active import EfficiencyTestError, run_efficiency_test
+
+        if console is not None and not quiet:
+            console.print("running the active CPU-efficiency test (one worker at a time) ...")
+        try:
+            factset.efficiency = run_efficiency_test(site, factory)
+        except EfficiencyTestError as exc:  # recorded, and the scan is incomplete
+            factset.efficiency = {"mean": None, "hosts": {}, "error": str(exc), "failed": True}
