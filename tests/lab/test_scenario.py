@@ -15,7 +15,7 @@ def test_builtins_load() -> None:
     sc = load_scenario("ifca")
     assert [h.name for h in sc.hosts] == ["gpfs01", "gpfs02", "se01", "wn01", "wn02", "wn03", "wn04"]
     assert {h.name for h in sc.select("storage")} == {"gpfs01", "gpfs02"}
-    assert sc.paths[0].loss == 1500 and sc.needs_loss and not sc.needs_delay
+    assert sc.paths[0].loss == 2000 and sc.needs_loss and not sc.needs_delay
     gp = {h.name: h for h in sc.hosts}
     assert gp["gpfs01"].sysctls == {"net.ipv4.tcp_sack": 0} and gp["wn01"].sysctls == {}
     assert gp["gpfs02"].firewall and gp["gpfs02"].firewall.iptables and not gp["gpfs01"].firewall
