@@ -127,6 +127,11 @@ class MeshSpec(StrictModel):
     streams: int = Field(1, ge=1, le=128)
     omit: float = Field(1.0, ge=0, le=60)
     congestion: str | None = None
+    #: measure both directions of a pair in one ``iperf3 --bidir`` test (where both ends have
+    #: iperf3 >= 3.7); false: the reverse test runs right after the forward one
+    bidir: bool = True
+    #: at most this many tests of a round at the same time (default: the whole round)
+    parallel: int | None = Field(None, ge=1, le=1024)
     port_base: int = Field(5301, ge=1024, le=65000)
     #: per-test hard timeout beyond duration+omit, seconds
     timeout_margin: float = Field(15.0, gt=0)

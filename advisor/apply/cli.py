@@ -17,14 +17,14 @@ err = Console(stderr=True)
 
 
 def _scan(site, profile: list[str], with_mesh: bool, parallel: int, trust_new_hosts: bool, connect_timeout: float,
-          quiet: bool, label: str):
+          quiet: bool, label: str, with_efficiency: bool = True):
     from advisor.apply.verify import scan_site
     from advisor.cli import ScanProgress
 
     with ScanProgress(len(site.hosts), f"{label} {site.name}", enabled=not quiet) as bar:
         return scan_site(site, profiles=profile or None, with_mesh=with_mesh, parallel=parallel,
                          trust_new_hosts=trust_new_hosts, connect_timeout=connect_timeout, quiet=quiet,
-                         console=err, progress=bar.host_done)
+                         console=err, progress=bar.host_done, with_efficiency=with_efficiency)
 
 
 def plan(
@@ -97,6 +97,7 @@ def verify(
     json_out: bool = typer.Option(False, "--json", help="Print {findings, paths, summary} as JSON."),
     output: Optional[Path] = typer.Option(None, "--output", help="Also write the new scan JSON to FILE."),
     no_mesh: bool = typer.Option(False, "--no-mesh", help="Do not re-run the throughput mesh."),
+    no_efficiency: bool = typer.Option(False, "--no-efficiency", help="Do not re-run the active CPU-efficiency test."),
     fail_on: str = typer.Option("high", "--fail-on", help="Exit 2 when a finding at least this severe still fails (or is new)."),
     parallel: int = typer.Option(16, "--parallel", min=1, max=512),
     trust_new_hosts: bool = typer.Option(False, "--trust-new-hosts"),
@@ -120,7 +121,7 @@ def verify(
     with_mesh = not no_mesh and bool(the_site.mesh and the_site.mesh.pairs) and (
         network_touched(before_report) or bool(before_report.mesh))
     after = _scan(the_site, list(before_report.profiles), with_mesh, parallel, trust_new_hosts, connect_timeout,
-                  json_out, "re-scanning")
+                  json_out, "re-scanning", with_efficiency=not no_efficiency)
     if output:
         try:
             output.write_text(after.model_dump_json(indent=2) + "\n")

@@ -92,7 +92,7 @@ def run(
     the_site = _site(site)
     options = SshOptions(trust_new_hosts=trust_new_hosts, connect_timeout=connect_timeout)
     overrides = {"duration": duration} if duration is not None else {}
-    mesh = run_mesh(the_site, lambda h: transport_for(h, the_site, options), bidir=not no_bidir,
+    mesh = run_mesh(the_site, lambda h: transport_for(h, the_site, options), bidir=False if no_bidir else None,
                     parallel=parallel, quiet=json_out, console=err, **overrides)
     min_ratio = float(the_site.vars.get("mesh_min_ratio", 0.8))
     if json_out:

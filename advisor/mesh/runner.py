@@ -328,7 +328,7 @@ def run_mesh(
     transports: TransportSource,
     progress: Callable[[MeshProgress], None] | None = None,
     *,
-    bidir: bool = True,
+    bidir: bool | None = None,
     parallel: int | None = None,
     nic_speeds: dict[str, int] | None = None,
     requests: list[PathRequest] | None = None,
@@ -350,6 +350,10 @@ def run_mesh(
     spec = site.mesh or MeshSpec()
     if parallel is not None and parallel < 1:
         raise StoradviseError(f"--parallel must be at least 1, got {parallel}")
+    if bidir is None:  # the site's choice (MeshSpec.bidir, default true)
+        bidir = spec.bidir
+    if parallel is None:
+        parallel = spec.parallel
     opts = RunOptions.from_spec(spec, bidir=bidir, parallel=parallel, **option_overrides)
     reqs = requests if requests is not None else expand_pairs(site, nic_speeds)
     if not reqs:
