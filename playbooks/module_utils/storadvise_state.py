@@ -102,3 +102,29 @@ def restore_text(path, text):
             pass
     else:
         atomic_write(path, text)
+
+
+def run_backed_module(options, apply, rollback, apply_state="present", check=None, diff_only_when_asked=False):
+    """The ``main()`` every storadvise role module shares.
+
+    ``options`` is the module's own argument spec; ``backup_file`` and ``state``
+    (``apply_state`` or ``rollback``) are added here. ``apply``/``rollback`` take
+    ``(module, params)`` and return the result dict; ``check(module, params)`` runs first.
+    An OSError or ValueError becomes a one-line ``fail_json``.
+    """
+    from ansible.module_utils.basic import AnsibleModule
+
+    spec = dict(options)
+    spec["backup_file"] = dict(type="path", required=True)
+    spec["state"] = dict(type="str", choices=[apply_state, "rollback"], default=apply_state)
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    params = module.params
+    try:
+        if check is not None:
+            check(module, params)
+        result = rollback(module, params) if params["state"] == "rollback" else apply(module, params)
+    except (OSError, ValueError) as exc:
+        module.fail_json(msg="%s" % exc)
+    if diff_only_when_asked and not module._diff:
+        result.pop("diff", None)
+    module.exit_json(**result)

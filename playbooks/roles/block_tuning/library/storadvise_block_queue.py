@@ -53,8 +53,8 @@ changed_devices:
 import os
 import re
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.storadvise_state import atomic_write, load_backup, read_text, restore_text, retire_backup, save_backup
+from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, restore_text,
+                                                   retire_backup, run_backed_module, save_backup)
 
 KEYS = ("read_ahead_kb", "scheduler")
 
@@ -179,22 +179,14 @@ def rollback(module, p):
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
+    run_backed_module(
+        dict(
             devices=dict(type="dict", default={}),
             udev_rules_file=dict(type="path", default="/etc/udev/rules.d/60-storadvise-block.rules"),
             sysfs_block=dict(type="path", default="/sys/block"),
-            backup_file=dict(type="path", required=True),
-            state=dict(type="str", choices=["present", "rollback"], default="present"),
         ),
-        supports_check_mode=True,
+        apply, rollback,
     )
-    try:
-        p = module.params
-        result = rollback(module, p) if p["state"] == "rollback" else apply(module, p)
-    except (OSError, ValueError) as exc:
-        module.fail_json(msg="%s" % exc)
-    module.exit_json(**result)
 
 
 if __name__ == "__main__":

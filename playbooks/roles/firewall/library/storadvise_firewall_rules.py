@@ -54,8 +54,7 @@ not_found:
 import re
 import shlex
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.storadvise_state import load_backup, retire_backup, save_backup
+from ansible.module_utils.storadvise_state import load_backup, retire_backup, run_backed_module, save_backup
 
 _HANDLE = re.compile(r"\s+# handle (\d+)\s*$")
 
@@ -261,20 +260,12 @@ def rollback(module, p):
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
+    run_backed_module(
+        dict(
             rules=dict(type="list", elements="dict", default=[]),
-            backup_file=dict(type="path", required=True),
-            state=dict(type="str", choices=["absent", "rollback"], default="absent"),
         ),
-        supports_check_mode=True,
+        apply, rollback, apply_state="absent",
     )
-    p = module.params
-    try:
-        result = rollback(module, p) if p["state"] == "rollback" else apply(module, p)
-    except (OSError, ValueError) as exc:
-        module.fail_json(msg="%s" % exc)
-    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -77,8 +77,7 @@ restart_required:
 import os
 import re
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.storadvise_state import load_backup, retire_backup, save_backup
+from ansible.module_utils.storadvise_state import load_backup, retire_backup, run_backed_module, save_backup
 
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([KMGT]?)$", re.I)
 _MULT = {"": 1, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
@@ -236,25 +235,17 @@ def rollback(module, p):
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
+    run_backed_module(
+        dict(
             config=dict(type="dict", default={}),
             nodes=dict(type="list", elements="str", default=[]),
             bin_dir=dict(type="path", default="/usr/lpp/mmfs/bin"),
             immediate_attrs=dict(type="list", elements="str", default=[]),
             restart=dict(type="bool", default=False),
             pending_attrs=dict(type="list", elements="str", default=[]),
-            backup_file=dict(type="path", required=True),
-            state=dict(type="str", choices=["present", "rollback"], default="present"),
         ),
-        supports_check_mode=True,
+        apply, rollback,
     )
-    try:
-        p = module.params
-        result = rollback(module, p) if p["state"] == "rollback" else apply(module, p)
-    except (OSError, ValueError) as exc:
-        module.fail_json(msg="%s" % exc)
-    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -69,9 +69,8 @@ cannot_change:
 import os
 import re
 
-from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, restore_text,
-                                                   retire_backup, save_backup)
+                                                   retire_backup, run_backed_module, save_backup)
 
 DEFAULT_CONF_PATHS = ["/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d",
                       "/lib/sysctl.d", "/etc/sysctl.conf"]
@@ -325,25 +324,15 @@ def rollback(module, p):
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
+    run_backed_module(
+        dict(
             sysctls=dict(type="dict", default={}),
             sysctl_file=dict(type="path", default="/etc/sysctl.d/90-storadvise.conf"),
             conf_paths=dict(type="list", elements="path", default=None),
             editable_prefixes=dict(type="list", elements="str", default=["/etc/", "/run/"]),
-            backup_file=dict(type="path", required=True),
-            state=dict(type="str", choices=["present", "rollback"], default="present"),
         ),
-        supports_check_mode=True,
+        apply, rollback, diff_only_when_asked=True,
     )
-    p = module.params
-    try:
-        result = rollback(module, p) if p["state"] == "rollback" else apply(module, p)
-    except (OSError, ValueError) as exc:
-        module.fail_json(msg="%s" % exc)
-    if not module._diff:
-        result.pop("diff", None)
-    module.exit_json(**result)
 
 
 if __name__ == "__main__":

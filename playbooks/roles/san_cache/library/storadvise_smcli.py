@@ -56,8 +56,7 @@ script:
 
 import os
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.storadvise_state import load_backup, retire_backup, save_backup
+from ansible.module_utils.storadvise_state import load_backup, retire_backup, run_backed_module, save_backup
 
 LABELS = {
     "read cache": "readCacheEnabled",
@@ -187,25 +186,20 @@ def rollback(module, p):
     return result
 
 
+def check_smcli(module, p):
+    if p["smcli"] and not os.access(p["smcli"], os.X_OK):
+        module.fail_json(msg="%s: SMcli not found or not executable" % p["smcli"])
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
+    run_backed_module(
+        dict(
             drives=dict(type="dict", default={}),
             controllers=dict(type="list", elements="str", required=True),
             smcli=dict(type="str", default=""),
-            backup_file=dict(type="path", required=True),
-            state=dict(type="str", choices=["present", "rollback"], default="present"),
         ),
-        supports_check_mode=True,
+        apply, rollback, check=check_smcli,
     )
-    try:
-        p = module.params
-        if p["smcli"] and not os.access(p["smcli"], os.X_OK):
-            module.fail_json(msg="%s: SMcli not found or not executable" % p["smcli"])
-        result = rollback(module, p) if p["state"] == "rollback" else apply(module, p)
-    except (OSError, ValueError) as exc:
-        module.fail_json(msg="%s" % exc)
-    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -52,8 +52,8 @@ files:
   returned: always
 """
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.storadvise_state import atomic_write, load_backup, read_text, restore_text, retire_backup, save_backup
+from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, restore_text,
+                                                   retire_backup, run_backed_module, save_backup)
 
 
 def set_directive(lines, name, args):
@@ -134,22 +134,14 @@ def rollback(module, p):
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
+    run_backed_module(
+        dict(
             directives=dict(type="dict", default={}),
             config_file=dict(type="path", required=True),
             directive_files=dict(type="dict", default={}),
-            backup_file=dict(type="path", required=True),
-            state=dict(type="str", choices=["present", "rollback"], default="present"),
         ),
-        supports_check_mode=True,
+        apply, rollback,
     )
-    try:
-        p = module.params
-        result = rollback(module, p) if p["state"] == "rollback" else apply(module, p)
-    except (OSError, ValueError) as exc:
-        module.fail_json(msg="%s" % exc)
-    module.exit_json(**result)
 
 
 if __name__ == "__main__":
