@@ -114,3 +114,5 @@ def status(as_json: bool = typer.Option(False, "--json", help="print as JSON")) 
                           f"{h['sshd_pid']} {'up' if h['sshd_alive'] else 'DOWN'}",
                           f"{h['iperf3_pid']} {'up' if h['iperf3_alive'] else 'DOWN'}")
             out.print(t)
+        for f in lab.get("delay_forwarders") or []:
+            out.print(f"  delay forwarder on switch {f['switch']}: pid {f['pid']} {'up' if f['alive'] else 'DOWN'}")

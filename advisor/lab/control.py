@@ -79,14 +79,11 @@ def refuse_unrealisable(sc: Scenario, caps: nx.Capabilities) -> None:
         missing.append(f"link rates need the tbf qdisc ({caps.errors.get('tbf', '')})")
     if sc.needs_loss and not caps.nft_bridge_numgen:
         missing.append(f"path loss needs nftables bridge-family rules with numgen ({caps.errors.get('nft bridge', '')})")
-    if sc.needs_delay:
-        if not caps.netem:
-            missing.append(
-                "path delay needs the netem qdisc (sch_netem), which this kernel lacks "
-                f"({caps.errors.get('netem', 'not available')}; the optional NFQUEUE delay forwarder is not implemented)"
-            )
-        else:
-            missing.append("path delay: this kernel has netem, but per-path netem delay is not implemented yet")
+    if sc.needs_delay and not caps.nfqueue:
+        missing.append(
+            "path delay needs the NFQUEUE delay forwarder (iptables NFQUEUE target, nfnetlink_queue and "
+            f"br_netfilter in the switch namespace): {caps.errors.get('nfqueue') or caps.errors.get('iptables', 'not available')}"
+        )
     if any(h.firewall and h.firewall.iptables for h in sc.hosts) and not caps.iptables:
         missing.append(f"an iptables firewall fault needs iptables ({caps.errors.get('iptables', '')})")
     if missing:
@@ -95,7 +92,9 @@ def refuse_unrealisable(sc: Scenario, caps: nx.Capabilities) -> None:
 
 def lab_healthy(rec: LabRecord) -> bool:
     sshd = {host: pid for pid, what, host in rec.pids() if what == "sshd"}
-    return rec.phase == "up" and all(h in sshd and nx.pid_alive(sshd[h]) for h in rec.hosts)
+    forwarders = [pid for pid, what, _sw in rec.pids() if what == "delayq"]
+    return (rec.phase == "up" and all(h in sshd and nx.pid_alive(sshd[h]) for h in rec.hosts)
+            and all(nx.pid_alive(p) for p in forwarders))
 
 
 def lab_up(scenario: str, name: str | None = None, recreate: bool = False, progress: Progress = _noop) -> UpResult:
@@ -122,7 +121,8 @@ def lab_up(scenario: str, name: str | None = None, recreate: bool = False, progr
             progress(f"removing the old lab {name}")
             _teardown(name)
         progress("probing kernel capabilities")
-        caps = nx.probe_capabilities(want_iptables=any(h.firewall and h.firewall.iptables for h in sc.hosts))
+        caps = nx.probe_capabilities(want_iptables=any(h.firewall and h.firewall.iptables for h in sc.hosts),
+                                     want_delay=sc.needs_delay)
         refuse_unrealisable(sc, caps)
         with claims_lock():
             index = allocate_index(nx.root_routes_v4(), lab_dir(name))
@@ -295,22 +295,72 @@ def _apply_sysctls(ns: str, host: str, values: dict) -> None:
 
 
 def _apply_path_faults(rec: LabRecord, sc: Scenario) -> None:
+    """Loss (nftables, bridge family) and delay (NFQUEUE forwarder) in the switch that delivers
+    to the receivers, so a frame meets each fault once whatever switches it crosses."""
     rules: dict[str, list[str]] = {}
+    delays: dict[str, list[tuple[list[str], list[str], float]]] = {}
     for p in sc.paths:
-        if p.loss <= 0:
-            continue
         senders = [rec.hosts[h.name]["address"] for h in sc.select_all(p.src)]
         for s in sc.switches:
             receivers = [rec.hosts[h.name]["address"] for h in sc.select_all(p.dst) if h.switch == s.name]
-            if receivers and senders:
+            if not (receivers and senders):
+                continue
+            if p.loss > 0:
                 rules.setdefault(s.name, []).append(
                     f"ip saddr {{ {', '.join(senders)} }} ip daddr {{ {', '.join(receivers)} }} "
                     f"numgen random mod 1000000 < {p.loss} counter drop"
                 )
+            if p.delay > 0:
+                delays.setdefault(s.name, []).append((senders, receivers, p.delay))
     for sw, rs in rules.items():
         text = "table bridge storadvise_lab {\n  chain forward {\n    type filter hook forward priority 0; policy accept;\n"
         text += "".join(f"    {r}\n" for r in rs) + "  }\n}\n"
         nx.in_ns(switch_ns(rec.name, sw), ["nft", "-f", "-"], input=text)
+    for sw, entries in delays.items():
+        _start_delay_forwarder(rec, sw, entries)
+
+
+def delay_queues(entries: list[tuple[list[str], list[str], float]]) -> tuple[dict[float, int], list[str]]:
+    """Queue numbers (one per distinct delay, from 1) and the iptables-restore text for one switch.
+
+    A (sender, receiver) pair named by several paths takes the first path's delay (iptables stops
+    at the first NFQUEUE verdict), as the scenario lists them."""
+    queues: dict[float, int] = {}
+    lines = ["*filter", ":FORWARD ACCEPT [0:0]"]
+    for senders, receivers, ms in entries:
+        q = queues.setdefault(ms, len(queues) + 1)
+        lines.append(f"-A FORWARD -s {','.join(a + '/32' for a in senders)} -d {','.join(a + '/32' for a in receivers)} "
+                     f"-j NFQUEUE --queue-num {q} --queue-bypass")
+    lines.append("COMMIT")
+    return queues, lines
+
+
+def _start_delay_forwarder(rec: LabRecord, sw: str, entries: list[tuple[list[str], list[str], float]]) -> None:
+    import subprocess
+    import sys
+
+    ns = switch_ns(rec.name, sw)
+    queues, lines = delay_queues(entries)
+    nx.in_ns(ns, ["sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=1"])
+    ready = rec.dir / f"delayq-{sw}.ready"
+    log = rec.dir / f"delayq-{sw}.log"
+    cmd = ["ip", "netns", "exec", ns, sys.executable, "-m", "advisor.lab.delayq", "--ready", str(ready)]
+    for ms, q in queues.items():
+        cmd += ["--queue", f"{q}:{ms:g}"]
+    with open(log, "ab") as out:
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
+                             cwd="/")
+    rec.add_pid(p.pid, "delayq", sw)
+    deadline = time.monotonic() + 15
+    while not ready.exists():
+        if p.poll() is not None:
+            why = log.read_text(errors="replace").strip().splitlines()
+            raise StoradviseError(f"switch {sw}: the delay forwarder did not start: {why[-1] if why else p.returncode}")
+        if time.monotonic() > deadline:
+            raise StoradviseError(f"switch {sw}: the delay forwarder did not bind its queues within 15 s")
+        time.sleep(0.02)
+    # the rules go in only once the queues are served (--queue-bypass covers the gap anyway)
+    nx.in_ns(ns, ["iptables-restore", "--noflush"], input="\n".join(lines) + "\n")
 
 
 def _wait_ready(rec: LabRecord, sc: Scenario, procs: dict, timeout: float = 30.0) -> None:
@@ -466,5 +516,7 @@ def lab_status() -> list[dict]:
             "name": n, "scenario": rec.scenario, "phase": rec.phase, "subnet": rec.subnet,
             "controller_address": rec.controller_address, "site_file": rec.site_file,
             "state_dir": str(rec.dir), "healthy": lab_healthy(rec), "timings": rec.timings, "hosts": hosts,
+            "delay_forwarders": [{"switch": sw, "pid": p, "alive": nx.pid_alive(p)}
+                                 for p, w, sw in pids if w == "delayq"],
         })
     return out

@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,9 +187,11 @@ class Capabilities:
     ethtool: bool
     iptables: bool
     errors: dict[str, str]
+    #: the NFQUEUE delay forwarder works (iptables NFQUEUE target in a bridge's namespace, netlink bind)
+    nfqueue: bool = False
 
 
-def probe_capabilities(want_iptables: bool) -> Capabilities:
+def probe_capabilities(want_iptables: bool, want_delay: bool = False) -> Capabilities:
     """Try what a lab needs in a scratch namespace (removed again)."""
     scratch = f"salab_probe~{os.getpid()}"
     errors: dict[str, str] = {}
@@ -216,8 +219,19 @@ def probe_capabilities(want_iptables: bool) -> Capabilities:
         )
         eth = ok_veth and attempt("ethtool", ["ip", "netns", "exec", scratch, "ethtool", "-K", "pa", "tso", "off", "gso", "off"])
         ipt = True
-        if want_iptables:
+        if want_iptables or want_delay:
             ipt = attempt("iptables", ["ip", "netns", "exec", scratch, "iptables", "-S"])
+        nfq = False
+        if want_delay:
+            nfq = (ipt and attempt("nfqueue", ["ip", "netns", "exec", scratch, "iptables", "-A", "FORWARD", "-s", "198.18.0.1",
+                                               "-j", "NFQUEUE", "--queue-num", "65000", "--queue-bypass"])
+                   and attempt("nfqueue", ["ip", "netns", "exec", scratch, sys.executable, "-m", "advisor.lab.delayq", "--probe"]))
+            # bridged frames reach iptables through br_netfilter (per namespace; the lab turns
+            # bridge-nf-call-iptables on in its own switch namespaces)
+            if nfq and not attempt("nfqueue", ["ip", "netns", "exec", scratch, "sysctl", "-q", "-w",
+                                               "net.bridge.bridge-nf-call-iptables=1"]):
+                errors["nfqueue"] = "no br_netfilter: bridged frames cannot reach iptables (" + errors.get("nfqueue", "") + ")"
+                nfq = False
     finally:
         run(["ip", "netns", "del", scratch], check=False)
-    return Capabilities(tbf, bridge, nft, netem, eth, ipt, errors)
+    return Capabilities(tbf, bridge, nft, netem, eth, ipt, errors, nfq)
