@@ -105,3 +105,33 @@ def test_ifca_throughput_faults(lab_registry: Path, capsys: pytest.CaptureFixtur
     assert statistics.median(up) >= 900
     assert max(fw) < 0.7 * min(nofw)
     assert statistics.median(sack_on) > 2 * statistics.median(down)
+
+
+def test_clean_scenario_scan_finds_nothing_above_info(lab_registry: Path, capsys: pytest.CaptureFixture) -> None:
+    """The built-in `clean` scenario, scanned for real (probes over SSH, the mesh, the active
+    CPU-efficiency test): exit 0, no failed finding above info, every path within its expected
+    rate, the test job CPU-bound (>= 75%)."""
+    import os
+    import sys
+
+    require_root()
+    name = "t-clean"
+    try:
+        lab_cli(["up", "--scenario", "clean", "--name", name])
+        cp = subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())",
+                             "scan", "--site", name, "--json"], capture_output=True, text=True, timeout=600,
+                            env={**os.environ})
+    finally:
+        lab_cli(["down", "--name", name], check=False)
+    report = json.loads(cp.stdout)
+    bad = [(f["rule_id"], f["severity"], f["hosts"], f.get("observed")) for f in report["findings"]
+           if f["status"] in ("fail", "error") and f["severity"] != "info"]
+    paths = report["mesh"]["paths"]
+    with capsys.disabled():
+        print(f"\nclean: exit {cp.returncode}, mesh {[(p['src'], p['dst'], round((p['measured_bps'] or 0) / 1e6)) for p in paths]}"
+              f", efficiency mean {report['efficiency']['mean']:.2f}")
+    assert bad == [], bad
+    assert cp.returncode == 0, cp.stderr[-1000:]
+    assert report["summary"]["worst_failed_severity"] in (None, "info")
+    assert len(paths) == 8 and all(p["status"] == "ok" and p["measured_bps"] >= 0.8 * p["expected_bps"] for p in paths)
+    assert report["efficiency"]["mean"] >= 0.75
