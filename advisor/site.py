@@ -132,6 +132,9 @@ class MeshSpec(StrictModel):
     bidir: bool = True
     #: at most this many tests of a round at the same time (default: the whole round)
     parallel: int | None = Field(None, ge=1, le=1024)
+    #: re-measure alone (one test at a time, after the rounds) every path below this fraction of
+    #: its expected rate, and judge it on that: tells a slow path from contention in a round
+    retest_below: float | None = Field(None, gt=0, le=1.5)
     port_base: int = Field(5301, ge=1024, le=65000)
     #: per-test hard timeout beyond duration+omit, seconds
     timeout_margin: float = Field(15.0, gt=0)

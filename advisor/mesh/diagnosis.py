@@ -54,6 +54,9 @@ def describe_path(p: dict) -> str:
         bits.append(f"{p['retransmits']} retransmits")
     if p.get("rtt_us") is not None:
         bits.append(f"rtt {p['rtt_us'] / 1000:.2f} ms")
+    rt = p.get("retest")
+    if rt and not rt.get("error"):
+        bits.append(f"measured alone (in round {rt.get('round')}: {format_bps(rt.get('concurrent_bps'))})")
     return ", ".join(bits)
 
 

@@ -141,5 +141,8 @@ class RoundProgress:
         if ev.event == "round-start":
             self.tasks[ev.round] = self.progress.add_task(
                 f"mesh round {ev.round}/{ev.rounds}", total=ev.tests_in_round, last="")
+        elif ev.event == "retest-start":
+            self.tasks[ev.round] = self.progress.add_task(
+                "slow paths again, alone", total=ev.tests_in_round, last="")
         elif ev.event == "test-done" and ev.round in self.tasks:
             self.progress.update(self.tasks[ev.round], completed=ev.tests_done, last=ev.message)

@@ -18,7 +18,13 @@ A path::
      "ratio" (measured / reference), "ratio_basis": "expected"|"median"|None,
      "retransmits", "sent_bytes", "rtt_us" (mean of the streams' mean_rtt), "min_rtt_us",
      "max_rtt_us", "snd_buf", "rcv_buf", "max_snd_cwnd", "max_snd_wnd", "mss", "congestion",
-     "duration_s", "round", "mode": "bidir"|"single", "attempts", "streams"}
+     "duration_s", "round", "mode": "bidir"|"single", "attempts", "streams",
+     "retest": None | {"concurrent_bps", "concurrent_ratio", "round", "mode", "error"}}
+
+``retest`` (mesh ``retest_below``): the path was below that fraction of its expected rate in its
+round and was measured again alone after the rounds; the record then holds the alone measurement
+and ``retest`` what the round measured (or, when the alone test failed, the round's measurement
+is kept and ``retest.error`` says why).
 
 A failed path has ``measured_bps`` None, never 0.
 """
@@ -34,7 +40,7 @@ PATH_KEYS = (
     "src", "dst", "status", "error", "measured_bps", "sent_bps", "expected_bps", "expected_source",
     "ratio", "ratio_basis", "retransmits", "sent_bytes", "rtt_us", "min_rtt_us", "max_rtt_us",
     "snd_buf", "rcv_buf", "max_snd_cwnd", "max_snd_wnd", "mss", "congestion", "duration_s",
-    "round", "mode", "attempts", "streams",
+    "round", "mode", "attempts", "streams", "retest",
 )
 
 #: grid colour thresholds on the ratio to expected

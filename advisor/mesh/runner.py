@@ -29,7 +29,7 @@ TransportSource = Mapping[str, Transport] | Callable[[Host], Transport]
 class MeshProgress:
     """What ``progress`` is called with: after each finished test and at each round's start/end."""
 
-    event: str  # "round-start" | "test-done" | "round-done"
+    event: str  # "round-start" | "test-done" | "round-done" | "retest-start" (slow paths alone, round = rounds + 1)
     round: int  # 1-based
     rounds: int
     tests_done: int  # in this round
@@ -56,12 +56,14 @@ class RunOptions:
     connect_timeout_ms: int = 3000
     #: tries on other ports when a port is in use
     port_tries: int = 8
+    #: re-measure alone every path below this ratio to expected after the rounds (None: never)
+    retest_below: float | None = None
 
     @classmethod
     def from_spec(cls, spec: MeshSpec, **overrides: Any) -> "RunOptions":
         opts = cls(
             duration=spec.duration, omit=spec.omit, streams=spec.streams, congestion=spec.congestion,
-            port_base=spec.port_base, timeout_margin=spec.timeout_margin,
+            port_base=spec.port_base, timeout_margin=spec.timeout_margin, retest_below=spec.retest_below,
         )
         for k, v in overrides.items():
             if v is not None:
@@ -267,6 +269,39 @@ class MeshRunner:
             ))
         return out
 
+    # slow paths again, alone ---------------------------------------------------------------
+
+    def retest_slow(self, paths: list[dict], by_key: dict, n_rounds: int) -> int:
+        """Measure every path below ``retest_below`` of its expected rate again, one test at a
+        time (nothing else running), and keep that measurement; returns how many were retested."""
+        limit = self.opts.retest_below
+        if not limit:
+            return 0
+        slow = [k for k, p in enumerate(paths) if p.get("status") == "ok" and p.get("ratio_basis") == "expected"
+                and p.get("ratio") is not None and p["ratio"] < limit]
+        if slow:
+            self._report(MeshProgress("retest-start", n_rounds + 1, n_rounds, 0, len(slow)))
+        for n, k in enumerate(slow, start=1):
+            old = paths[k]
+            req = by_key[(old["src"], old["dst"])]
+            o = self.run_test(req.src, req.dst, self.opts.port_base, 1, bidir=False)
+            note = {"concurrent_bps": old["measured_bps"], "concurrent_ratio": old["ratio"], "round": old["round"],
+                    "mode": old["mode"], "error": None}
+            if o.error is None and o.result is not None:
+                rec = path_record(
+                    req.src, req.dst, expected_bps=req.expected_bps, expected_source=req.expected_source,
+                    round_no=old["round"], mode="alone", attempts=o.attempts, duration_s=o.duration_s,
+                    result=o.result, direction=o.result.forward,
+                )
+                rec["retest"] = note
+                paths[k] = rec
+            else:
+                note["error"] = o.error or "no result"
+                old["retest"] = note
+            self._report(MeshProgress("test-done", n_rounds + 1, n_rounds, n, len(slow),
+                                      f"{req.src}->{req.dst} alone"))
+        return len(slow)
+
     # the whole mesh ------------------------------------------------------------------------
 
     def _report(self, ev: MeshProgress) -> None:
@@ -305,6 +340,8 @@ class MeshRunner:
                         msg = ", ".join(f"{r['src']}->{r['dst']}" for r in recs)
                         self._report(MeshProgress("test-done", i, len(rounds), done, len(slots), msg))
                 self._report(MeshProgress("round-done", i, len(rounds), done, len(slots)))
+            judge_paths(paths)
+            retested = self.retest_slow(paths, by_key, len(rounds))
         finally:
             self.hosts.close()
         order = {(r.src, r.dst): k for k, r in enumerate(requests)}
@@ -312,12 +349,14 @@ class MeshRunner:
         judge_paths(paths)
         return {
             "rounds": len(rounds),
+            "retested": retested,
             "schedule": [[[s, d] for s, d in rnd] for rnd in rounds],
             "paths": paths,
             "wall_seconds": round(time.monotonic() - t0, 3),
             "parameters": {
                 "duration": self.opts.duration, "omit": self.opts.omit, "streams": self.opts.streams,
                 "congestion": self.opts.congestion, "bidir": self.opts.bidir, "parallel": self.opts.parallel,
+                "retest_below": self.opts.retest_below,
             },
             "hosts": {n: {"iperf3": self.hosts.version_text.get(n), "error": self.hosts.error.get(n)} for n in names},
         }

@@ -217,3 +217,35 @@ def test_namespace_mesh_rules_through_engine():
     assert asym.remediation.vars == {"network_tuning_sysctls": {"net.ipv4.tcp_sack": "1"}}
     assert asym.remediation.role == "network_tuning"
     assert not [f for f in fails if f.rule_id == "MESH-TEST-FAILED"]
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@needs_netns
+def test_slow_paths_are_measured_again_alone():
+    """retest_below: h1's sends (egress shaped to 100 Mbit/s of 400) are measured again one at a
+    time after the rounds and stay slow (a real path fault, not contention); the record keeps what
+    the round measured; paths at their rate are not retested."""
+    with NetnsSite(3, rate="400mbit") as ns:
+        h1, h2, h3 = ns.hosts
+        subprocess.run(["ip", "netns", "exec", h1, "tc", "qdisc", "replace", "dev", "eth0", "root", "tbf",
+                        "rate", "100mbit", "burst", "64kb", "latency", "10ms"], check=True)
+        site = _netns_site(ns, {}, retest_below=0.8, bidir=False)
+        events: list[MeshProgress] = []
+        res = run_mesh(site, ns.transports(), progress=events.append)
+        by = {(p["src"], p["dst"]): p for p in res["paths"]}
+        assert res["retested"] == 2 and res["parameters"]["retest_below"] == 0.8
+        for d in (h2, h3):
+            p = by[(h1, d)]
+            assert p["mode"] == "alone" and p["status"] == "ok", p
+            assert 60e6 < p["measured_bps"] < 110e6 and 60e6 < p["retest"]["concurrent_bps"] < 110e6, p
+            assert p["retest"]["round"] == p["round"] and p["retest"]["error"] is None
+            assert p["ratio"] == p["measured_bps"] / p["expected_bps"]
+            assert "measured alone" in dg.describe_path(p)
+        for k, p in by.items():
+            if k[0] != h1:
+                assert p["retest"] is None and p["mode"] == "single" and p["ratio"] > 0.8, p
+        starts = [e for e in events if e.event == "retest-start"]
+        assert len(starts) == 1 and starts[0].tests_in_round == 2 and starts[0].round == res["rounds"] + 1
+        for h in ns.hosts:
+            assert subprocess.run(["ip", "netns", "pids", h], capture_output=True, text=True).stdout.split() == []
