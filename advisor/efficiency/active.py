@@ -38,6 +38,7 @@ DEFAULTS: dict[str, Any] = {
     "mb": 64.0,  # MiB per host test
     "cpu_factor": 1.5,  # compute time per MiB / healthy read time per MiB
     "readahead": 1,  # blocks requested ahead of the one being computed
+    "slots": 1,  # concurrent jobs per worker in the per-host test (job slots), sharing the healthy rate
     "block_kb": 1024,
     "scaling_budget_mb": 256.0,  # clients x MiB per client at the largest point
     "calibrate_seconds": 0.3,
@@ -285,9 +286,10 @@ def run_efficiency_test(
             bps = min(rates) if rates else DEFAULT_RATE_BPS
         return healthy_mib_per_s(bps), bps
 
-    def run_job(h: Host, n_clients: int, mb_each: float, source_spec: str) -> dict[str, Any]:
+    def run_job(h: Host, n_clients: int, mb_each: float, source_spec: str, share: int = 1) -> dict[str, Any]:
+        # share > 1: the clients are job slots that together should consume the healthy rate
         mibs, _ = healthy_for(h)
-        cpu_per_mb = factor / mibs
+        cpu_per_mb = factor * share / mibs
         args = ["job", "--source", source_spec, "--mb", f"{mb_each:g}", "--cpu-per-mb", f"{cpu_per_mb:.6g}",
                 "--readahead", str(ra), "--block-kb", str(int(cfg["block_kb"])), "--clients", str(n_clients),
                 "--calibrate-seconds", f"{float(cfg['calibrate_seconds']):g}"]
@@ -335,19 +337,22 @@ def run_efficiency_test(
             label = src["path"]
 
         calibration: dict[str, Any] = {}
+        slots = int(cfg["slots"])
+        if slots < 1:
+            raise EfficiencyTestError(f"slots must be a positive integer, got {slots}")
         for h in workers:
-            say(f"{h.name}: {mb_host:g} MiB from {label}")
+            say(f"{h.name}: {mb_host:g} MiB from {label}" + (f" in {slots} concurrent job slots" if slots > 1 else ""))
             try:
-                out = step("host", h.name, 1, lambda h=h: run_job(h, 1, mb_host, spec))
+                out = step("host", h.name, slots, lambda h=h: run_job(h, slots, mb_host / slots, spec, share=slots))
             except Exception as e:
                 result["hosts"][h.name] = {"efficiency": None, "error": f"{h.name}: {_one_line(e)}",
-                                           "source": label, "clients": 1}
+                                           "source": label, "clients": slots}
                 continue
             s = host_summary(out, label)
             mibs, bps = healthy_for(h)
             cal = dict(s.pop("calibration") or {})
             cal.update({"healthy_rate_bps": bps, "healthy_mib_per_s": round(mibs, 3), "cpu_factor": factor,
-                        "readahead": ra, "block_kb": int(cfg["block_kb"])})
+                        "readahead": ra, "block_kb": int(cfg["block_kb"]), "slots": slots})
             s["calibration"] = cal
             calibration[h.name] = cal
             result["hosts"][h.name] = s
@@ -385,7 +390,9 @@ def run_efficiency_test(
                                           "cpu_share_computing": s["cpu_share_computing"]})
         result["calibration"] = {
             "cpu_factor": factor, "readahead": ra, "block_kb": int(cfg["block_kb"]), "goodput": GOODPUT,
-            "model": "compute per MiB = cpu_factor x (1 / healthy MiB/s); read-then-compute per block with "
+            "slots": slots,
+            "model": "compute per MiB = cpu_factor x slots x (1 / healthy MiB/s): the slots together consume "
+                     "the healthy rate / cpu_factor; read-then-compute per block with "
                      f"{ra} block(s) requested ahead",
             "hosts": calibration,
         }

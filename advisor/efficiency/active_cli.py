@@ -67,6 +67,7 @@ def register_active(app: typer.Typer) -> None:
         mb: Optional[float] = typer.Option(None, "--mb", min=1.0, help="MiB read per host test (default 64)"),
         cpu_factor: Optional[float] = typer.Option(None, "--cpu-factor", min=0.1, help="compute time / healthy read time per MiB (default 1.5)"),
         readahead: Optional[int] = typer.Option(None, "--readahead", min=0, max=64, help="blocks requested ahead (0: synchronous; default 1)"),
+        slots: Optional[int] = typer.Option(None, "--slots", min=1, max=64, help="concurrent jobs per worker, together calibrated to the healthy rate (default 1)"),
         as_json: bool = typer.Option(False, "--json", help="print the result (the scan's 'efficiency' section) as JSON"),
         trust_new_hosts: bool = typer.Option(False, "--trust-new-hosts", help="Record unknown SSH host keys."),
         connect_timeout: float = typer.Option(10.0, "--connect-timeout", help="SSH connect timeout, seconds."),
@@ -90,7 +91,7 @@ def register_active(app: typer.Typer) -> None:
             err = (lambda m: print(m, file=sys.stderr)) if not as_json else None
             result = run_efficiency_test(
                 the_site, lambda h: transport_for(h, the_site, options), hosts=hosts, source=source,
-                clients=counts, mb=mb, cpu_factor=cpu_factor, readahead=readahead, progress=err,
+                clients=counts, mb=mb, cpu_factor=cpu_factor, readahead=readahead, slots=slots, progress=err,
             )
         except StoradviseError as e:
             typer.echo(f"error: {e}", err=True)

@@ -243,6 +243,22 @@ def test_run_efficiency_test_over_ssh(ssh_site, tmp_path):
     json.dumps(r)  # the scan carries it as JSON
 
 
+def test_run_efficiency_test_job_slots(ssh_site, tmp_path):
+    """slots=2: the per-host test runs two concurrent jobs that together are calibrated to the
+    healthy rate (each computes twice as long per MiB as a single job would) and read the host's
+    MiB between them."""
+    site, _ = ssh_site
+    one = run_efficiency_test(site, _factory(site, tmp_path))
+    two = run_efficiency_test(site, _factory(site, tmp_path), slots=2)
+    h = two["hosts"]["wn"]
+    assert two["failed"] == [] and h["clients"] == 2 and h["mb_read"] == pytest.approx(16)
+    assert [(e["kind"], e["clients"]) for e in two["schedule"] if e["kind"] == "host"] == [("host", 2)]
+    c1, c2 = one["calibration"]["hosts"]["wn"], two["calibration"]["hosts"]["wn"]
+    assert c2["slots"] == 2 and two["calibration"]["slots"] == 2 and c1["slots"] == 1
+    assert c2["cpu_s_per_mb"] == pytest.approx(2 * c1["cpu_s_per_mb"], rel=0.01)
+    assert 0 < h["efficiency"] <= 1.05
+
+
 def test_run_efficiency_test_failed_host_is_reported(ssh_site, tmp_path):
     site, _ = ssh_site
     r = run_efficiency_test(site, _factory(site, tmp_path), source="path:/nonexistent/data")
