@@ -167,6 +167,12 @@ class Summary:
         if cpu is None or cw <= 0:
             self.no_efficiency += 1
             return
+        eff = cpu / cw
+        try:
+            k = int(eff * 200 + 0.5)
+        except (OverflowError, ValueError):  # CPU or core-wall time at the float range's end
+            self.no_efficiency += 1
+            return
         if status == "completed" or status == "running":
             if events:
                 b = bisect_left(EVENT_EDGES, events)
@@ -180,13 +186,11 @@ class Summary:
         c = self.cells.get((host, b))
         if c is None:
             c = self.cells[(host, b)] = [0, 0.0, 0.0, 0.0, {}]
-        eff = cpu / cw
         c[0] += 1
         c[1] += cpu
         c[2] += cw
         c[3] += eff
         h = c[4]
-        k = int(eff * 200 + 0.5)
         h[k] = h.get(k, 0) + 1
         if cpu == 0:
             self.zero_cpu += 1

@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterator
 from typing import IO, Any
 
-from advisor.efficiency.records import JobRecord, ParseIssue, RowError, machine_name
+from advisor.efficiency.records import FAILED_STATUSES, JobRecord, ParseIssue, RowError, machine_name
 
 try:  # optional accelerator (see docs/efficiency.md): decodes only the attributes we read
     import msgspec
@@ -53,7 +53,11 @@ def _num(v: Any) -> float | None:
     if v is None or isinstance(v, bool):
         return None
     if isinstance(v, (int, float)):
-        return float(v) if v == v and v not in (float("inf"), float("-inf")) else None
+        try:
+            f = float(v)
+        except OverflowError:  # an int beyond the float range
+            return None
+        return f if f == f and abs(f) != float("inf") else None
     if isinstance(v, str):
         try:
             f = float(v)
@@ -155,11 +159,26 @@ def record_from_ad(ad: Any, source: str | None = None, line: int | None = None) 
 
 
 # --- JSON lines: the hot path -------------------------------------------------------------
+#
+# With msgspec, -jsonl is read in blocks of whole lines (about _BLOCK bytes: small buffers are
+# reused, large ones cost page faults). A block is decoded with one call when that cannot
+# change what a line means (:func:`_decode_block`), into typed structs holding only the
+# attributes we read; any other block is decoded line by line. A line that msgspec does not
+# take as it is (a value of another type, such as an ``/Expr(...)/`` string, a number out of
+# range, bad JSON, a comment) goes to the json module and :func:`record_from_ad`, which
+# decide. The fast path only accepts lines the json module reads to the same values, so both
+# give the same records (tests/efficiency/test_jsonl_paths.py).
+
+_BLOCK = 1 << 16
 
 if msgspec is not None:
-    _Num = int | float | None
+    # msgspec reads a JSON int into a float as float() does (one beyond the float range is
+    # refused: the json module decides), so numbers come out as record_from_ad's _num makes them
+    _Num = float | None
 
     class _FastAd(msgspec.Struct, gc=False):
+        """Every attribute :func:`record_from_ad` reads (the per-job record path)."""
+
         ClusterId: _Num = None
         ProcId: _Num = None
         GlobalJobId: str | None = None
@@ -185,28 +204,147 @@ if msgspec is not None:
         ServerTime: _Num = None
         ChirpCMSSWReadBytes: _Num = None
 
-    _fast_decode = msgspec.json.Decoder(_FastAd).decode
-    _FAST_ERRORS: tuple[type[Exception], ...] = (msgspec.ValidationError, msgspec.DecodeError)
+    class _SumAd(msgspec.Struct, gc=False):
+        """The attributes the summary's common case depends on (:func:`summarize_jsonl`): a
+        finished ad with ClusterId/ProcId, cumulative CPU, RemoteWallClockTime and a named
+        LastRemoteHost. Every other ad is decoded again as a whole (:func:`_record_from_line`)."""
+
+        ClusterId: _Num = None
+        ProcId: _Num = None
+        JobStatus: _Num = None
+        ExitCode: _Num = None
+        ExitBySignal: bool | None = None
+        LastRemoteHost: str | None = None
+        RequestCpus: _Num = None
+        CpusProvisioned: _Num = None
+        CumulativeRemoteUserCpu: _Num = None
+        CumulativeRemoteSysCpu: _Num = None
+        RemoteWallClockTime: _Num = None
+        CumulativeSuspensionTime: _Num = None
+
+    #: (one ad, a block of ads) decoders
+    _FAST = (msgspec.json.Decoder(_FastAd), msgspec.json.Decoder(list[tuple[_FastAd]]))
+    _SUM = (msgspec.json.Decoder(_SumAd), msgspec.json.Decoder(list[tuple[_SumAd]]))
+    _fast_decode = _FAST[0].decode
+    # RecursionError: msgspec's own nesting limit (the json module then reports the line)
+    _FAST_ERRORS: tuple[type[BaseException], ...] = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
 else:  # pragma: no cover
+    _FAST = _SUM = None
     _fast_decode = None
     _FAST_ERRORS = ()
 
 
+def _utf8_ok(b: bytes) -> bool:
+    """Valid UTF-8: msgspec skips unread strings without checking them, the json module does not."""
+    if b.isascii():
+        return True
+    try:
+        b.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _line_blocks(f: IO[bytes], size: int | None = None) -> Iterator[tuple[bytes, int]]:
+    """Whole lines of ``f`` in blocks of about ``size`` bytes: ``(data, end)``, the lines being
+    ``data[:end]`` (without the newline that ends the last one); ``data`` may go on after
+    ``end`` with the start of the next line, which the next block reads again (a seekable
+    ``f`` seeks back to it, within its buffer). Memory: one block, or one line when longer."""
+    size = size or _BLOCK
+    seekable = f.seekable()
+    pending: list[bytes] = []  # a line longer than size, in pieces (or the carried tail)
+    while True:
+        data = f.read(size)
+        if not data:
+            if pending:
+                data = b"".join(pending)
+                yield data, len(data)
+            return
+        end = data.rfind(b"\n")
+        if end < 0:
+            pending.append(data)
+            continue
+        if pending:
+            before = sum(map(len, pending))
+            pending.append(data)
+            data = b"".join(pending)
+            pending = []
+            end += before
+        yield data, end
+        rest = len(data) - end - 1
+        if rest:
+            if seekable:
+                f.seek(-rest, 1)
+            else:
+                pending.append(data[end + 1:])
+
+
+def _decode_block(data: bytes, end: int, decoders: Any) -> tuple[list[Any], list[bytes] | None]:
+    """One struct per line of ``data[:end]``, None where msgspec does not take the line as it
+    is; and the lines, when the block had to be split (else None: split them when needed).
+
+    The one-call path decodes ``[[line1],\\n[line2],\\n...]`` as a list of 1-tuples. It is
+    taken only when the block has no ``]``: then no line can close a bracket we added, so the
+    only element boundaries are ours, one per newline; and it is checked that there are as
+    many elements as lines. A raw newline cannot be inside a JSON string, a tuple of one
+    refuses a blank line or two values on a line, and bad JSON anywhere fails the block. So
+    each element is exactly one line, decoded as it would be alone. Anything else (a ``]``
+    in a block is common enough in full ads: lists, strings) goes line by line."""
+    if data.find(b"]", 0, end) < 0 and (data.isascii() or _utf8_ok(data[:end])):
+        rep = data.replace(b"\n", b"],\n[")
+        newlines = (len(rep) - len(data)) // 3  # in all of data
+        if end < len(data):  # data[end] is the newline after the block
+            newlines -= 1
+            stop = end + 3 * newlines
+        else:
+            stop = len(rep)
+        try:
+            ads = decoders[1].decode(b"".join((b"[[", memoryview(rep)[:stop], b"]]")))
+        except _FAST_ERRORS:
+            pass
+        else:
+            if len(ads) == newlines + 1:
+                return ads, None
+    lines = data[:end].split(b"\n")
+    out: list[Any] = []
+    dec = decoders[0].decode
+    for line in lines:
+        a = None
+        if _utf8_ok(line):
+            try:
+                a = (dec(line),)
+            except _FAST_ERRORS:
+                pass
+        out.append(a)
+    return out, lines
+
+
+def _record_from_fast(a: Any, source: str | None, line: int | None) -> JobRecord:
+    """:func:`record_from_ad` for a decoded ``_FastAd`` (numbers already floats, so the same record)."""
+    return build_record(
+        a.ClusterId, a.ProcId, _str(a.GlobalJobId), a.JobStatus, a.ExitCode, a.ExitBySignal is True,
+        a.ExitSignal, _str(a.LastRemoteHost), _str(a.RemoteHost), a.RequestCpus, a.CpusProvisioned,
+        a.RemoteUserCpu, a.RemoteSysCpu, a.CumulativeRemoteUserCpu, a.CumulativeRemoteSysCpu,
+        a.RemoteWallClockTime, a.CumulativeSuspensionTime, a.CommittedTime, a.CommittedSuspensionTime,
+        a.NumJobStarts, a.JobRunCount, a.JobCurrentStartDate, a.ServerTime, a.ChirpCMSSWReadBytes,
+        source, line,
+    )
+
+
 def _record_from_line(raw: bytes, source: str, lineno: int) -> JobRecord:
-    if _fast_decode is not None:
+    """One stripped, non-empty line: msgspec where it takes the line, else the json module."""
+    if _fast_decode is not None and _utf8_ok(raw):
         try:
             a = _fast_decode(raw)
         except _FAST_ERRORS:
             pass  # a value of another type (an /Expr()/ string, ...) or bad JSON: slow path decides
         else:
-            return build_record(
-                a.ClusterId, a.ProcId, a.GlobalJobId, a.JobStatus, a.ExitCode, a.ExitBySignal,
-                a.ExitSignal, a.LastRemoteHost, a.RemoteHost, a.RequestCpus, a.CpusProvisioned,
-                a.RemoteUserCpu, a.RemoteSysCpu, a.CumulativeRemoteUserCpu, a.CumulativeRemoteSysCpu,
-                a.RemoteWallClockTime, a.CumulativeSuspensionTime, a.CommittedTime,
-                a.CommittedSuspensionTime, a.NumJobStarts, a.JobRunCount, a.JobCurrentStartDate,
-                a.ServerTime, a.ChirpCMSSWReadBytes, source, lineno,
-            )
+            return _record_from_fast(a, source, lineno)
+    return _record_from_json(raw, source, lineno)
+
+
+def _record_from_json(raw: bytes, source: str, lineno: int) -> JobRecord:
+    """The reference path: the json module and :func:`record_from_ad`."""
     try:
         ad = json.loads(raw)
     except (ValueError, RecursionError) as e:
@@ -216,6 +354,36 @@ def _record_from_line(raw: bytes, source: str, lineno: int) -> JobRecord:
 
 def iter_jsonl(f: IO[bytes], source: str, first_line: int = 1) -> Iterator[JobRecord | ParseIssue]:
     """``condor_history -jsonl``: one ad per line. Blank lines and ``#`` lines are skipped."""
+    if _FAST is None:
+        yield from iter_jsonl_json(f, source, first_line)
+        return
+    line0 = first_line
+    for data, end in _line_blocks(f):
+        ads, lines = _decode_block(data, end, _FAST)
+        for i, t in enumerate(ads):
+            item: JobRecord | ParseIssue
+            if t is not None:
+                try:
+                    item = _record_from_fast(t[0], source, line0 + i)
+                except RowError as e:
+                    item = ParseIssue(source, line0 + i, str(e))
+                yield item
+                continue
+            if lines is None:
+                lines = data[:end].split(b"\n")
+            s = lines[i].strip()
+            if not s or s[:1] == b"#":
+                continue
+            try:
+                item = _record_from_json(s, source, line0 + i)
+            except RowError as e:
+                item = ParseIssue(source, line0 + i, str(e))
+            yield item
+        line0 += len(ads)
+
+
+def iter_jsonl_json(f: IO[bytes], source: str, first_line: int = 1) -> Iterator[JobRecord | ParseIssue]:
+    """:func:`iter_jsonl` on the json module alone (the reference the fast path is tested against)."""
     lineno = first_line - 1
     for raw in f:
         lineno += 1
@@ -223,7 +391,7 @@ def iter_jsonl(f: IO[bytes], source: str, first_line: int = 1) -> Iterator[JobRe
         if not s or s[:1] == b"#":
             continue
         try:
-            yield _record_from_line(s, source, lineno)
+            yield _record_from_json(s, source, lineno)
         except RowError as e:
             yield ParseIssue(source, lineno, str(e))
 
@@ -430,16 +598,28 @@ def iter_autoformat(f: IO[bytes], source: str) -> Iterator[JobRecord | ParseIssu
             yield ParseIssue(source, lineno, str(e))
 
 
+#: JobStatus -> the status of the ads summarize_jsonl folds inline (not 2: a running job's wall
+#: time needs ServerTime and JobCurrentStartDate; 4 is decided by the exit)
+_INLINE_STATUS: dict[Any, str] = {k: v for k, v in {**JOB_STATUS, None: "unknown"}.items() if k != 2}
+#: efficiency histogram bins (steps of 0.005) 0 .. 2**_DENSE_BITS - 1 (efficiency up to 1.2775)
+#: a local cell counts in a list; others in a dict
+_DENSE_BITS = 8
+
+
 def summarize_jsonl(f: IO[bytes], source: str, summary: Any, add_issue: Any) -> None:
     """The hot path for ``-jsonl`` when no per-job record is wanted (the summary only).
 
     Gives the same aggregates as :func:`iter_jsonl` feeding ``Summary.add``, without a record
-    per job: the common case (cumulative CPU with RemoteWallClockTime, a job that is neither
-    running nor failed, known cores and host) is folded into the summary's cells inline;
-    every other ad goes through :func:`build_record` and ``Summary.add``. Kept in step with
-    ``Summary.add_values`` by tests/efficiency/test_hot_path.py.
+    per job. Blocks of lines are decoded at once (:func:`_decode_block`) into ``_SumAd``;
+    the common case (ClusterId/ProcId, cumulative CPU with RemoteWallClockTime, a named
+    LastRemoteHost, positive wall time and core-wall time, not running) is folded inline, with
+    the rules of :func:`build_record` and ``Summary.add_values``, into local cells per host and
+    length bin (CPU, core-wall and efficiency sums and an efficiency histogram, whose total is
+    the job count) that are added to the summary's at the end; every other line goes through
+    :func:`_record_from_line` and ``Summary.add``, or is reported with its line number.
+    Kept in step by tests/efficiency/test_hot_path.py.
     """
-    if _fast_decode is None:
+    if _SUM is None:
         for item in iter_jsonl(f, source):
             if isinstance(item, ParseIssue):
                 add_issue(item)
@@ -447,61 +627,130 @@ def summarize_jsonl(f: IO[bytes], source: str, summary: Any, add_issue: Any) -> 
                 summary.add(item)
         return
     from bisect import bisect_right
+    from collections import defaultdict
+    from itertools import compress
 
-    from advisor.efficiency.analysis import WALL_BIN0, WALL_EDGES
+    from advisor.efficiency.analysis import NO_BIN, WALL_BIN0, WALL_EDGES
 
-    decode = _fast_decode
-    errors = _FAST_ERRORS
-    cells = summary.cells
-    completed = 0
-    total_cw = 0.0
+    inline_status = _INLINE_STATUS
+    failed_statuses = FAILED_STATUSES
+    wasted_by_host = summary.wasted_by_host
+    edges = WALL_EDGES
+    dense_bits = _DENSE_BITS
+    dense = 1 << dense_bits
+    #: local cells by index: length bin WALL_BIN0 + i, and NO_BIN last
+    bins = [WALL_BIN0 + i for i in range(len(edges) + 1)] + [NO_BIN]
+    #: host (the part of LastRemoteHost after the last @, checked once) -> its local cells:
+    #: [cpu, core_wall, eff_sum, [jobs by eff bin < dense], {eff bin: jobs} for the others]
+    by_host: dict[str, list[list[Any]]] = {}
+    other_status: defaultdict[str, int] = defaultdict(int)  # all but completed
+    wasted = 0.0
     zero_cpu = 0
-    lineno = 0
-    for raw in f:
-        lineno += 1
-        try:
-            a = decode(raw)
-        except errors:
-            a = None
-        if a is not None:
-            cu = a.CumulativeRemoteUserCpu
-            rw = a.RemoteWallClockTime
-            lrh = a.LastRemoteHost
-            if cu is not None and rw is not None and a.JobStatus == 4 and lrh and a.ClusterId is not None \
-                    and a.ProcId is not None and not a.ExitBySignal and not a.ExitCode:
-                cores = a.CpusProvisioned or a.RequestCpus or 1.0
-                wall = rw - (a.CumulativeSuspensionTime or 0)
-                host = lrh.rpartition("@")[2]
-                if wall > 0 and cores > 0 and host and host[0] != "<" and host.strip() == host:
-                    cpu = cu + (a.CumulativeRemoteSysCpu or 0.0)
-                    cw = wall * cores
-                    eff = cpu / cw
-                    key = (host, WALL_BIN0 + bisect_right(WALL_EDGES, wall))
-                    c = cells.get(key)
-                    if c is None:
-                        c = cells[key] = [0, 0.0, 0.0, 0.0, {}]
-                    c[0] += 1
-                    c[1] += cpu
-                    c[2] += cw
-                    c[3] += eff
-                    h = c[4]
-                    k = int(eff * 200 + 0.5)
-                    h[k] = h.get(k, 0) + 1
-                    completed += 1
-                    total_cw += cw
-                    if cpu == 0:
-                        zero_cpu += 1
+    line0 = 1
+    for data, end in _line_blocks(f):
+        ads, lines = _decode_block(data, end, _SUM)
+        if lines is not None:  # decoded line by line: None where msgspec did not take the line
+            ads = [(_SumAd(),) if t is None else t for t in ads]
+        odd = []  # not folded inline; each ad is a distinct object, found again by id below
+        for (a,) in ads:
+            try:
+                lrh = a.LastRemoteHost
+                if lrh[0] == "/" or a.ClusterId is None or a.ProcId is None:  # "/Expr(": no string
+                    odd.append(a)
                     continue
-        text = raw.strip()
-        if not text or text[:1] == b"#":
-            continue
-        try:
-            rec = _record_from_line(text, source, lineno)
-        except RowError as e:
-            add_issue(ParseIssue(source, lineno, str(e)))
-            continue
-        summary.add(rec)
-    summary.records += completed
-    summary.by_status["completed"] = summary.by_status.get("completed", 0) + completed
+                wall = a.RemoteWallClockTime - (a.CumulativeSuspensionTime or 0.0)
+                cpu = a.CumulativeRemoteUserCpu + (a.CumulativeRemoteSysCpu or 0.0)
+                cw = wall * (a.CpusProvisioned or a.RequestCpus or 1.0)
+                if not (wall > 0 and cw > 0):
+                    odd.append(a)
+                    continue
+                eff = cpu / cw
+                k = int(eff * 200 + 0.5)
+            except (TypeError, IndexError, OverflowError, ValueError):  # None; ""; efficiency inf, nan
+                odd.append(a)
+                continue
+            host = lrh.rpartition("@")[2]
+            try:
+                hc = by_host[host]
+            except KeyError:
+                if not host or host[0] == "<" or host.strip() != host:
+                    odd.append(a)
+                    continue
+                hc = by_host[host] = [[0.0, 0.0, 0.0, [0] * dense, {}] for _ in bins]
+            st = a.JobStatus
+            if st == 4 and not (a.ExitBySignal or a.ExitCode):
+                c = hc[bisect_right(edges, wall)]
+            else:
+                if st == 4:
+                    name = "failed"
+                else:
+                    name = inline_status.get(st)
+                    if name is None:  # running, or a number that is no status
+                        odd.append(a)
+                        continue
+                other_status[name] += 1
+                if name in failed_statuses:
+                    wasted += cw
+                    wasted_by_host[host] += cw
+                c = hc[-1]
+            c[0] += cpu
+            c[1] += cw
+            c[2] += eff
+            if k >> dense_bits:  # k < 0 or k >= dense
+                c[4][k] = c[4].get(k, 0) + 1
+            else:
+                c[3][k] += 1
+            if cpu == 0:
+                zero_cpu += 1
+        if odd:
+            if lines is None:
+                lines = data[:end].split(b"\n")
+            index = {id(t[0]): i for i, t in enumerate(ads)}
+            for a in odd:
+                i = index[id(a)]
+                text = lines[i].strip()
+                if not text or text[:1] == b"#":
+                    continue
+                try:
+                    rec = _record_from_line(text, source, line0 + i)
+                except RowError as e:
+                    add_issue(ParseIssue(source, line0 + i, str(e)))
+                    continue
+                summary.add(rec)
+        line0 += len(ads)
+    # the local cells and counts into the summary
+    cells = summary.cells
+    jobs = completed = 0
+    total_cw = 0.0
+    for host, hc in by_host.items():
+        for b, (cpu, cw, eff_sum, counts, extra) in zip(bins, hc):
+            n = sum(counts) + sum(extra.values())
+            if not n:
+                continue
+            c = cells.get((host, b))
+            if c is None:
+                c = cells[(host, b)] = [0, 0.0, 0.0, 0.0, {}]
+            c[0] += n
+            c[1] += cpu
+            c[2] += cw
+            c[3] += eff_sum
+            h = c[4]
+            for k in compress(range(dense), counts):
+                h[k] = h.get(k, 0) + counts[k]
+            for k, v in extra.items():
+                h[k] = h.get(k, 0) + v
+            jobs += n
+            total_cw += cw
+            if b != NO_BIN:
+                completed += n
+    bs = summary.by_status
+    if completed:
+        bs["completed"] = bs.get("completed", 0) + completed
+    for name, n in other_status.items():
+        bs[name] = bs.get(name, 0) + n
+        if name in failed_statuses:
+            summary.failed_jobs += n
+    summary.records += jobs
     summary.total_core_seconds += total_cw
+    summary.wasted_core_seconds += wasted
     summary.zero_cpu += zero_cpu
