@@ -6,13 +6,16 @@ Generates N job ads (the attributes ``condor_history -jsonl -attributes ...`` wo
 24 plus a few site ones) into a temporary file, then in fresh child processes pinned to one
 core measures, over the same file in the same run:
 
-* ``ours``: advisor.efficiency ingest (parse, pair CPU with wall, build records, aggregate the
-  summary: per-host/group/length distributions), no output;
+* ``ours``: advisor.efficiency ingest as the CLI runs it without ``--json`` (parse, pair CPU
+  with wall, aggregate the summary, then its per-host/group/length distributions as the
+  report reads them: ``Summary.to_dict``), no output;
 * ``json``: ``for line in f: ad = json.loads(line)`` computing the same efficiency
   (cumulative CPU / ((RemoteWallClockTime - suspension) x cores)) and its mean.
 
-Prints records/s of both, their ratio, and each child's peak RSS at two input sizes (memory
-must be flat in the input size). The temporary files are removed.
+Prints records/s of both (wall clock; the CPU time of the child beside it, which shows when
+other load on the machine took the core), their ratio, and each child's peak RSS at two input
+sizes (memory must be flat in the input size). The generated file is synced to disk before
+it is read, so that neither child pays for its write-back. The temporary files are removed.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ def generate(path: str, n: int, seed: int = 7) -> int:
             line = json.dumps(ad, separators=(", ", ": ")) + "\n"
             size += len(line)
             f.write(line)
+        f.flush()
+        os.fsync(f.fileno())
     return size
 
 
@@ -66,17 +71,18 @@ def child_ours(path: str) -> dict:
 
     issues = IssueLog()
     summary = Summary()
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     ingest_into([path], "auto", summary, issues)
-    dt = time.perf_counter() - t
-    return {"records": summary.records, "seconds": dt, "errors": issues.count,
-            "median": summary.overall.eff.quantile(0.5)}
+    report = summary.to_dict()
+    dt, dc = time.perf_counter() - t, time.process_time() - c
+    return {"records": summary.records, "seconds": dt, "cpu_seconds": dc, "errors": issues.count,
+            "median": report["efficiency"]["median"]}
 
 
 def child_json(path: str) -> dict:
     n = 0
     total = 0.0
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     with open(path, "rb") as f:
         for line in f:
             ad = json.loads(line)
@@ -86,8 +92,8 @@ def child_json(path: str) -> dict:
             if wall > 0:
                 total += cpu / (wall * cores)
             n += 1
-    dt = time.perf_counter() - t
-    return {"records": n, "seconds": dt, "mean": total / n if n else None}
+    dt, dc = time.perf_counter() - t, time.process_time() - c
+    return {"records": n, "seconds": dt, "cpu_seconds": dc, "mean": total / n if n else None}
 
 
 def run_child(kind: str, path: str) -> dict:
@@ -125,10 +131,14 @@ def main() -> None:
             ours = run_child("ours", path)
             plain = run_child("json", path)
             results[n] = (ours, plain)
+            if ours["records"] != n or plain["records"] != n or ours["errors"]:
+                raise SystemExit(f"the loops disagree on {path}: {ours} {plain}")
             r_ours = ours["records"] / ours["seconds"]
             r_json = plain["records"] / plain["seconds"]
-            print(f"{n:>9} records ({size / 1e6:.0f} MB): ours {r_ours:>10,.0f} rec/s, peak RSS {ours['max_rss_mb']:.0f} MB | "
-                  f"json loop {r_json:>10,.0f} rec/s, peak RSS {plain['max_rss_mb']:.0f} MB | ratio ours/json {r_ours / r_json:.2f}")
+            print(f"{n:>9} records ({size / 1e6:.0f} MB): ours {r_ours:>10,.0f} rec/s "
+                  f"(cpu {n / ours['cpu_seconds']:,.0f}), peak RSS {ours['max_rss_mb']:.0f} MB | "
+                  f"json loop {r_json:>10,.0f} rec/s (cpu {n / plain['cpu_seconds']:,.0f}), "
+                  f"peak RSS {plain['max_rss_mb']:.0f} MB | ratio ours/json {r_ours / r_json:.2f}")
             os.unlink(path)
         small, big = results[args.small][0], results[args.records][0]
         print(f"memory: ours {small['max_rss_mb']:.0f} MB at {args.small:,} records, {big['max_rss_mb']:.0f} MB at "
