@@ -635,7 +635,7 @@ def summarize_jsonl(f: IO[bytes], source: str, summary: Any, add_issue: Any) -> 
     inline_status = _INLINE_STATUS
     failed_statuses = FAILED_STATUSES
     wasted_by_host = summary.wasted_by_host
-    edges = WALL_EDGES
+    edges = tuple(map(float, WALL_EDGES))
     dense_bits = _DENSE_BITS
     dense = 1 << dense_bits
     #: local cells by index: length bin WALL_BIN0 + i, and NO_BIN last
@@ -652,6 +652,7 @@ def summarize_jsonl(f: IO[bytes], source: str, summary: Any, add_issue: Any) -> 
         if lines is not None:  # decoded line by line: None where msgspec did not take the line
             ads = [(_SumAd(),) if t is None else t for t in ads]
         odd = []  # not folded inline; each ad is a distinct object, found again by id below
+        # every number is a float (_Num): float constants keep CPython on its fast float paths
         for (a,) in ads:
             try:
                 lrh = a.LastRemoteHost
@@ -661,11 +662,11 @@ def summarize_jsonl(f: IO[bytes], source: str, summary: Any, add_issue: Any) -> 
                 wall = a.RemoteWallClockTime - (a.CumulativeSuspensionTime or 0.0)
                 cpu = a.CumulativeRemoteUserCpu + (a.CumulativeRemoteSysCpu or 0.0)
                 cw = wall * (a.CpusProvisioned or a.RequestCpus or 1.0)
-                if not (wall > 0 and cw > 0):
+                if not (wall > 0.0 and cw > 0.0):
                     odd.append(a)
                     continue
                 eff = cpu / cw
-                k = int(eff * 200 + 0.5)
+                k = int(eff * 200.0 + 0.5)
             except (TypeError, IndexError, OverflowError, ValueError):  # None; ""; efficiency inf, nan
                 odd.append(a)
                 continue
@@ -678,10 +679,10 @@ def summarize_jsonl(f: IO[bytes], source: str, summary: Any, add_issue: Any) -> 
                     continue
                 hc = by_host[host] = [[0.0, 0.0, 0.0, [0] * dense, {}] for _ in bins]
             st = a.JobStatus
-            if st == 4 and not (a.ExitBySignal or a.ExitCode):
+            if st == 4.0 and not (a.ExitBySignal or a.ExitCode):
                 c = hc[bisect_right(edges, wall)]
             else:
-                if st == 4:
+                if st == 4.0:
                     name = "failed"
                 else:
                     name = inline_status.get(st)
@@ -700,7 +701,7 @@ def summarize_jsonl(f: IO[bytes], source: str, summary: Any, add_issue: Any) -> 
                 c[4][k] = c[4].get(k, 0) + 1
             else:
                 c[3][k] += 1
-            if cpu == 0:
+            if cpu == 0.0:
                 zero_cpu += 1
         if odd:
             if lines is None:

@@ -84,6 +84,11 @@ EDGE_LINES = [
     _ad(ProcId=59, CumulativeRemoteUserCpu=_DROP, CommittedTime=_DROP, NumJobStarts=1),
     _ad(ProcId=60, CumulativeRemoteUserCpu=_DROP, CommittedTime=_DROP, NumJobStarts=_DROP, JobRunCount=_DROP),
     _ad(ProcId=61).replace('"ProcId": 61', '"ProcId": 0, "ProcId": 61'),  # duplicate key: the last
+    # ints beyond the ranges the summary's struct takes (its block goes line by line)
+    _ad(ProcId=62, RemoteWallClockTime=2**41), _ad(ProcId=63, CpusProvisioned=5000),
+    _ad(ProcId=64, ClusterId=2**64), _ad(ProcId=65, CumulativeRemoteUserCpu=2**40, CumulativeRemoteSysCpu=2**40,
+                                         RemoteWallClockTime=2**40, CumulativeSuspensionTime=-2**40, CpusProvisioned=4096),
+    _ad(ProcId=66, RemoteWallClockTime=2**53 + 1, CumulativeSuspensionTime=1),
 ]
 MALFORMED = [
     "{broken", "[1, 2, 3]", "5", '"a string"', "null", "{}", "", "   ", "\t", "# a comment", "#",
