@@ -53,8 +53,11 @@ class Histogram:
 
     def merge_bins(self, bins: dict[int, int], count: int, total: float) -> None:
         b = self.bins
-        for k, v in bins.items():
-            b[k] = b.get(k, 0) + v
+        if b:
+            for k, v in bins.items():
+                b[k] = b.get(k, 0) + v
+        else:
+            b.update(bins)
         self.count += count
         self.total += total
 
@@ -67,15 +70,25 @@ class Histogram:
         return k * self.step
 
     def quantile(self, q: float) -> float | None:
+        return self.quantiles(q)[0]
+
+    def quantiles(self, *qs: float) -> list[float | None]:
+        """``quantile(q)`` for each q, the bins sorted once."""
         if not self.count:
-            return None
-        target = q * (self.count - 1)
-        seen = 0
-        for k in sorted(self.bins):
-            seen += self.bins[k]
-            if seen > target:
-                return self._value(k)
-        return self._value(max(self.bins))
+            return [None for _ in qs]
+        keys = sorted(self.bins)
+        out: list[float | None] = []
+        for q in qs:
+            target = q * (self.count - 1)
+            seen = 0
+            for k in keys:
+                seen += self.bins[k]
+                if seen > target:
+                    out.append(self._value(k))
+                    break
+            else:
+                out.append(self._value(keys[-1]))
+        return out
 
     @property
     def mean(self) -> float | None:
@@ -83,12 +96,13 @@ class Histogram:
 
     def stats(self, digits: int = 4) -> dict[str, Any]:
         r = (lambda v: None if v is None else round(v, digits))
+        median, p10, p90 = self.quantiles(0.5, 0.1, 0.9)
         return {
             "count": self.count,
             "mean": r(self.mean),
-            "median": r(self.quantile(0.5)),
-            "p10": r(self.quantile(0.1)),
-            "p90": r(self.quantile(0.9)),
+            "median": r(median),
+            "p10": r(p10),
+            "p90": r(p90),
         }
 
 
@@ -218,8 +232,11 @@ class Summary:
 
     @property
     def groups(self) -> dict[str, Group]:
+        return self._groups(self.hosts)
+
+    def _groups(self, hosts: dict[str, Group]) -> dict[str, Group]:
         out: dict[str, Group] = {}
-        for h, g in self.hosts.items():
+        for h, g in hosts.items():
             for name in (self._group_of(h) if h != "(unknown)" else ["(unknown)"]):
                 gg = out.setdefault(name, Group())
                 gg.eff.merge(g.eff)
@@ -278,10 +295,11 @@ class Summary:
             "total_core_hours": round(self.total_core_seconds / 3600, 3),
             "wasted_share": round(self.wasted_core_seconds / self.total_core_seconds, 4) if self.total_core_seconds else None,
         }
+        hosts = self.hosts if "group" in by or "host" in by else {}
         if "group" in by:
-            d["by_group"] = {k: v.stats() for k, v in sorted(self.groups.items())}
+            d["by_group"] = {k: v.stats() for k, v in sorted(self._groups(hosts).items())}
         if "host" in by:
-            d["by_host"] = {k: v.stats() for k, v in sorted(self.hosts.items())}
+            d["by_host"] = {k: v.stats() for k, v in sorted(hosts.items())}
         if "length" in by:
             d["length_kind"] = self.length_kind
             d["by_length"] = self.length_table()
