@@ -113,3 +113,37 @@ def test_bad_scan(tmp_path):
     p.write_text('{"findings": [{"hosts": []}]}')
     with pytest.raises(EfficiencyInputError, match="rule_id"):
         load_scan(str(p))
+
+
+def test_quantiles_one_sort_match_the_definition():
+    """quantiles(*qs): for each q the first bin whose cumulative count exceeds q * (n - 1)."""
+    import random
+
+    from advisor.efficiency.analysis import Histogram
+
+    rnd = random.Random(3)
+    assert Histogram().quantiles(0.5, 0.1) == [None, None]
+    for _ in range(200):
+        h = Histogram(log=rnd.random() < 0.3)
+        for _ in range(rnd.randint(1, 40)):
+            h.add(rnd.choice((0.0, rnd.uniform(0, 1.5), rnd.uniform(1e-3, 1e4))))
+        for q in (0.0, 0.1, 0.5, 0.9, 1.0):
+            target, seen, want = q * (h.count - 1), 0, None
+            for k in sorted(h.bins):
+                seen += h.bins[k]
+                if seen > target:
+                    want = h._value(k)
+                    break
+            assert h.quantile(q) == want
+        assert h.quantiles(0.5, 0.1, 0.9) == [h.quantile(0.5), h.quantile(0.1), h.quantile(0.9)]
+
+
+def test_to_dict_groups_and_hosts_from_the_same_merge():
+    s = Summary(group_of=lambda h: ["g" + h[-1], "all"])
+    for i in range(60):
+        s.add(JobRecord(job_id=str(i), host=f"wn{i % 4}", cores=1 + i % 3, cpu_seconds=50.0 + i,
+                        wall_seconds=100.0 + 30 * i, status="completed" if i % 5 else "failed"))
+    d = s.to_dict()
+    assert d["by_host"] == {k: v.stats() for k, v in sorted(s.hosts.items())}
+    assert d["by_group"] == {k: v.stats() for k, v in sorted(s.groups.items())}
+    assert d["by_group"]["all"]["count"] == d["efficiency"]["count"] == 60
