@@ -43,17 +43,23 @@ def test_ifca_loop(tmp_path):
         # throughput rules are judged on the paths below
         assert not [f for f in result["findings"] if f["outcome"] != "fixed" and f["severity"] in ("high", "critical")
                     and not f["rule_id"].startswith("MESH-")]
-        # storage->worker paths with the tcp_sack fault removed: every path at least doubles and the
-        # median is back near the link rate. (>= 0.9 on every single path is not reliable on 2 shared
-        # cores: after the fix single paths measured 0.73-0.96 of 1 Gb/s; see issue 6's closing note.)
+        # storage->worker paths with the tcp_sack fault removed: every one back to >= 90% of the
+        # 1 Gb/s shaped link (paths below 0.9 in a round of two concurrent tests are measured
+        # again alone: the site's mesh retest_below)
         worker_paths = [p for p in result["paths"] if p["src"].startswith("gpfs") and p["dst"].startswith("wn")]
         assert len(worker_paths) == 8
         for p in worker_paths:
             assert p["ratio_after_before"] is not None and p["ratio_after_before"] >= 2.0, p
-        ratios = sorted(p["after_of_expected"] for p in worker_paths)
-        assert (ratios[3] + ratios[4]) / 2 >= 0.8, ratios  # before the fix: 0.07-0.26
+            assert p["after_of_expected"] >= 0.9, p
         # the firewall cut between the GPFS servers is gone
         cut = next(p for p in result["paths"] if (p["src"], p["dst"]) == ("gpfs01", "gpfs02"))
         assert cut["ratio_after_before"] >= 1.8 and cut["after_of_expected"] >= 0.85, cut
+        # the symptom: the active test job's CPU efficiency on the workers about doubles (IFCA: ~2x)
+        eff = result["efficiency"]
+        assert eff["before"] is not None and eff["after"] is not None
+        assert eff["before"] < 0.6 and eff["after"] >= 0.85, eff
+        assert eff["ratio"] >= 1.8, eff
+        print(f"\nifca loop: storage->worker after/expected {sorted(round(p['after_of_expected'], 2) for p in worker_paths)}, "
+              f"efficiency {eff['before']:.2f} -> {eff['after']:.2f} (x{eff['ratio']:.2f})")
     finally:
         run(BIN / "storadvise", "lab", "down", "--name", name, check=False)
