@@ -1,6 +1,6 @@
 """Benchmark: `storadvise efficiency ingest` over condor_history -jsonl, beside a plain json loop.
 
-    .venv/bin/python bench/bench_efficiency_ingest.py [--records 1000000] [--small 250000]
+    .venv/bin/python bench/bench_efficiency_ingest.py [--records 1000000] [--small 250000] [--repeat 1]
 
 Generates N job ads (the attributes ``condor_history -jsonl -attributes ...`` would give: our
 24 plus a few site ones) into a temporary file, then in fresh child processes pinned to one
@@ -15,7 +15,9 @@ core measures, over the same file in the same run:
 Prints records/s of both (wall clock; the CPU time of the child beside it, which shows when
 other load on the machine took the core), their ratio, and each child's peak RSS at two input
 sizes (memory must be flat in the input size). The generated file is synced to disk before
-it is read, so that neither child pays for its write-back. The temporary files are removed.
+it is read, so that neither child pays for its write-back. ``--repeat N`` runs each child N
+times, alternating, and reports the median run of each (by wall time) - for a machine shared
+with other load. The temporary files are removed.
 """
 
 from __future__ import annotations
@@ -105,6 +107,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--small", type=int, default=250_000)
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each child; the median is reported")
     ap.add_argument("--child", nargs=2, metavar=("KIND", "FILE"))
     args = ap.parse_args()
     if args.child:
@@ -122,14 +125,18 @@ def main() -> None:
         accel = f"msgspec {msgspec.__version__}"
     except ImportError:
         accel = "none (stdlib json; install msgspec for the fast path)"
-    print(f"python {sys.version.split()[0]}, accelerator: {accel}")
+    print(f"python {sys.version.split()[0]}, accelerator: {accel}"
+          + (f", median of {args.repeat} runs each" if args.repeat > 1 else ""))
     with tempfile.TemporaryDirectory(prefix="bench-eff-") as tmp:
         results = {}
         for n in (args.small, args.records):
             path = os.path.join(tmp, f"history-{n}.jsonl")
             size = generate(path, n)
-            ours = run_child("ours", path)
-            plain = run_child("json", path)
+            runs: dict[str, list[dict]] = {"ours": [], "json": []}
+            for _ in range(max(1, args.repeat)):
+                for kind in runs:
+                    runs[kind].append(run_child(kind, path))
+            ours, plain = (sorted(r, key=lambda x: x["seconds"])[len(r) // 2] for r in runs.values())
             results[n] = (ours, plain)
             if ours["records"] != n or plain["records"] != n or ours["errors"]:
                 raise SystemExit(f"the loops disagree on {path}: {ours} {plain}")
