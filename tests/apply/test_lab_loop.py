@@ -26,12 +26,39 @@ def run(*argv, cwd=None, check=True):
     return cp
 
 
+def check_before(report: dict) -> None:
+    """The mesh of the faulty site (issue 4's "done when"): storage->worker degraded, the reverse
+    and the other groups fine, gpfs01->gpfs02 cut by the firewall, and the asymmetry diagnosis
+    naming tcp_sack=0 on both GPFS servers."""
+    by = {(p["src"], p["dst"]): p for p in report["mesh"]["paths"]}
+    gpfs, wns = ("gpfs01", "gpfs02"), ("wn01", "wn02", "wn03", "wn04")
+
+    def ratio(s: str, d: str) -> float:
+        p = by[(s, d)]
+        return 0.0 if p["status"] != "ok" else p["measured_bps"] / p["expected_bps"]
+
+    for g in gpfs:
+        for w in wns:
+            assert ratio(g, w) < 0.5, by[(g, w)]
+            assert ratio(w, g) >= 0.8, by[(w, g)]
+        assert ratio("se01", g) >= 0.8 and ratio(g, "se01") >= 0.8, (by[("se01", g)], by[(g, "se01")])
+    for a in wns:
+        for b in wns:
+            if a != b:
+                assert ratio(a, b) >= 0.8, by[(a, b)]
+    assert ratio("gpfs01", "gpfs02") < 0.7, by[("gpfs01", "gpfs02")]
+    asym = [f for f in report["findings"] if f["rule_id"] == "MESH-ASYMMETRY" and f["status"] == "fail"]
+    named = {h for f in asym if "tcp_sack" in f"{f.get('message')} {f.get('observed')}" for h in f["hosts"]}
+    assert set(gpfs) <= named, [(f["hosts"], f.get("message")) for f in asym]
+
+
 def test_ifca_loop(tmp_path):
     name = f"apply{os.getpid()}"
     run(BIN / "storadvise", "lab", "up", "--scenario", "ifca", "--name", name)
     try:
         scan = tmp_path / "scan.json"
         run(BIN / "storadvise", "scan", "--site", name, "-o", scan, "--json")
+        check_before(json.loads(scan.read_text()))
         run(BIN / "storadvise", "plan", "--site", name, "--scan", scan, "--out", tmp_path / "plan")
         ap = run(shutil.which("ansible-playbook", path=str(BIN)), "apply-tuning.yml", cwd=tmp_path / "plan", check=False)
         assert ap.returncode == 0, ap.stdout[-3000:]
