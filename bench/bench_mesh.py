@@ -7,15 +7,19 @@ Checks (issue 4):
   * every path measured in a concurrent round within 10% of the same path measured alone,
 and prints the ratio of the serial wall time to the round schedule's, measured in the same run.
 
-Two ways to run it (root):
+Three ways to run it (root):
 
-  # on namespaces it builds itself (bridge in a switch namespace, tbf-shaped veths in
-  # 198.18.200.0/24; torn down at the end, even on failure):
+  # on a storadvise lab it brings up itself (N hosts "h01".."hNN" on one switch, tbf-shaped
+  # links at --rate, real sshd and iperf3 in every host, every test over SSH as a scan runs it;
+  # `lab down` at the end, even on failure):
+  .venv/bin/python bench/bench_mesh.py --lab --hosts 16 --rate 100mbit --duration 2
+
+  # on a running lab (storadvise lab up ...): the first N hosts of the lab's site, over SSH:
+  .venv/bin/python bench/bench_mesh.py --site <lab-site> --hosts 16
+
+  # on bare namespaces it builds itself (bridge in a switch namespace, tbf-shaped veths in
+  # 198.18.200.0/24, iperf3 through `ip netns exec`, no SSH; torn down at the end):
   .venv/bin/python bench/bench_mesh.py --hosts 16 --rate 100mbit --duration 2
-
-  # on a running lab (storadvise lab up ...): every host of the lab's site, over SSH; run it
-  # where the lab addresses are reachable (the lab's controller namespace):
-  ip netns exec <controller-ns> .venv/bin/python bench/bench_mesh.py --site <lab-site> --hosts 16
 
 Shaped links keep the machine's 2 cores from being the bottleneck: LAB-TRIAL.md measured two
 disjoint 1 Gbit/s pairs at full rate together, but 8 concurrent bidirectional 1 Gbit/s tests
@@ -106,6 +110,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--hosts", type=int, default=16, help="N hosts in the full mesh (default 16)")
     ap.add_argument("--site", help="a running lab's site (name or file); default: build namespaces")
+    ap.add_argument("--lab", action="store_true", help="bring up a storadvise lab of --hosts hosts for the run")
     ap.add_argument("--rate", default="100mbit", help="tbf rate per host egress for self-built namespaces")
     ap.add_argument("--duration", type=float, default=2.0)
     ap.add_argument("--omit", type=float, default=0.5)
@@ -116,6 +121,31 @@ def main() -> int:
     args = ap.parse_args()
     from advisor.units import parse_rate_bps
 
+    lab_name = None
+    if args.lab:
+        import tempfile
+
+        from advisor.lab.control import lab_up
+
+        lab_name = "bench-mesh"
+        scen = Path(tempfile.mkdtemp(prefix="bench-mesh-")) / "bench-mesh.yml"
+        scen.write_text(f"name: {lab_name}\ndescription: bench/bench_mesh.py, no faults\nlink_rate: {args.rate}\n"
+                        f"hosts:\n  - name: h[01:{args.hosts:02d}]\n    roles: [worker]\n")
+        t = time.monotonic()
+        lab_up(str(scen), recreate=True)
+        print(f"lab {lab_name}: {args.hosts} hosts up in {time.monotonic() - t:.1f} s", flush=True)
+        args.site = lab_name
+    try:
+        return _run(args, parse_rate_bps)
+    finally:
+        if lab_name:
+            from advisor.lab.control import lab_down
+
+            lab_down(lab_name)
+            print(f"lab {lab_name}: down", flush=True)
+
+
+def _run(args, parse_rate_bps) -> int:
     if args.site:
         from advisor.site import load_site
         from advisor.transport.factory import transport_for
