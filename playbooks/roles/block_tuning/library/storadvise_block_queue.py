@@ -111,6 +111,8 @@ def parse_udev(text):
 
 def apply(module, p):
     result = {"changed": False, "changed_devices": {}}
+    if not p["devices"]:
+        return result  # nothing planned: neither sysfs nor the udev rule is touched
     changes = {}
     for dev, want in sorted((p["devices"] or {}).items()):
         if not os.path.isdir(os.path.join(p["sysfs_block"], dev)):

@@ -1,0 +1,107 @@
+"""block_tuning run by real ansible-playbook (local connection) against a sysfs-shaped tree in the
+test's temp dir: a real block device's queue cannot be changed on a CI machine, and the role's
+sysfs root and udev rule path are role variables for exactly this. Apply, read back, persist,
+second run changes nothing, --check --diff changes nothing, rollback restores; no devices planned
+changes nothing at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.apply.conftest import ANSIBLE_PLAYBOOK
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(not ANSIBLE_PLAYBOOK, reason="ansible-playbook not installed")
+
+PLAY = """---
+- name: Block queue
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  roles:
+    - role: block_tuning
+      vars:
+        block_tuning_state: "{{ state | default('present') }}"
+"""
+
+
+def world(tmp: Path, devices: dict) -> dict:
+    sysfs = tmp / "sys" / "block"
+    for dev, (ra, sched) in {"sdb": ("128", "[none] mq-deadline kyber"), "sdc": ("4096", "none [mq-deadline]")}.items():
+        q = sysfs / dev / "queue"
+        q.mkdir(parents=True)
+        (q / "read_ahead_kb").write_text(ra + "\n")
+        (q / "scheduler").write_text(sched + "\n")
+    (tmp / "rules.d").mkdir()
+    (tmp / "play.yml").write_text(PLAY)
+    (tmp / "vars.json").write_text(json.dumps({
+        "block_tuning_devices": devices, "block_tuning_sysfs_block": str(sysfs),
+        "block_tuning_udev_rules_file": str(tmp / "rules.d" / "60-storadvise-block.rules"),
+        "block_tuning_backup_file": str(tmp / "backup" / "block_tuning.json"),
+    }))
+    (tmp / "backup").mkdir()
+    return {"sysfs": sysfs, "rules": tmp / "rules.d" / "60-storadvise-block.rules", "tmp": tmp}
+
+
+def play(w: dict, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ANSIBLE_ROLES_PATH": str(REPO / "playbooks" / "roles"),
+           "ANSIBLE_MODULE_UTILS": str(REPO / "playbooks" / "module_utils"), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
+           "ANSIBLE_LOCALHOST_WARNING": "false", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false"}
+    cp = subprocess.run([ANSIBLE_PLAYBOOK, "-i", "localhost,", "play.yml", "-e", "@vars.json", *args],
+                        cwd=w["tmp"], capture_output=True, text=True, timeout=300, env=env)
+    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-2000:]
+    return cp
+
+
+def changed(cp: subprocess.CompletedProcess) -> int:
+    recap = cp.stdout.split("PLAY RECAP", 1)[1]
+    return int(recap.split("changed=", 1)[1].split()[0])
+
+
+def q(w: dict, dev: str, key: str) -> str:
+    return (w["sysfs"] / dev / "queue" / key).read_text().strip()
+
+
+def test_apply_idempotent_check_and_rollback(tmp_path: Path) -> None:
+    w = world(tmp_path, {"sdb": {"read_ahead_kb": 8192, "scheduler": "mq-deadline"}})
+    chk = play(w, "--check", "--diff")
+    assert changed(chk) == 1 and "read_ahead_kb = 8192" in chk.stdout
+    assert q(w, "sdb", "read_ahead_kb") == "128" and not w["rules"].exists()  # --check wrote nothing
+    assert changed(play(w)) == 1
+    assert q(w, "sdb", "read_ahead_kb") == "8192" and q(w, "sdb", "scheduler") == "mq-deadline"
+    assert q(w, "sdc", "read_ahead_kb") == "4096"  # not planned: untouched
+    rule = w["rules"].read_text()
+    assert 'KERNEL=="sdb", ATTR{queue/read_ahead_kb}="8192", ATTR{queue/scheduler}="mq-deadline"' in rule
+    assert changed(play(w)) == 0 and changed(play(w, "--check", "--diff")) == 0
+    backup = json.loads((tmp_path / "backup" / "block_tuning.json").read_text())
+    assert backup["devices"]["sdb"] == {"read_ahead_kb": "128", "scheduler": "none"}
+    assert changed(play(w, "-e", "state=rollback")) == 1
+    assert q(w, "sdb", "read_ahead_kb") == "128" and q(w, "sdb", "scheduler") == "none"
+    assert not w["rules"].exists()  # there was no rule file before
+    again = play(w, "-e", "state=rollback")
+    assert changed(again) == 0 and "no backup" in again.stdout
+
+
+def test_nothing_planned_changes_nothing(tmp_path: Path) -> None:
+    w = world(tmp_path, {})
+    assert changed(play(w, "--check", "--diff")) == 0
+    assert changed(play(w)) == 0
+    assert not w["rules"].exists() and not any((tmp_path / "backup").iterdir())
+
+
+def test_unknown_device_is_a_one_line_failure(tmp_path: Path) -> None:
+    w = world(tmp_path, {"sdz": {"read_ahead_kb": 8192}})
+    env = {**os.environ, "ANSIBLE_ROLES_PATH": str(REPO / "playbooks" / "roles"),
+           "ANSIBLE_MODULE_UTILS": str(REPO / "playbooks" / "module_utils"), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_PYTHON_INTERPRETER": sys.executable}
+    cp = subprocess.run([ANSIBLE_PLAYBOOK, "-i", "localhost,", "play.yml", "-e", "@vars.json"], cwd=tmp_path,
+                        capture_output=True, text=True, timeout=300, env=env)
+    assert cp.returncode != 0 and "sdz: no such block device" in cp.stdout
+    assert q(w, "sdb", "read_ahead_kb") == "128"
