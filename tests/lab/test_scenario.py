@@ -15,7 +15,7 @@ def test_builtins_load() -> None:
     sc = load_scenario("ifca")
     assert [h.name for h in sc.hosts] == ["gpfs01", "gpfs02", "se01", "wn01", "wn02", "wn03", "wn04"]
     assert {h.name for h in sc.select("storage")} == {"gpfs01", "gpfs02"}
-    assert sc.paths[0].loss == 2000 and sc.needs_loss and not sc.needs_delay
+    assert sc.paths[0].loss == 5000 and sc.needs_loss and not sc.needs_delay
     gp = {h.name: h for h in sc.hosts}
     assert gp["gpfs01"].sysctls == {"net.ipv4.tcp_sack": 0} and gp["wn01"].sysctls == {}
     assert gp["gpfs02"].firewall and gp["gpfs02"].firewall.iptables and not gp["gpfs01"].firewall
@@ -71,11 +71,12 @@ def test_refuses_what_the_kernel_cannot_do(tmp_path: Path) -> None:
     p = write(tmp_path, "name: x\nhosts:\n  - name: a\n  - name: b\npaths:\n  - {from: a, to: b, delay: 2ms, loss: 1%}\n")
     sc = load_scenario(str(p))
     caps = Capabilities(tbf=True, bridge=True, nft_bridge_numgen=False, netem=False, ethtool=True, iptables=True,
-                        errors={"netem": "Error: Specified qdisc kind is unknown.", "nft bridge": "Error: no numgen"})
+                        errors={"netem": "Error: Specified qdisc kind is unknown.", "nft bridge": "Error: no numgen",
+                                "nfqueue": "Error: no NFQUEUE target"}, nfqueue=False)
     with pytest.raises(StoradviseError) as e:
         refuse_unrealisable(sc, caps)
     msg = str(e.value)
-    assert "netem" in msg and "numgen" in msg and "\n" not in msg
+    assert "NFQUEUE delay forwarder" in msg and "no NFQUEUE target" in msg and "numgen" in msg and "\n" not in msg
 
 
 def test_not_root_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
