@@ -381,6 +381,14 @@ def parse_xcache_config(text: str) -> XCacheConfigFacts:
     return facts
 
 
+def _configured_paths(ctx: ProbeContext, key: str) -> list[str]:
+    """A host variable holding one path or a list of paths, as a list (empty when unset)."""
+    v = ctx.vars.get(key)
+    if not v:
+        return []
+    return [str(p) for p in (v if isinstance(v, list) else [v])]
+
+
 _SKIP_FILE = 'case "$b" in *~|*.rpmsave|*.rpmnew|*.dpkg-*|*.bak|.*) continue;; esac'
 
 
@@ -391,10 +399,9 @@ class XCacheConfigProbe(Probe):
     facts_model = XCacheConfigFacts
 
     def script(self, ctx: ProbeContext) -> str:
-        configured = ctx.vars.get("xcache_config")
+        configured = _configured_paths(ctx, "xcache_config")
         if configured:
-            paths = configured if isinstance(configured, list) else [configured]
-            pick = "CFGS=" + shlex.quote(" ".join(str(p) for p in paths)) + "\n"
+            pick = "CFGS=" + shlex.quote(" ".join(configured)) + "\n"
         else:
             pick = (
                 'CFGS=""\n'
@@ -536,9 +543,9 @@ class XCacheLogProbe(Probe):
     facts_model = XCacheLogFacts
 
     def script(self, ctx: ProbeContext) -> str:
-        configured = ctx.vars.get("xcache_log")
+        configured = _configured_paths(ctx, "xcache_log")
         if configured:
-            cands = " ".join(shlex.quote(str(p)) for p in (configured if isinstance(configured, list) else [configured]))
+            cands = " ".join(shlex.quote(p) for p in configured)
         else:
             cands = "/var/log/xrootd/*/xrootd.log /var/log/xrootd/xrootd.log"
         return (
@@ -637,10 +644,9 @@ class XCacheUsageProbe(Probe):
     facts_model = XCacheUsageFacts
 
     def script(self, ctx: ProbeContext) -> str:
-        configured = ctx.vars.get("xcache_paths")
+        configured = _configured_paths(ctx, "xcache_paths")
         if configured:
-            paths = configured if isinstance(configured, list) else [configured]
-            pick = "PATHS=" + shlex.quote(" ".join(str(p) for p in paths)) + "\n"
+            pick = "PATHS=" + shlex.quote(" ".join(configured)) + "\n"
         else:
             pick = (
                 f"FILES=$(ls {XROOTD_ETC}/xrootd-*.cfg {XROOTD_ETC}/config.d/* 2>/dev/null)\n"

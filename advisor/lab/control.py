@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -336,9 +338,6 @@ def delay_queues(entries: list[tuple[list[str], list[str], float]]) -> tuple[dic
 
 
 def _start_delay_forwarder(rec: LabRecord, sw: str, entries: list[tuple[list[str], list[str], float]]) -> None:
-    import subprocess
-    import sys
-
     ns = switch_ns(rec.name, sw)
     queues, lines = delay_queues(entries)
     nx.in_ns(ns, ["sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=1"])

@@ -43,7 +43,6 @@ NFQA_PACKET_HDR, NFQA_VERDICT_HDR = 1, 2
 NFQA_CFG_CMD, NFQA_CFG_PARAMS, NFQA_CFG_QUEUE_MAXLEN, NFQA_CFG_MASK, NFQA_CFG_FLAGS = 1, 2, 3, 4, 5
 NFQNL_CFG_CMD_BIND, NFQNL_CFG_CMD_UNBIND = 1, 2
 NFQNL_COPY_META = 1
-NFQA_CFG_F_GSO = 4
 NLM_F_REQUEST, NLM_F_ACK = 1, 4
 NLMSG_ERROR = 2
 NF_ACCEPT = 1
@@ -260,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         fwd.serve(stop)
     finally:
         fwd.close()
+        # the forwarder's log (<lab>/delayq-<switch>.log) says what it did
+        print(f"delayq: released {fwd.released} packets, {fwd.overruns} socket overruns", file=sys.stderr)
     return 0
 
 

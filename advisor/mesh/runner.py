@@ -271,12 +271,12 @@ class MeshRunner:
 
     # slow paths again, alone ---------------------------------------------------------------
 
-    def retest_slow(self, paths: list[dict], by_key: dict, n_rounds: int) -> int:
+    def retest_slow(self, paths: list[dict], by_key: dict, n_rounds: int) -> None:
         """Measure every path below ``retest_below`` of its expected rate again, one test at a
-        time (nothing else running), and keep that measurement; returns how many were retested."""
+        time (nothing else running), and keep that measurement (the round's under ``retest``)."""
         limit = self.opts.retest_below
         if not limit:
-            return 0
+            return
         slow = [k for k, p in enumerate(paths) if p.get("status") == "ok" and p.get("ratio_basis") == "expected"
                 and p.get("ratio") is not None and p["ratio"] < limit]
         if slow:
@@ -300,7 +300,6 @@ class MeshRunner:
                 old["retest"] = note
             self._report(MeshProgress("test-done", n_rounds + 1, n_rounds, n, len(slow),
                                       f"{req.src}->{req.dst} alone"))
-        return len(slow)
 
     # the whole mesh ------------------------------------------------------------------------
 
@@ -341,7 +340,7 @@ class MeshRunner:
                         self._report(MeshProgress("test-done", i, len(rounds), done, len(slots), msg))
                 self._report(MeshProgress("round-done", i, len(rounds), done, len(slots)))
             judge_paths(paths)
-            retested = self.retest_slow(paths, by_key, len(rounds))
+            self.retest_slow(paths, by_key, len(rounds))
         finally:
             self.hosts.close()
         order = {(r.src, r.dst): k for k, r in enumerate(requests)}
@@ -349,7 +348,7 @@ class MeshRunner:
         judge_paths(paths)
         return {
             "rounds": len(rounds),
-            "retested": retested,
+            "retested": sum(1 for p in paths if p.get("retest")),
             "schedule": [[[s, d] for s, d in rnd] for rnd in rounds],
             "paths": paths,
             "wall_seconds": round(time.monotonic() - t0, 3),

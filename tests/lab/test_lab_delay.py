@@ -187,14 +187,24 @@ def test_delay_is_exact_at_a_low_rate(delay_lab: dict) -> None:
     from advisor.lab.records import host_ns
 
     hosts = delay_lab["hosts"]
-    for src, dst, ms in (("a", "c", 20), ("b", "c", 5), ("a", "b", 0)):
-        for _ in range(20):  # the host's iperf3 server needs a moment between two tests
-            cp = subprocess.run(["ip", "netns", "exec", host_ns("t-dly", src), "iperf3", "-c", hosts[dst]["address"],
-                                 "-b", "4M", "-t", "2", "-C", "cubic", "-J"], capture_output=True, text=True, timeout=60)
-            data = json.loads(cp.stdout)
-            if "busy" not in str(data.get("error")):
-                break
-            time.sleep(0.5)
+    for k, (src, dst, ms) in enumerate((("a", "c", 20), ("b", "c", 5), ("a", "b", 0))):
+        # a one-shot server of this test's own on its own port (the host's shared iperf3 server
+        # may still be finishing the previous test), killed by pid
+        port = str(5390 + k)
+        srv = subprocess.Popen(["ip", "netns", "exec", host_ns("t-dly", dst), "iperf3", "-s", "-1", "-p", port],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(40):
+                cp = subprocess.run(["ip", "netns", "exec", host_ns("t-dly", src), "iperf3", "-c", hosts[dst]["address"],
+                                     "-p", port, "-b", "4M", "-t", "2", "-C", "cubic", "-J"],
+                                    capture_output=True, text=True, timeout=60)
+                data = json.loads(cp.stdout)
+                if "refused" not in str(data.get("error")):  # not listening yet
+                    break
+                time.sleep(0.1)
+        finally:
+            srv.kill()
+            srv.wait(timeout=10)
         assert "error" not in data, (src, dst, data["error"])
         s = data["end"]["streams"][0]["sender"]
         # a paced 4 Mbit/s stream: no queue anywhere, the RTT is the delay plus under a millisecond
