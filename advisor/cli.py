@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Optional
 
@@ -23,6 +22,8 @@ except ImportError:  # pragma: no cover - older typer depends on click
     from click import exceptions as click_exceptions
 from advisor.errors import StoradviseError, UsageError
 from advisor.findings import SEVERITY_ORDER
+from advisor.scan import ScanOptions
+from advisor.scan_flags import scan_options
 
 app = typer.Typer(
     name="storadvise",
@@ -65,150 +66,37 @@ def _fail_on(value: str) -> str:
     return value
 
 
-def resolve_site(site: Optional[str], inventory: Optional[Path], role_map: list[str]):
-    """The site to scan: a site file by name/path, an Ansible inventory, or the local host."""
-    from advisor.inventory import parse_role_map, site_from_inventory
-    from advisor.site import load_site, local_site
-
-    if inventory is not None:
-        if site is not None:
-            raise UsageError("give either --site or --inventory, not both")
-        s = site_from_inventory(inventory, parse_role_map(role_map))
-        s.source = str(inventory)
-        return s.apply_defaults()
-    if role_map:
-        raise UsageError("--role-map goes with --inventory")
-    if site is None:
-        return local_site()
-    return load_site(site)
-
-
-class ScanProgress:
-    """A rich progress bar on stderr: one tick per host."""
-
-    def __init__(self, total: int, label: str, enabled: bool):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=err,
-                                 transient=True, disable=not enabled)
-        self.task = self.progress.add_task(label, total=total, last="")
-
-    def __enter__(self) -> "ScanProgress":
-        self.progress.__enter__()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.progress.__exit__(*exc)
-
-    def host_done(self, host: str, finished: bool, message: str) -> None:
-        self.progress.update(self.task, advance=1 if finished else 0, last=f"{host}: {message}")
-
-
-def _transport_factory(site, trust_new_hosts: bool, connect_timeout: float):
-    from advisor.transport.factory import SshOptions, transport_for
-
-    options = SshOptions(trust_new_hosts=trust_new_hosts, connect_timeout=connect_timeout)
-    return lambda host: transport_for(host, site, options)
-
-
-def _captured_factory(directory: Path, manifest: dict):
-    from advisor.transport.base import HostUnreachable
-    from advisor.transport.captured import CapturedTransport
-
-    def factory(host):
-        recorded = manifest.get("hosts", {}).get(host.name, {})
-        if recorded and not recorded.get("reachable", True):
-            raise HostUnreachable("; ".join(recorded.get("errors") or []) or f"{host.name}: unreachable at collection")
-        return CapturedTransport(directory, host.name)
-
-    return factory
-
-
-def _load_capture(directory: Path):
-    from advisor.collector import MANIFEST
-    from advisor.site import Site
-
-    mpath = directory / MANIFEST
-    try:
-        manifest = json.loads(mpath.read_text())
-    except FileNotFoundError:
-        raise StoradviseError(f"{directory}: no {MANIFEST}; not a directory written by 'storadvise collect'") from None
-    except json.JSONDecodeError as exc:
-        raise StoradviseError(f"{mpath}:{exc.lineno}: not JSON: {exc.msg}") from None
-    try:
-        site = Site.model_validate(manifest["site"])
-    except Exception as exc:  # pydantic error or missing key
-        raise StoradviseError(f"{mpath}: invalid site in manifest: {str(exc).splitlines()[0]}") from None
-    site.source = str(mpath)
-    return site, manifest
-
-
-def _select_hosts(site, pattern: Optional[str]):
-    import fnmatch
-
-    if not pattern:
-        return site.hosts
-    chosen = [h for h in site.hosts if any(fnmatch.fnmatchcase(h.name, p) or p in h.groups or p in h.role_names
-                                           for p in pattern.split(","))]
-    if not chosen:
-        raise UsageError(f"--hosts {pattern!r} matches no host of site {site.name}")
-    return chosen
-
-
 # --------------------------------------------------------------------------- scan
 
 
 @app.command(epilog="Examples:\n\n  storadvise scan                      # the local host\n\n"
              "  storadvise scan --site ifca --json > scan.json\n\n"
              "  storadvise scan --inventory hosts.ini --role-map gpfs=storage --role-map wn=worker")
+@scan_options()
 def scan(
     site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name (sites/NAME.yml, ~/.config/storadvise/sites, lab) or path; none = the local host."),
-    from_dir: Optional[Path] = typer.Option(None, "--from", help="Analyse outputs saved by 'storadvise collect' instead of probing."),
     inventory: Optional[Path] = typer.Option(None, "--inventory", "-i", help="An Ansible inventory (INI or YAML) instead of a site file."),
     role_map: list[str] = typer.Option([], "--role-map", help="GROUP=ROLE for --inventory (repeatable)."),
-    profile: list[str] = typer.Option([], "--profile", "-p", help="Profile(s) to apply (default: the site's, else generic)."),
     json_out: bool = typer.Option(False, "--json", help="Print the JSON report to stdout."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the JSON report to FILE."),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Write findings as JUnit XML to FILE."),
     fail_on: str = typer.Option("high", "--fail-on", help="Exit 2 when a failed finding is at least this severe."),
-    parallel: int = typer.Option(16, "--parallel", min=1, max=512, help="Hosts probed at once."),
-    trust_new_hosts: bool = typer.Option(False, "--trust-new-hosts", help="Record unknown SSH host keys in known_hosts (never accepts a changed key)."),
-    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.5, help="SSH connect timeout, seconds."),
-    sample_seconds: float = typer.Option(5.0, "--sample-seconds", min=0.1, max=600, help="Disk utilisation sampling interval."),
-    hosts: Optional[str] = typer.Option(None, "--hosts", help="Only these hosts: names, globs, groups or roles, comma-separated."),
-    no_mesh: bool = typer.Option(False, "--no-mesh", help="Skip the iperf3 throughput mesh even when the site asks for it."),
-    no_efficiency: bool = typer.Option(False, "--no-efficiency", help="Skip the active CPU-efficiency test even when the site configures one."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list passed findings."),
+    *,
+    options: ScanOptions,
 ) -> None:
     """Probe every host of a site, evaluate the rules, report findings with evidence."""
-    from advisor.collector import collect_site_facts, now_iso
-    from advisor.measurements import run_site_measurements
     from advisor.report.console import render_scan
     from advisor.report.junit import junit_xml
-    from advisor.report.model import build_report, exit_code
-    from advisor.rule_engine import evaluate
+    from advisor.report.model import exit_code
+    from advisor.report.progress import ScanProgress
+    from advisor.scan import open_scan, run_scan
 
     _fail_on(fail_on)
-    started, t0 = now_iso(), time.monotonic()
-    if from_dir is not None:
-        if site or inventory:
-            raise UsageError("--from analyses a capture; it does not take --site or --inventory")
-        the_site, manifest = _load_capture(from_dir)
-        factory = _captured_factory(from_dir, manifest)
-    else:
-        the_site = resolve_site(site, inventory, role_map)
-        factory = _transport_factory(the_site, trust_new_hosts, connect_timeout)
-    targets = _select_hosts(the_site, hosts)
-    with ScanProgress(len(targets), f"scanning {the_site.name}", enabled=not json_out) as bar:
-        factset = collect_site_facts(the_site, factory, parallel=parallel, sample_seconds=sample_seconds,
-                                     hosts=targets, progress=bar.host_done)
-    if from_dir is None:
-        run_site_measurements(the_site, factory, factset, with_mesh=not no_mesh,
-                              with_efficiency=not no_efficiency, quiet=json_out, console=err)
-    evaluation = evaluate(factset, the_site, profiles=profile or None)
-    report = build_report(factset, evaluation.findings, profiles=evaluation.profile.names, started_at=started,
-                          finished_at=now_iso(), duration_s=time.monotonic() - t0, site_file=the_site.source)
+    target = open_scan(options, site, inventory, role_map)
+    with ScanProgress(len(target.hosts), f"scanning {target.site.name}", enabled=not json_out, console=err) as bar:
+        run = run_scan(target, options, progress=bar.host_done, quiet=json_out, console=err)
+    report = run.report
     text = report.model_dump_json(indent=2)
     if output:
         _write(output, text + "\n")
@@ -218,8 +106,8 @@ def scan(
         print(text)
     else:
         render_scan(report, out, verbose=verbose)
-        if the_site.mesh and factset.mesh:
-            _render_mesh(factset.mesh)
+        if target.site.mesh and run.factset.mesh:
+            _render_mesh(run.factset.mesh)
     raise typer.Exit(exit_code(report.summary, fail_on))
 
 
@@ -241,38 +129,35 @@ def _write(path: Path, text: str) -> None:
 
 
 @app.command(epilog="Example: storadvise collect --site ifca --out ifca-outputs/ && storadvise scan --from ifca-outputs/")
+@scan_options(exclude=("profiles", "mesh", "efficiency", "from_capture"))
 def collect(
     site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name or path; none = the local host."),
     out_dir: Path = typer.Option(..., "--out", help="Directory to save every probe's raw output into."),
     inventory: Optional[Path] = typer.Option(None, "--inventory", "-i"),
     role_map: list[str] = typer.Option([], "--role-map"),
-    parallel: int = typer.Option(16, "--parallel", min=1, max=512),
-    trust_new_hosts: bool = typer.Option(False, "--trust-new-hosts"),
-    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.5),
-    sample_seconds: float = typer.Option(5.0, "--sample-seconds", min=0.1, max=600),
-    hosts: Optional[str] = typer.Option(None, "--hosts"),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary."),
+    *,
+    options: ScanOptions,
 ) -> None:
     """Save every probe's raw output per host, for offline analysis with 'scan --from DIR'."""
-    from advisor.collector import collect_site_facts, now_iso, write_manifest
+    from advisor.collector import now_iso, write_manifest
+    from advisor.report.progress import ScanProgress
+    from advisor.scan import open_scan, run_scan
     from advisor.transport.captured import write_capture
 
-    the_site = resolve_site(site, inventory, role_map)
     if out_dir.exists() and any(out_dir.iterdir()):
         raise StoradviseError(f"{out_dir}: directory is not empty; choose a new one (nothing was overwritten)")
-    factory = _transport_factory(the_site, trust_new_hosts, connect_timeout)
-    targets = _select_hosts(the_site, hosts)
+    target = open_scan(options, site, inventory, role_map)
     started = now_iso()
 
     def sink(host, commands, results):
         write_capture(out_dir, host.name, commands, results)
 
-    with ScanProgress(len(targets), f"collecting {the_site.name}", enabled=not json_out) as bar:
-        factset = collect_site_facts(the_site, factory, parallel=parallel, sample_seconds=sample_seconds,
-                                     hosts=targets, progress=bar.host_done, sink=sink)
-    write_manifest(out_dir, the_site, started, factset.hosts)
+    with ScanProgress(len(target.hosts), f"collecting {target.site.name}", enabled=not json_out, console=err) as bar:
+        factset = run_scan(target, options, stages=("collect",), progress=bar.host_done, sink=sink).factset
+    write_manifest(out_dir, target.site, started, factset.hosts)
     summary = {
-        "site": the_site.name, "directory": str(out_dir),
+        "site": target.site.name, "directory": str(out_dir),
         "hosts": {n: {"reachable": h.reachable, "errors": h.errors, "probes": len(h.probes)} for n, h in factset.hosts.items()},
     }
     if json_out:

@@ -1,5 +1,5 @@
 """Site-level measurements that run after the per-host probes: the iperf3 mesh and the active
-CPU-efficiency test. ``storadvise scan`` and ``storadvise verify`` both use them."""
+CPU-efficiency test: the measure stage of the scan pipeline (advisor/scan.py)."""
 
 from __future__ import annotations
 
@@ -23,18 +23,22 @@ def nic_speeds(factset: FactSet) -> dict[str, int]:
 
 def run_site_measurements(site: Site, factory: Callable[[Host], Transport], factset: FactSet, *,
                           with_mesh: bool = True, with_efficiency: bool = True, quiet: bool = True,
-                          console: Any = None) -> None:
-    """Fill ``factset.mesh`` and ``factset.efficiency`` when the site asks for them."""
+                          console: Any = None, efficiency_settings: dict[str, Any] | None = None) -> None:
+    """Fill ``factset.mesh`` and ``factset.efficiency`` when the site asks for them.
+
+    ``efficiency_settings`` (hosts, source, clients, mb, ...) override the site's ``efficiency:``
+    section; given explicitly (``storadvise efficiency test``) the test runs even without one.
+    """
     if with_mesh and site.mesh and site.mesh.pairs:
         from advisor.mesh.runner import run_mesh
 
         factset.mesh = run_mesh(site, factory, quiet=quiet, console=console, nic_speeds=nic_speeds(factset))
-    if with_efficiency and site.extensions.get("efficiency"):
+    if with_efficiency and (site.extensions.get("efficiency") or efficiency_settings):
         from advisor.efficiency.active import EfficiencyTestError, run_efficiency_test
 
         if console is not None and not quiet:
             console.print("running the active CPU-efficiency test (one worker at a time) ...")
         try:
-            factset.efficiency = run_efficiency_test(site, factory)
+            factset.efficiency = run_efficiency_test(site, factory, **(efficiency_settings or {}))
         except EfficiencyTestError as exc:  # recorded, and the scan is incomplete
             factset.efficiency = {"mean": None, "hosts": {}, "error": str(exc), "failed": True}

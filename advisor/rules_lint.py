@@ -51,7 +51,7 @@ def lint(site_name: str | None = None, today: dt.date | None = None) -> tuple[li
             if var not in catalog.pack_vars:
                 warnings.append(f"{spec.source}: variable {var!r} is not read by any rule pack")
     if site_name:
-        from advisor.site import load_site
+        from advisor.site_file import load_site
 
         try:
             site = load_site(site_name)

@@ -1,7 +1,7 @@
 """The site model: hosts, roles, groups, expected link rates, profiles, waivers, mesh pairs.
 
 A site comes from a site file (YAML, documented in docs/site-file.md) or from an Ansible
-inventory plus a role map (see advisor.inventory). Sites are found by name in
+inventory plus a role map (see advisor.inventory), read by advisor.site_file.load_site. Sites are found by name in
 ``./sites/NAME.yml``, ``~/.config/storadvise/sites/NAME.yml`` and the lab's registry
 directory, or given as a path.
 """
@@ -276,25 +276,6 @@ def find_site_file(name_or_path: str) -> Path:
                 return cand
     looked = ", ".join(str(d) for d in site_search_dirs())
     raise SiteFileError(name_or_path, f"no site named {name_or_path!r} (looked in {looked}; or give a path)")
-
-
-def load_site(name_or_path: str) -> Site:
-    """Load and validate a site by name or path; errors name file, line and field."""
-    from advisor.yaml_lines import load_located_yaml
-
-    path = find_site_file(name_or_path)
-    doc = load_located_yaml(path, "site file")
-    data = doc.data
-    if not isinstance(data, dict):
-        raise SiteFileError(str(path), "a site file is a YAML mapping with 'name' and 'hosts'", line=1)
-    if "inventory" in data:
-        from advisor.inventory import site_from_inventory_section
-
-        site = site_from_inventory_section(doc)
-    else:
-        site = doc.validate(Site)
-    site.source = str(path)
-    return site.apply_defaults()
 
 
 def local_site() -> Site:

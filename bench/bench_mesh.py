@@ -147,7 +147,7 @@ def main() -> int:
 
 def _run(args, parse_rate_bps) -> int:
     if args.site:
-        from advisor.site import load_site
+        from advisor.site_file import load_site
         from advisor.transport.factory import transport_for
 
         site = load_site(args.site)

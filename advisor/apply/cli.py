@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Optional
@@ -11,50 +12,53 @@ from rich.console import Console
 
 from advisor.errors import StoradviseError, UsageError
 from advisor.findings import SEVERITY_ORDER
+from advisor.scan import ScanOptions
+from advisor.scan_flags import scan_options
 
 out = Console()
 err = Console(stderr=True)
 
 
-def _scan(site, profile: list[str], with_mesh: bool, parallel: int, trust_new_hosts: bool, connect_timeout: float,
-          quiet: bool, label: str, with_efficiency: bool = True):
-    from advisor.apply.verify import scan_site
-    from advisor.cli import ScanProgress
+def _scan(target, options, quiet: bool, label: str, mesh_wanted=None):
+    """The scan pipeline (advisor/scan.py) with a progress bar."""
+    from advisor.report.progress import ScanProgress
+    from advisor.scan import run_scan
 
-    with ScanProgress(len(site.hosts), f"{label} {site.name}", enabled=not quiet) as bar:
-        return scan_site(site, profiles=profile or None, with_mesh=with_mesh, parallel=parallel,
-                         trust_new_hosts=trust_new_hosts, connect_timeout=connect_timeout, quiet=quiet,
-                         console=err, progress=bar.host_done, with_efficiency=with_efficiency)
+    with ScanProgress(len(target.hosts), f"{label} {target.site.name}", enabled=not quiet, console=err) as bar:
+        return run_scan(target, options, progress=bar.host_done, quiet=quiet, console=err,
+                        mesh_wanted=mesh_wanted).report
 
 
 def plan(
     site: str = typer.Option(..., "--site", "-s", help="Site name or site file path."),
     scan: Optional[Path] = typer.Option(None, "--scan", help="A scan JSON ('storadvise scan --json') of this site; none = scan now."),
     out_dir: Path = typer.Option(..., "--out", "-o", help="Directory to write the Ansible project into."),
-    profile: list[str] = typer.Option([], "--profile", "-p", help="Profile(s) for the scan (only without --scan)."),
     json_out: bool = typer.Option(False, "--json", help="Print the plan summary as JSON."),
-    parallel: int = typer.Option(16, "--parallel", min=1, max=512, help="Hosts probed at once (without --scan)."),
-    trust_new_hosts: bool = typer.Option(False, "--trust-new-hosts", help="Record unknown SSH host keys (scan only)."),
-    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.5, help="SSH connect timeout, seconds."),
+    *,
+    options: ScanOptions,
 ) -> None:
     """Write an Ansible project that fixes the scan's failed findings (waived ones are left alone).
 
     Then: cd DIR && ansible-playbook apply-tuning.yml  (--check --diff first to review).
+    The scan options (--hosts, --profile, --from, ...) go with a scan made now, not with --scan.
     Exit 0 when written, 3 when hosts were left out (unreachable at scan time), 1 on errors.
     """
     from advisor.apply.planner import build_plan
     from advisor.apply.project import write_project
     from advisor.report.model import load_report
-    from advisor.site import load_site
+    from advisor.scan import open_scan
+    from advisor.site_file import load_site
 
     the_site = load_site(site)
     if scan is not None:
-        if profile:
-            raise UsageError("--profile goes with a scan made now; the scan JSON already names its profiles")
+        changed = options.changed()
+        if changed:
+            raise UsageError(f"{', '.join(changed)} go(es) with a scan made now; --scan gives a scan already made")
         report = load_report(scan)
         source = str(scan)
     else:
-        report = _scan(the_site, profile, False, parallel, trust_new_hosts, connect_timeout, json_out, "scanning")
+        target = open_scan(options, the_site)
+        report = _scan(target, options, json_out, "scanning")
         source = "the scan just made"
     the_plan = build_plan(report, the_site, source)
     summary = write_project(the_plan, the_site, out_dir)
@@ -96,38 +100,40 @@ def verify(
     before: Path = typer.Option(..., "--before", help="The scan JSON taken before the change (plan's scan)."),
     json_out: bool = typer.Option(False, "--json", help="Print {findings, paths, summary} as JSON."),
     output: Optional[Path] = typer.Option(None, "--output", help="Also write the new scan JSON to FILE."),
-    no_mesh: bool = typer.Option(False, "--no-mesh", help="Do not re-run the throughput mesh."),
-    no_efficiency: bool = typer.Option(False, "--no-efficiency", help="Do not re-run the active CPU-efficiency test."),
     fail_on: str = typer.Option("high", "--fail-on", help="Exit 2 when a finding at least this severe still fails (or is new)."),
-    parallel: int = typer.Option(16, "--parallel", min=1, max=512),
-    trust_new_hosts: bool = typer.Option(False, "--trust-new-hosts"),
-    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.5),
+    *,
+    options: ScanOptions,
 ) -> None:
     """Scan again (and the mesh, when the site has one and network settings were touched) and show
     per finding before -> after (fixed, still failing, new) and per path the throughput before -> after.
+
+    The new scan takes every scan option; its profiles default to the before scan's.
 
     Example: storadvise verify --site ifca --before plan-dir/scan-before.json
     """
     from advisor.apply.planner import check_report_matches
     from advisor.apply.verify import network_touched, verify_result
     from advisor.report.model import load_report
-    from advisor.site import load_site
+    from advisor.scan import open_scan
+    from advisor.site_file import load_site
 
     if fail_on not in SEVERITY_ORDER:
         raise UsageError(f"--fail-on must be one of {', '.join(SEVERITY_ORDER)}, got {fail_on!r}")
     the_site = load_site(site)
     before_report = load_report(before)
     check_report_matches(before_report, the_site, str(before))
-    with_mesh = not no_mesh and bool(the_site.mesh and the_site.mesh.pairs) and (
-        network_touched(before_report) or bool(before_report.mesh))
-    after = _scan(the_site, list(before_report.profiles), with_mesh, parallel, trust_new_hosts, connect_timeout,
-                  json_out, "re-scanning", with_efficiency=not no_efficiency)
+    if not options.profiles:
+        options = dataclasses.replace(options, profiles=tuple(before_report.profiles))
+    target = open_scan(options, the_site)
+    touched = network_touched(before_report) or bool(before_report.mesh)
+    after = _scan(target, options, json_out, "re-scanning", mesh_wanted=lambda _t: touched)
     if output:
         try:
             output.write_text(after.model_dump_json(indent=2) + "\n")
         except OSError as exc:
             raise StoradviseError(f"{output}: cannot write: {exc.strerror or exc}") from None
-    result = verify_result(before_report, after, fail_on)
+    result = verify_result(before_report, after, fail_on,
+                           hosts={h.name for h in target.hosts} if options.hosts else None)
     if json_out:
         print(json.dumps(result, indent=2, default=str))
     else:
@@ -179,5 +185,6 @@ def register(app: typer.Typer) -> None:
     """Add ``plan`` and ``verify`` to the root ``storadvise`` app."""
     app.command("plan", epilog="Examples:\n\n  storadvise plan --site ifca --scan scan.json --out ifca-plan\n\n"
                 "  storadvise plan --site ifca --out ifca-plan      # scans first\n\n"
-                "  cd ifca-plan && ansible-playbook apply-tuning.yml")(plan)
-    app.command("verify", epilog="Example: storadvise verify --site ifca --before ifca-plan/scan-before.json")(verify)
+                "  cd ifca-plan && ansible-playbook apply-tuning.yml")(scan_options()(plan))
+    app.command("verify", epilog="Example: storadvise verify --site ifca --before ifca-plan/scan-before.json\n\n"
+                "  storadvise verify --site ifca --before scan.json --hosts storage --no-mesh")(scan_options()(verify))

@@ -1,45 +1,19 @@
-"""Scan a site (what ``storadvise scan`` does, as a function) and compare two scans.
+"""Compare two scans of a site (the scan itself is advisor/scan.py).
 
 ``compare_scans(before, after)`` pairs findings by (rule, host, subject) and mesh paths by
 (src, dst): each finding is ``fixed`` (failed before, not now), ``still_failing``, ``new``
 (fails now, did not before) or ``unchanged`` (neither scan fails it); each path carries the
-throughput before and after and their ratio.
+throughput before and after and their ratio. With ``hosts`` (a verify of selected hosts) only
+those hosts' findings are compared.
 """
 
 from __future__ import annotations
 
-import time
-from typing import Any, Callable
+from typing import Any
 
 from advisor.errors import StoradviseError
 from advisor.findings import SEVERITY_ORDER, FindingStatus
 from advisor.report.model import ScanReport
-from advisor.site import Site
-
-
-def scan_site(site: Site, *, profiles: list[str] | None = None, with_mesh: bool = True, parallel: int = 16,
-              trust_new_hosts: bool = False, connect_timeout: float = 10.0, sample_seconds: float = 1.0,
-              quiet: bool = True, console: Any = None, with_efficiency: bool = True,
-              progress: Callable[[str, bool, str], None] | None = None) -> ScanReport:
-    """Probe every host, run the mesh when asked and the site has one, evaluate the rules."""
-    from advisor.collector import collect_site_facts, now_iso
-    from advisor.measurements import run_site_measurements
-    from advisor.report.model import build_report
-    from advisor.rule_engine import evaluate
-    from advisor.transport.factory import SshOptions, transport_for
-
-    options = SshOptions(trust_new_hosts=trust_new_hosts, connect_timeout=connect_timeout)
-
-    def factory(host):
-        return transport_for(host, site, options)
-
-    started, t0 = now_iso(), time.monotonic()
-    factset = collect_site_facts(site, factory, parallel=parallel, sample_seconds=sample_seconds, progress=progress)
-    run_site_measurements(site, factory, factset, with_mesh=with_mesh, with_efficiency=with_efficiency,
-                          quiet=quiet, console=console)
-    evaluation = evaluate(factset, site, profiles=profiles or None)
-    return build_report(factset, evaluation.findings, profiles=evaluation.profile.names, started_at=started,
-                        finished_at=now_iso(), duration_s=time.monotonic() - t0, site_file=site.source)
 
 
 # ----------------------------------------------------------------------------- comparison
@@ -49,12 +23,14 @@ def _key(f) -> tuple[str, str, str]:
     return f.rule_id, ",".join(sorted(f.hosts)), f.subject or ""
 
 
-def _expand(report: ScanReport) -> dict[tuple[str, str, str], Any]:
+def _expand(report: ScanReport, hosts: set[str] | None = None) -> dict[tuple[str, str, str], Any]:
     """Findings per (rule, host, subject): merged findings are split per host so that a fix on
-    one host of several shows."""
+    one host of several shows. ``hosts``: only these hosts' findings."""
     out: dict[tuple[str, str, str], Any] = {}
     for f in report.findings:
         for h in f.hosts or [""]:
+            if hosts is not None and h not in hosts:
+                continue
             k = (f.rule_id, h, f.subject or "")
             prev = out.get(k)
             if prev is None or (prev.status != FindingStatus.fail and f.status == FindingStatus.fail):
@@ -68,8 +44,8 @@ def _brief(f) -> dict[str, Any] | None:
     return {"status": f.status.value, "severity": f.severity.value, "observed": f.observed, "expected": f.expected}
 
 
-def compare_findings(before: ScanReport, after: ScanReport) -> list[dict[str, Any]]:
-    b, a = _expand(before), _expand(after)
+def compare_findings(before: ScanReport, after: ScanReport, hosts: set[str] | None = None) -> list[dict[str, Any]]:
+    b, a = _expand(before, hosts), _expand(after, hosts)
     rows = []
     for k in sorted(set(b) | set(a)):
         fb, fa = b.get(k), a.get(k)
@@ -122,10 +98,11 @@ def compare_efficiency(before: dict | None, after: dict | None) -> dict[str, Any
     return compare(before, after)
 
 
-def verify_result(before: ScanReport, after: ScanReport, fail_on: str) -> dict[str, Any]:
+def verify_result(before: ScanReport, after: ScanReport, fail_on: str,
+                  hosts: set[str] | None = None) -> dict[str, Any]:
     if before.site != after.site:
         raise StoradviseError(f"the before scan is of site {before.site!r}, the new one of {after.site!r}")
-    findings = compare_findings(before, after)
+    findings = compare_findings(before, after, hosts)
     paths = compare_paths(before, after)
     threshold = SEVERITY_ORDER.index(fail_on)
     failing = [r for r in findings if r["outcome"] in ("still_failing", "new")

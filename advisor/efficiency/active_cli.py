@@ -80,19 +80,24 @@ def register_active(app: typer.Typer) -> None:
 
         Example: storadvise efficiency test --site ifca --clients 1,5,15 --json
         """
-        from advisor.efficiency.active import run_efficiency_test
-        from advisor.site import load_site
-        from advisor.transport.factory import SshOptions, transport_for
+        from advisor.efficiency.active import EfficiencyTestError
+        from advisor.scan import ScanOptions, open_scan, run_scan
+        from advisor.site_file import load_site
 
         try:
             counts = _parse_clients(clients) if clients else None
             the_site = load_site(site)
-            options = SshOptions(trust_new_hosts=trust_new_hosts, connect_timeout=connect_timeout)
             err = (lambda m: print(m, file=sys.stderr)) if not as_json else None
-            result = run_efficiency_test(
-                the_site, lambda h: transport_for(h, the_site, options), hosts=hosts, source=source,
-                clients=counts, mb=mb, cpu_factor=cpu_factor, readahead=readahead, slots=slots, progress=err,
-            )
+            # every key given (None: the site's setting, else the default): the test runs even
+            # when the site has no efficiency section
+            settings = dict(hosts=hosts, source=source, clients=counts, mb=mb, cpu_factor=cpu_factor,
+                            readahead=readahead, slots=slots, progress=err)
+            options = ScanOptions(trust_new_hosts=trust_new_hosts, connect_timeout=connect_timeout, mesh=False,
+                                  efficiency=True, efficiency_settings=settings)
+            run = run_scan(open_scan(options, the_site), options, stages=("measure",))
+            result = run.factset.efficiency or {}
+            if result.get("error") and result.get("failed") is True:
+                raise EfficiencyTestError(result["error"])
         except StoradviseError as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(e.exit_code) from None

@@ -21,6 +21,18 @@ class Command(BaseModel):
     timeout: float = 60.0
 
 
+def sudo_flag(command: Command, host_sudo: bool | None) -> bool:
+    """Whether the wrapper should run ``command`` through ``sudo -n`` (when not already root).
+
+    ``host_sudo`` None (auto): the commands that ask for it; False: never; True: every command.
+    """
+    if host_sudo is False:
+        return False
+    if host_sudo is True:
+        return True
+    return command.sudo
+
+
 class CommandResult(BaseModel):
     key: str
     #: exit status; None when it could not be determined (timed out, killed)

@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 import time
 
-from advisor.transport.base import Command, CommandResult, Transport
+from advisor.transport.base import Command, CommandResult, Transport, sudo_flag
 
 
 def _kill_group(pgid: int, sig: int) -> None:
@@ -35,8 +35,6 @@ class LocalTransport(Transport):
         self.kill_grace = kill_grace
 
     def _argv(self, cmd: Command) -> tuple[list[str], bool]:
-        from advisor.transport.ssh import sudo_flag
-
         use_sudo = sudo_flag(cmd, self.sudo) and os.geteuid() != 0
         argv = ["sh", "-c", cmd.script]
         return (["sudo", "-n", "--", *argv] if use_sudo else argv), use_sudo

@@ -43,8 +43,9 @@ from advisor.transport.base import (
     HostUnreachable,
     Transport,
     TransportError,
+    sudo_flag,
 )
-from advisor.transport.factory import SshOptions
+from advisor.transport.ssh_options import SshOptions
 from advisor.transport.ssh_config import Endpoint, load_ssh_config, resolve_host
 
 # paramiko logs handshake failures with tracebacks at ERROR; errors reach users as one line
@@ -219,18 +220,6 @@ def _fmt_seconds(t: float) -> str:
     t = max(float(t), 0.1)
     s = f"{t:.3f}".rstrip("0").rstrip(".")
     return s
-
-
-def sudo_flag(command: Command, host_sudo: bool | None) -> bool:
-    """Whether the wrapper should run ``command`` through ``sudo -n`` (when not already root).
-
-    ``host_sudo`` None (auto): the commands that ask for it; False: never; True: every command.
-    """
-    if host_sudo is False:
-        return False
-    if host_sudo is True:
-        return True
-    return command.sudo
 
 
 @dataclass

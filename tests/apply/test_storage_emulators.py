@@ -38,7 +38,7 @@ def world():
     from advisor.apply.project import write_project
     from advisor.lab.emulators import gpfs, san
     from advisor.lab.hosts import install_emulators
-    from advisor.site import load_site
+    from advisor.site_file import load_site
 
     host, cleanup = start_ns_host("st01", {})
     try:

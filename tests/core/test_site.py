@@ -8,7 +8,8 @@ import pytest
 
 from advisor.errors import SiteFileError
 from advisor.inventory import parse_ini_inventory, parse_role_map, site_from_inventory
-from advisor.site import Role, load_site, local_site
+from advisor.site import Role, local_site
+from advisor.site_file import load_site
 
 SITE = """\
 name: t2-example

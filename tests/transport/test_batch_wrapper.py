@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from advisor.transport.base import Command
-from advisor.transport.ssh import BatchScript, sudo_flag
+from advisor.transport.base import sudo_flag
+from advisor.transport.ssh import BatchScript
 
 
 def run_wrapper(script: BatchScript, path: str | None = None, tmpdir: Path | None = None, shell: str = "sh"):

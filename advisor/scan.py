@@ -1,0 +1,258 @@
+"""THE scan pipeline, once: ``ScanOptions`` -> open -> collect -> measure -> evaluate -> report.
+
+Every command that scans calls :func:`run_scan`: ``scan`` (all stages), ``collect`` (collect only;
+a sink saves the raw outputs), ``plan`` when it scans and ``verify`` (all stages; the report is
+planned from or compared), ``efficiency test`` (measure only: the active test). Nothing else
+assembles a scan.
+
+The stages and the files that hold them:
+
+==========  ==========================================================================================
+open        :func:`open_scan` (here): the site (site file, inventory, capture manifest or the local
+            host), the transports (SSH/local, or the captured outputs of ``--from``), the hosts
+            ``--hosts`` selects and the profiles resolved. Everything a user can get wrong is refused
+            here, before any host is probed: an unknown profile, a selection that matches nothing.
+collect     ``advisor/collector.py`` ``collect_site_facts``: the probes of each host, hosts in parallel.
+measure     ``advisor/measurements.py`` ``run_site_measurements``: the iperf3 mesh and the active
+            CPU-efficiency test (never from a capture: they need live hosts).
+evaluate    ``advisor/rule_engine.py`` ``evaluate``: every rule under the resolved profiles and waivers.
+report      ``advisor/report/model.py`` ``build_report``: the JSON report. Rendering (console, JUnit,
+            ...) stays in ``advisor/report/``; the CLI only writes what the report holds.
+==========  ==========================================================================================
+
+Adding a scan option is a one-place change: add a field to :class:`ScanOptions` with
+``metadata=flag("--name", help=...)`` and read ``options.name`` in the stage that needs it. Every
+command built with ``advisor.scan_flags.scan_options`` (``scan``, ``collect``, ``plan``, ``verify``)
+gains the flag with the same name, default and help; the default lives in the field, once. A field
+without ``flag`` metadata is an option of the pipeline that no command exposes as a flag.
+Output options (``--json``, ``--output``, ``--junit``, ``--fail-on``, ...) are not scan options:
+they belong to the command that renders the report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from advisor.collector import MANIFEST, TransportFactory, collect_site_facts, now_iso
+from advisor.errors import StoradviseError, UsageError
+from advisor.facts import FactSet
+from advisor.measurements import run_site_measurements
+from advisor.report.model import ScanReport, build_report
+from advisor.rule_engine import evaluate
+from advisor.rule_specs import RuleCatalog, load_catalog, resolve_profiles
+from advisor.site import Host, Site
+from advisor.site_file import resolve_site
+from advisor.transport.base import Command, CommandResult, HostUnreachable
+from advisor.transport.captured import CapturedTransport
+from advisor.transport.factory import SshOptions, transport_for
+
+#: the disk-utilisation sampling interval of every command that scans (one default everywhere)
+DEFAULT_SAMPLE_SECONDS = 5.0
+
+STAGES = ("collect", "measure", "evaluate")
+
+
+def flag(*decls: str, help: str, min: float | None = None, max: float | None = None) -> dict[str, Any]:  # noqa: A002
+    """Field metadata that makes a ``ScanOptions`` field a command-line flag (see the module doc)."""
+    return {"cli": {"decls": decls, "help": help, "min": min, "max": max}}
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    """Everything that decides how a site is scanned (not how the result is shown)."""
+
+    hosts: str | None = field(default=None, metadata=flag(
+        "--hosts", help="Only these hosts: names, globs, groups or roles, comma-separated."))
+    profiles: tuple[str, ...] = field(default=(), metadata=flag(
+        "--profile", "-p", help="Profile(s) to apply (default: the site's, else generic)."))
+    parallel: int = field(default=16, metadata=flag("--parallel", help="Hosts probed at once.", min=1, max=512))
+    sample_seconds: float = field(default=DEFAULT_SAMPLE_SECONDS, metadata=flag(
+        "--sample-seconds", help="Disk utilisation sampling interval, seconds.", min=0.1, max=600))
+    mesh: bool = field(default=True, metadata=flag(
+        "--mesh/--no-mesh", help="Run the iperf3 throughput mesh when the site defines one."))
+    efficiency: bool = field(default=True, metadata=flag(
+        "--efficiency/--no-efficiency", help="Run the active CPU-efficiency test when the site configures one."))
+    from_capture: Path | None = field(default=None, metadata=flag(
+        "--from", help="Analyse outputs saved by 'storadvise collect' instead of probing."))
+    trust_new_hosts: bool = field(default=False, metadata=flag(
+        "--trust-new-hosts", help="Record unknown SSH host keys in known_hosts (never accepts a changed key)."))
+    connect_timeout: float = field(default=10.0, metadata=flag(
+        "--connect-timeout", help="SSH connect timeout, seconds.", min=0.5))
+    #: parameters of the active efficiency test over the site's ``efficiency:`` section (hosts,
+    #: source, clients, mb, cpu_factor, readahead, slots); set by ``efficiency test``
+    efficiency_settings: dict[str, Any] = field(default_factory=dict)
+
+    def changed(self) -> list[str]:
+        """The flags (first spelling) whose value differs from the default."""
+        out = []
+        for f in dataclasses.fields(self):
+            cli = f.metadata.get("cli")
+            default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            if cli and getattr(self, f.name) != default:
+                out.append(cli["decls"][0].split("/")[0 if getattr(self, f.name) else -1])
+        return out
+
+
+@dataclass
+class ScanTarget:
+    """What ``open_scan`` decided: the site, how to reach its hosts, which hosts, which profiles."""
+
+    site: Site
+    transports: TransportFactory
+    hosts: list[Host]
+    profiles: list[str]
+    catalog: RuleCatalog
+    #: the scan reads a capture (no live host: the mesh and the active test cannot run)
+    from_capture: bool = False
+
+
+@dataclass
+class ScanRun:
+    site: Site
+    factset: FactSet
+    #: None when the pipeline stopped before ``evaluate``
+    report: ScanReport | None = None
+
+
+# --------------------------------------------------------------------------- open
+
+
+def select_hosts(site: Site, pattern: str | None) -> list[Host]:
+    """The hosts ``--hosts`` names (names, globs, groups or roles, comma-separated); all without one."""
+    if not pattern:
+        return list(site.hosts)
+    parts = [p.strip() for p in pattern.split(",") if p.strip()]
+    chosen = [h for h in site.hosts if any(fnmatch.fnmatchcase(h.name, p) or p in h.groups or p in h.role_names
+                                           for p in parts)]
+    if not chosen:
+        raise UsageError(f"--hosts {pattern!r} matches no host of site {site.name}")
+    return chosen
+
+
+def load_capture(directory: Path) -> tuple[Site, dict[str, Any]]:
+    """The site and manifest of a directory written by ``storadvise collect``."""
+    mpath = directory / MANIFEST
+    try:
+        manifest = json.loads(mpath.read_text())
+    except FileNotFoundError:
+        raise StoradviseError(f"{directory}: no {MANIFEST}; not a directory written by 'storadvise collect'") from None
+    except NotADirectoryError:
+        raise StoradviseError(f"{directory}: not a directory written by 'storadvise collect'") from None
+    except json.JSONDecodeError as exc:
+        raise StoradviseError(f"{mpath}:{exc.lineno}: not JSON: {exc.msg}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StoradviseError(f"{mpath}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        site = Site.model_validate(manifest["site"])
+    except Exception as exc:  # pydantic error, missing key or not a mapping
+        raise StoradviseError(f"{mpath}: invalid site in manifest: {str(exc).splitlines()[0]}") from None
+    site.source = str(mpath)
+    return site, manifest
+
+
+def captured_transports(directory: Path, manifest: dict[str, Any]) -> TransportFactory:
+    def factory(host: Host) -> CapturedTransport:
+        recorded = (manifest.get("hosts") or {}).get(host.name) or {}
+        if recorded and not recorded.get("reachable", True):
+            raise HostUnreachable("; ".join(recorded.get("errors") or []) or f"{host.name}: unreachable at collection")
+        return CapturedTransport(directory, host.name)
+
+    return factory
+
+
+def live_transports(site: Site, options: ScanOptions) -> TransportFactory:
+    ssh = SshOptions(trust_new_hosts=options.trust_new_hosts, connect_timeout=options.connect_timeout)
+    return lambda host: transport_for(host, site, ssh)
+
+
+def open_scan(options: ScanOptions, site: Site | str | None = None, inventory: Path | None = None,
+              role_map: list[str] | tuple[str, ...] = ()) -> ScanTarget:
+    """Decide everything before any host is probed; refuse what cannot work with a one-line error.
+
+    ``site``: a loaded site, a site name/path, or None (the local host, or the capture's site).
+    With ``options.from_capture`` a loaded ``site`` must be the capture's site.
+    """
+    if options.from_capture is not None:
+        if isinstance(site, str) or inventory is not None or role_map:
+            raise UsageError("--from analyses a capture; it does not take --site or --inventory")
+        the_site, manifest = load_capture(options.from_capture)
+        if isinstance(site, Site) and site.name != the_site.name:
+            raise UsageError(f"--from {options.from_capture}: the capture is of site {the_site.name!r}, "
+                             f"not {site.name!r}")
+        transports = captured_transports(options.from_capture, manifest)
+    else:
+        the_site = site if isinstance(site, Site) else resolve_site(site, inventory, role_map)
+        transports = live_transports(the_site, options)
+    catalog = load_catalog()
+    names = list(options.profiles) or list(the_site.profiles) or ["generic"]
+    resolved = resolve_profiles(names, catalog, overrides=the_site.vars)  # unknown profile: refused here
+    return ScanTarget(site=the_site, transports=transports, hosts=select_hosts(the_site, options.hosts),
+                      profiles=resolved.names, catalog=catalog, from_capture=options.from_capture is not None)
+
+
+# --------------------------------------------------------------------------- the pipeline
+
+
+def _efficiency_settings(target: ScanTarget, options: ScanOptions) -> dict[str, Any] | None:
+    """The active test's settings; with ``--hosts``, only the selected hosts among its workers
+    (None: none of them is selected, the test does not run)."""
+    settings = dict(options.efficiency_settings)
+    if options.hosts and "hosts" not in settings and target.site.extensions.get("efficiency"):
+        from advisor.efficiency.active import EfficiencyTestError, resolve_hosts
+
+        configured = (target.site.extensions.get("efficiency") or {}).get("hosts")
+        try:
+            workers = resolve_hosts(target.site, configured)
+        except EfficiencyTestError:
+            return settings  # the test itself reports the configuration error
+        selected = {h.name for h in target.hosts}
+        chosen = [h.name for h in workers if h.name in selected]
+        if not chosen:
+            return None
+        settings["hosts"] = chosen
+    return settings
+
+
+def run_scan(target: ScanTarget, options: ScanOptions, *, stages: tuple[str, ...] = STAGES,
+             progress: Callable[[str, bool, str], None] | None = None,
+             sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None,
+             quiet: bool = True, console: Any = None,
+             mesh_wanted: Callable[[ScanTarget], bool] | None = None) -> ScanRun:
+    """Run the stages in order: collect -> measure -> evaluate (+ report).
+
+    ``mesh_wanted``: a further condition on the mesh (``verify`` re-runs it only when the plan
+    touched the network or the scan before had one). The measure stage never runs from a capture.
+    """
+    unknown = set(stages) - set(STAGES)
+    if unknown:
+        raise ValueError(f"unknown scan stage(s): {sorted(unknown)}")
+    started, t0 = now_iso(), time.monotonic()
+    site = target.site
+    if "collect" in stages:
+        factset = collect_site_facts(site, target.transports, parallel=options.parallel,
+                                     sample_seconds=options.sample_seconds, hosts=target.hosts,
+                                     progress=progress, sink=sink)
+    else:
+        from advisor.collector import site_context
+
+        factset = FactSet(site=site.name, context=site_context(site))
+    if "measure" in stages and not target.from_capture:
+        with_mesh = options.mesh and (mesh_wanted is None or mesh_wanted(target))
+        settings = _efficiency_settings(target, options) if options.efficiency else None
+        run_site_measurements(site, target.transports, factset, with_mesh=with_mesh,
+                              with_efficiency=settings is not None, efficiency_settings=settings or {},
+                              quiet=quiet, console=console)
+    run = ScanRun(site=site, factset=factset)
+    if "evaluate" in stages:
+        evaluation = evaluate(factset, site, profiles=target.profiles, catalog=target.catalog)
+        run.report = build_report(factset, evaluation.findings, profiles=evaluation.profile.names,
+                                  started_at=started, finished_at=now_iso(), duration_s=time.monotonic() - t0,
+                                  site_file=site.source)
+    return run

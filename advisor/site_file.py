@@ -1,0 +1,42 @@
+"""Reading a site: a site file (a host list or an ``inventory:`` section), an Ansible inventory
+given on the command line, or the local host. ``advisor/site.py`` holds the models only, so the
+site model and the inventory reader do not import each other."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from advisor.errors import SiteFileError, UsageError
+from advisor.inventory import parse_role_map, site_from_inventory, site_from_inventory_section
+from advisor.site import Site, find_site_file, local_site
+from advisor.yaml_lines import load_located_yaml
+
+
+def load_site(name_or_path: str) -> Site:
+    """Load and validate a site by name or path; errors name file, line and field."""
+    path = find_site_file(name_or_path)
+    doc = load_located_yaml(path, "site file")
+    data = doc.data
+    if not isinstance(data, dict):
+        raise SiteFileError(str(path), "a site file is a YAML mapping with 'name' and 'hosts'", line=1)
+    if "inventory" in data:
+        site = site_from_inventory_section(doc)
+    else:
+        site = doc.validate(Site)
+    site.source = str(path)
+    return site.apply_defaults()
+
+
+def resolve_site(site: str | None, inventory: Path | None = None, role_map: list[str] | tuple[str, ...] = ()) -> Site:
+    """The site to scan: a site file by name/path, an Ansible inventory, or the local host."""
+    if inventory is not None:
+        if site is not None:
+            raise UsageError("give either --site or --inventory, not both")
+        s = site_from_inventory(inventory, parse_role_map(list(role_map)))
+        s.source = str(inventory)
+        return s.apply_defaults()
+    if role_map:
+        raise UsageError("--role-map goes with --inventory")
+    if site is None:
+        return local_site()
+    return load_site(site)
