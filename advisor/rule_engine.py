@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib
-import json
-import math
 import pkgutil
 import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from advisor.check_rules import evaluate_check
+from advisor.comparisons import compare  # noqa: F401  (re-exported for rule authors and tests)
 from advisor.errors import RuleDefinitionError
-from advisor.fact_paths import MISSING, get_path
 from advisor.facts import FactSet, HostFacts, ProbeStatus
+from advisor.finding_groups import evidence_host, group_findings
 from advisor.findings import Finding, FindingStatus, Remediation, Severity
 from advisor.rule_specs import (
-    Condition,
     ResolvedProfile,
     RuleCatalog,
     RuleSpec,
@@ -57,64 +56,6 @@ def analytic_functions() -> dict[str, AnalyticFunction]:
             importlib.import_module(f"{pkg.__name__}.{info.name}")
         _LOADED = True
     return _ANALYTIC
-
-
-# --------------------------------------------------------------------------- comparisons
-
-
-def _number(v: Any) -> float | None:
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str):
-        try:
-            f = float(v.strip())
-        except ValueError:
-            return None
-        return f if math.isfinite(f) else None
-    return None
-
-
-def _equal(a: Any, b: Any) -> bool:
-    na, nb = _number(a), _number(b)
-    if na is not None and nb is not None:  # booleans compare as 0/1
-        return na == nb
-    if isinstance(a, str) and isinstance(b, str):
-        return " ".join(a.split()).lower() == " ".join(b.split()).lower()
-    return a == b
-
-
-def compare(operator: str, observed: Any, expected: Any) -> bool:
-    """Evaluate ``observed <operator> expected``; raises ValueError when not comparable."""
-    if operator == "present":
-        return observed is not MISSING and observed is not None
-    if operator == "absent":
-        return observed is MISSING or observed is None
-    if operator == "eq":
-        return _equal(observed, expected)
-    if operator == "ne":
-        return not _equal(observed, expected)
-    if operator in ("lt", "le", "gt", "ge"):
-        a, b = _number(observed), _number(expected)
-        if a is None or b is None:
-            raise ValueError(f"cannot compare {observed!r} {operator} {expected!r} as numbers")
-        return {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[operator]
-    if operator in ("in", "not_in"):
-        if not isinstance(expected, (list, tuple, set)):
-            raise ValueError(f"'{operator}' needs a list, got {expected!r}")
-        found = any(_equal(observed, e) for e in expected)
-        return found if operator == "in" else not found
-    if operator == "regex":
-        return re.search(str(expected), str(observed)) is not None
-    if operator == "between":
-        if not isinstance(expected, (list, tuple)) or len(expected) != 2:
-            raise ValueError(f"'between' needs [low, high], got {expected!r}")
-        a, lo, hi = _number(observed), _number(expected[0]), _number(expected[1])
-        if a is None or lo is None or hi is None:
-            raise ValueError(f"cannot compare {observed!r} between {expected!r} as numbers")
-        return lo <= a <= hi
-    raise ValueError(f"unknown operator {operator!r}")
 
 
 # --------------------------------------------------------------------------- context
@@ -219,125 +160,7 @@ def _substitute_deep(value: Any, variables: dict[str, Any]) -> Any:
         return value
 
 
-# --------------------------------------------------------------------------- check rules
-
-
-def _evidence_lines(rule: RuleSpec, host: str, item: Any, observed: Any) -> list[str]:
-    lines = []
-    for path in rule.evidence:
-        v = get_path(item, path)
-        if v is MISSING or v in (None, "", []):
-            continue
-        if isinstance(v, list):
-            lines.extend(f"{host}: {x if isinstance(x, str) else json.dumps(x)}" for x in v)
-        else:
-            lines.append(f"{host}: {v}")
-    if not lines:
-        value = observed if isinstance(observed, str) else json.dumps(observed)
-        lines.append(f"{host}: {fact_label(rule.fact or '')} = {value}")
-    return lines
-
-
-def fact_label(path: str) -> str:
-    """A readable name for a fact path: the quoted key (a sysctl name) when there is one."""
-    from advisor.fact_paths import split_path
-
-    parts = split_path(path)
-    dotted = [p for p in parts if "." in p]
-    return dotted[-1] if dotted else path
-
-
-def _condition_holds(cond: Condition | None, item: Any, facts: Any, variables: dict[str, Any]) -> bool:
-    if cond is None:
-        return True
-    value = get_path(item, cond.path)
-    if value is MISSING:
-        value = get_path(facts, cond.path)
-    if value is MISSING and cond.operator not in ("present", "absent"):
-        return False
-    try:
-        return compare(cond.operator, value, substitute_vars(cond.expected, variables))
-    except ValueError:
-        return False
-
-
-def evaluate_check(ctx: RuleContext) -> Iterator[Finding]:
-    rule = ctx.rule
-    assert rule.probe and rule.fact and rule.operator
-    expected = substitute_vars(rule.expected, ctx.vars)
-    for host in ctx.hosts():
-        if not host.reachable:
-            yield ctx.finding(host.name, FindingStatus.error, message="; ".join(host.errors) or "host unreachable")
-            continue
-        result = host.probes.get(rule.probe)
-        if result is None or result.status == ProbeStatus.not_applicable:
-            why = result.message if result else f"probe {rule.probe} does not apply to this host"
-            yield ctx.finding(host.name, FindingStatus.not_applicable, message=why)
-            continue
-        if result.status == ProbeStatus.error:
-            yield ctx.finding(host.name, FindingStatus.error, message=f"probe {rule.probe} failed: {result.message}")
-            continue
-        facts = result.facts
-        if rule.for_each:
-            collection = get_path(facts, rule.for_each)
-            if collection is MISSING or not collection:
-                yield ctx.finding(host.name, FindingStatus.not_applicable, message=f"no {rule.for_each} on this host")
-                continue
-            items = collection.items() if isinstance(collection, dict) else enumerate(collection)
-            for key, item in items:
-                if not _condition_holds(rule.where, item, facts, ctx.vars):
-                    continue
-                yield _check_one(ctx, host.name, item, expected, subject=str(key))
-        else:
-            if not _condition_holds(rule.where, facts, facts, ctx.vars):
-                yield ctx.finding(host.name, FindingStatus.not_applicable, message="condition not met")
-                continue
-            yield _check_one(ctx, host.name, facts, expected, subject=None)
-
-
-def _check_one(ctx: RuleContext, host: str, item: Any, expected: Any, subject: str | None) -> Finding:
-    rule = ctx.rule
-    observed = get_path(item, rule.fact)
-    if (observed is MISSING or observed is None) and rule.operator not in ("present", "absent"):
-        why = "absent" if observed is MISSING else "not known (null)"
-        return ctx.finding(host, FindingStatus.not_applicable, subject=subject, message=f"{rule.fact} is {why}")
-    try:
-        ok = compare(rule.operator, observed, expected)
-    except (ValueError, re.error) as exc:
-        return ctx.finding(host, FindingStatus.error, subject=subject, observed=_plain(observed),
-                           expected=expected, message=str(exc))
-    return ctx.finding(
-        host,
-        FindingStatus.passed if ok else FindingStatus.fail,
-        observed=_plain(observed),
-        expected=expected,
-        subject=subject,
-        evidence=_evidence_lines(rule, host, item, _plain(observed)),
-    )
-
-
-def _plain(v: Any) -> Any:
-    return None if v is MISSING else v
-
-
 # --------------------------------------------------------------------------- grouping and waivers
-
-
-def _group(findings: list[Finding]) -> list[Finding]:
-    """Merge findings of one rule that say the same thing about several hosts."""
-    merged: dict[str, Finding] = {}
-    order: list[str] = []
-    for f in findings:
-        key = json.dumps([f.rule_id, f.status.value, f.subject, f.observed, f.expected, f.message,
-                          f.severity.value, f.remediation.model_dump()], sort_keys=True, default=str)
-        if key in merged:
-            m = merged[key]
-            m.hosts.extend(h for h in f.hosts if h not in m.hosts)
-            m.evidence.extend(e for e in f.evidence if e not in m.evidence)
-        else:
-            merged[key] = f.model_copy(deep=True)
-            order.append(key)
-    return [merged[k] for k in order]
 
 
 def apply_waivers(findings: list[Finding], waivers: list[Waiver], today: dt.date | None = None) -> list[Finding]:
@@ -360,7 +183,7 @@ def apply_waivers(findings: list[Finding], waivers: list[Waiver], today: dt.date
         if rest:
             g = f.model_copy(deep=True)
             g.hosts = rest
-            g.evidence = [e for e in f.evidence if not any(e.startswith(f"{h}:") for h in waived)]
+            g.evidence = [e for e in f.evidence if evidence_host(e) not in waived]
             exp = [h for h in rest if h in expired]
             if exp:
                 w = expired[exp[0]]
@@ -374,7 +197,8 @@ def apply_waivers(findings: list[Finding], waivers: list[Waiver], today: dt.date
             g = f.model_copy(deep=True)
             g.hosts = hosts
             g.status = FindingStatus.waived
-            g.evidence = [e for e in f.evidence if any(e.startswith(f"{h}:") for h in hosts)]
+            chosen = set(hosts)
+            g.evidence = [e for e in f.evidence if evidence_host(e) in chosen]
             by = f", approved by {w.approved_by}" if w.approved_by else ""
             until = f", until {w.expires}" if w.expires else ""
             g.message = f"waived: {w.justification}{by}{until}"
@@ -411,10 +235,10 @@ def evaluate(factset: FactSet, site: Site | None = None, profiles: list[str] | N
             fn = functions.get(rule.function or "")
             if fn is None:
                 raise RuleDefinitionError(f"{rule.pack}: rule {rid} names unregistered function {rule.function!r}")
-            produced = list(fn(ctx))
+            produced = group_findings(list(fn(ctx)))
         else:
-            produced = list(evaluate_check(ctx))
-        findings.extend(_group(produced))
+            produced = evaluate_check(ctx)  # grouped as evaluated
+        findings.extend(produced)
     findings = apply_waivers(findings, site.waivers if site else [], today)
     findings.sort(key=finding_sort_key)
     return Evaluation(findings, resolved)

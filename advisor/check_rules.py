@@ -1,0 +1,167 @@
+"""Check rules (YAML, advisor.rule_specs): one fact per host, or per item of a fact mapping,
+compared with an expected value.
+
+Evaluation is linear in the hosts and cheap per host: the rule's paths are split once, the
+comparison's outcome is remembered per distinct observed value (a thousand workers holding the
+same sysctl value are compared once), and outcomes are grouped by what they say as they are
+produced, so a finding is built per group, not per host.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from advisor.comparisons import compare
+from advisor.fact_paths import MISSING, get_path, split_path
+from advisor.finding_groups import value_key
+from advisor.findings import Finding, FindingStatus
+from advisor.rule_specs import Condition, RuleSpec, substitute_vars
+
+if TYPE_CHECKING:
+    from advisor.rule_engine import RuleContext
+
+_OK, _NA, _ERR = "ok", "not_applicable", "error"
+
+
+def fact_label(path: str) -> str:
+    """A readable name for a fact path: the quoted key (a sysctl name) when there is one."""
+    parts = split_path(path)
+    dotted = [p for p in parts if "." in p]
+    return dotted[-1] if dotted else path
+
+
+def _evidence_lines(rule: RuleSpec, host: str, item: Any) -> list[str]:
+    """The lines the rule's ``evidence`` paths point at, ``host: value`` (empty when none has a value)."""
+    lines: list[str] = []
+    for path in rule.evidence:
+        v = get_path(item, path)
+        if v is MISSING or v in (None, "", []):
+            continue
+        if isinstance(v, list):
+            lines.extend(f"{host}: {x if isinstance(x, str) else json.dumps(x)}" for x in v)
+        else:
+            lines.append(f"{host}: {v}")
+    return list(dict.fromkeys(lines))
+
+
+def _condition_holds(cond: Condition | None, item: Any, facts: Any, variables: dict[str, Any]) -> bool:
+    if cond is None:
+        return True
+    value = get_path(item, cond.path)
+    if value is MISSING:
+        value = get_path(facts, cond.path)
+    if value is MISSING and cond.operator not in ("present", "absent"):
+        return False
+    try:
+        return compare(cond.operator, value, substitute_vars(cond.expected, variables))
+    except ValueError:
+        return False
+
+
+class _Groups:
+    """Outcomes of one rule grouped by what they say: key -> [hosts, evidence lines, observed]."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[tuple, list] = {}
+
+    def add(self, key: tuple, host: str, observed: Any = None, evidence: list[str] | None = None) -> None:
+        g = self.by_key.get(key)
+        if g is None:
+            g = self.by_key[key] = [[], [], observed]
+        g[0].append(host)
+        if evidence:
+            g[1].extend(evidence)
+
+
+def evaluate_check(ctx: RuleContext) -> list[Finding]:
+    rule = ctx.rule
+    assert rule.probe and rule.fact and rule.operator
+    expected = substitute_vars(rule.expected, ctx.vars)
+    operator, probe = rule.operator, rule.probe
+    fact = split_path(rule.fact)
+    each = split_path(rule.for_each) if rule.for_each else None
+    presence = operator in ("present", "absent")
+    verdicts: dict[Any, tuple[bool | None, str | None]] = {}
+    groups = _Groups()
+    add = groups.add
+    na_reason = f"probe {probe} does not apply to this host"
+
+    def judge(host: str, item: Any, subject: str | None) -> None:
+        observed = get_path(item, fact)
+        if (observed is MISSING or observed is None) and not presence:
+            why = "absent" if observed is MISSING else "not known (null)"
+            add((_NA, subject, None, f"{rule.fact} is {why}", False), host)
+            return
+        plain = None if observed is MISSING else observed
+        vkey = value_key(plain) if observed is not MISSING else ("missing",)
+        verdict = verdicts.get(vkey)
+        if verdict is None:
+            try:
+                verdict = (compare(operator, observed, expected), None)
+            except (ValueError, re.error) as exc:
+                verdict = (None, str(exc))
+            verdicts[vkey] = verdict
+        ok, err = verdict
+        if err is not None:
+            add((_ERR, subject, vkey, err, True), host, plain)
+            return
+        status = "pass" if ok else "fail"
+        lines = None
+        if rule.evidence:  # without evidence paths, the group's lines are written once at the end
+            lines = _evidence_lines(rule, host, item) or _default_evidence(rule, [host], plain)
+        add((status, subject, vkey, None, True), host, plain, lines)
+
+    for host in ctx.hosts():
+        name = host.name
+        if not host.reachable:
+            add((_ERR, None, None, "; ".join(host.errors) or "host unreachable", False), name)
+            continue
+        result = host.probes.get(probe)
+        if result is None:
+            add((_NA, None, None, na_reason, False), name)
+            continue
+        status = result.status.value
+        if status == _NA:
+            add((_NA, None, None, result.message, False), name)
+            continue
+        if status == _ERR:
+            add((_ERR, None, None, f"probe {probe} failed: {result.message}", False), name)
+            continue
+        facts = result.facts
+        if each is not None:
+            collection = get_path(facts, each)
+            if collection is MISSING or not collection:
+                add((_NA, None, None, f"no {rule.for_each} on this host", False), name)
+                continue
+            items = collection.items() if isinstance(collection, dict) else enumerate(collection)
+            for key, item in items:
+                if rule.where is None or _condition_holds(rule.where, item, facts, ctx.vars):
+                    judge(name, item, str(key))
+        elif rule.where is not None and not _condition_holds(rule.where, facts, facts, ctx.vars):
+            add((_NA, None, None, "condition not met", False), name)
+        else:
+            judge(name, facts, None)
+    return [_finding(ctx, key, g, expected) for key, g in groups.by_key.items()]
+
+
+def _finding(ctx: RuleContext, key: tuple, group: list, expected: Any) -> Finding:
+    status, subject, _vkey, message, compared = key
+    hosts, evidence, observed = group
+    if not compared:
+        return ctx.finding(hosts, FindingStatus(status), subject=subject, message=message)
+    if status == _ERR:
+        return ctx.finding(hosts, FindingStatus.error, subject=subject, observed=observed, expected=expected,
+                           message=message)
+    if not ctx.rule.evidence:
+        evidence = _default_evidence(ctx.rule, hosts, observed)
+    return ctx.finding(hosts, FindingStatus(status), observed=observed, expected=expected, subject=subject,
+                       evidence=evidence)
+
+
+def _default_evidence(rule: RuleSpec, hosts: list[str], observed: Any) -> list[str]:
+    """``host: label = value``, one line per host."""
+    value = observed if isinstance(observed, str) else json.dumps(observed)
+    label = fact_label(rule.fact or "")
+    return [f"{h}: {label} = {value}" for h in hosts]

@@ -1,0 +1,106 @@
+"""The rule engine's cost is linear in hosts: grouping by key, one comparison per distinct value,
+waivers that split evidence by host without pairwise scans (issue 14, item 1)."""
+
+from __future__ import annotations
+
+import time
+
+import advisor.check_rules as check_rules
+from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.finding_groups import group_findings, value_key
+from advisor.findings import Finding, FindingStatus, Severity
+from advisor.rule_engine import apply_waivers, evaluate
+from advisor.site import Waiver
+from tests.core.test_rule_engine import SACK_PACK, write_rules
+
+from advisor.rule_specs import load_catalog
+
+
+def _f(host: str, observed=0, status=FindingStatus.fail, **kw) -> Finding:
+    return Finding(rule_id="R", hosts=[host], status=status, severity=Severity.high, observed=observed,
+                   evidence=[f"{host}: x = {observed}"], **kw)
+
+
+def test_grouping_is_by_key_not_by_neighbour():
+    # the same statement about wn1 and wn3 merges although wn2 says something else in between
+    out = group_findings([_f("wn1", 0), _f("wn2", 1), _f("wn3", 0), _f("wn1", 0)])
+    assert [(f.observed, f.hosts) for f in out] == [(0, ["wn1", "wn3"]), (1, ["wn2"])]
+    assert out[0].evidence == ["wn1: x = 0", "wn3: x = 0"]
+
+
+def test_grouping_keeps_apart_what_json_keeps_apart():
+    out = group_findings([_f("a", 1), _f("b", 1.0), _f("c", True), _f("d", "1"), _f("e", {"k": [1]}),
+                          _f("f", {"k": [1]}), _f("g", 1, status=FindingStatus.passed),
+                          _f("h", 1, subject="eth0"), _f("i", 1, message="m")])
+    assert [f.hosts for f in out] == [["a"], ["b"], ["c"], ["d"], ["e", "f"], ["g"], ["h"], ["i"]]
+    assert value_key(1) != value_key(1.0) != value_key(True)
+
+
+def test_grouping_many_hosts_is_linear():
+    # 30,000 single-host findings saying the same thing: a pairwise merge takes minutes
+    many = [_f(f"wn{i:05d}") for i in range(30000)]
+    t = time.perf_counter()
+    out = group_findings(many)
+    assert time.perf_counter() - t < 3.0
+    assert len(out) == 1 and len(out[0].hosts) == 30000 and len(out[0].evidence) == 30000
+
+
+def test_waivers_split_evidence_by_host_in_linear_time():
+    hosts = [f"wn{i:05d}" for i in range(20000)]
+    f = Finding(rule_id="R", hosts=hosts, status=FindingStatus.fail, severity=Severity.high,
+                evidence=[f"{h}: x = 0" for h in hosts])
+    w = Waiver(rule="R", hosts="wn0*", justification="decommissioning")  # wn00000 .. wn09999
+    t = time.perf_counter()
+    out = apply_waivers([f], [w])
+    assert time.perf_counter() - t < 3.0
+    failed, waived = out
+    assert failed.status == FindingStatus.fail and failed.hosts == hosts[10000:]
+    assert failed.evidence == [f"{h}: x = 0" for h in hosts[10000:]]
+    assert waived.status == FindingStatus.waived and waived.evidence == [f"{h}: x = 0" for h in hosts[:10000]]
+
+
+def _sack_factset(n: int, bad_every: int) -> FactSet:
+    hosts = {}
+    for i in range(n):
+        name = f"wn{i:05d}"
+        value = 0 if i % bad_every == 0 else 1
+        facts = {"sysctls": {"net.ipv4.tcp_sack": {"runtime": value, "absent": False}}}
+        hosts[name] = HostFacts(name=name, roles=["worker"],
+                                probes={"network.sysctl": ProbeResult(probe="network.sysctl", status=ProbeStatus.ok,
+                                                                      facts=facts)})
+    return FactSet(site="big", hosts=hosts)
+
+
+def test_check_rule_compares_each_distinct_value_once(tmp_path, monkeypatch):
+    calls = []
+    real = check_rules.compare
+
+    def counting(op, observed, expected):
+        calls.append(observed)
+        return real(op, observed, expected)
+
+    monkeypatch.setattr(check_rules, "compare", counting)
+    catalog = load_catalog(write_rules(tmp_path, SACK_PACK))
+    ev = evaluate(_sack_factset(5000, 10), catalog=catalog)
+    assert sorted(calls) == [0, 1]
+    by_status = {f.status: f for f in ev.findings}
+    assert by_status[FindingStatus.fail].hosts == [f"wn{i:05d}" for i in range(0, 5000, 10)]
+    assert len(by_status[FindingStatus.passed].hosts) == 4500
+    assert by_status[FindingStatus.fail].evidence[:2] == ["wn00000: net.ipv4.tcp_sack = 0",
+                                                         "wn00010: net.ipv4.tcp_sack = 0"]
+
+
+def test_check_rule_evaluation_grows_linearly(tmp_path):
+    catalog = load_catalog(write_rules(tmp_path, SACK_PACK))
+    small, large = _sack_factset(2000, 3), _sack_factset(20000, 3)
+
+    def best(fs):
+        runs = []
+        for _ in range(3):
+            t = time.perf_counter()
+            evaluate(fs, catalog=catalog)
+            runs.append(time.perf_counter() - t)
+        return min(runs)
+
+    ratio = best(large) / best(small)
+    assert ratio < 20, f"10x the hosts took {ratio:.1f}x the time"  # linear is ~10x; quadratic ~100x
