@@ -87,6 +87,7 @@ def scan(
 ) -> None:
     """Probe every host of a site, evaluate the rules, report findings with evidence."""
     from advisor.report.console import render_scan
+    from advisor.report.json_stream import write_report_json
     from advisor.report.junit import junit_xml
     from advisor.report.model import exit_code
     from advisor.report.progress import ScanProgress
@@ -97,13 +98,12 @@ def scan(
     with ScanProgress(len(target.hosts), f"scanning {target.site.name}", enabled=not json_out, console=err) as bar:
         run = run_scan(target, options, progress=bar.host_done, quiet=json_out, console=err)
     report = run.report
-    text = report.model_dump_json(indent=2)
     if output:
-        _write(output, text + "\n")
+        _write_report(output, report)
     if junit:
         _write(junit, junit_xml(report))
     if json_out:
-        print(text)
+        write_report_json(report, sys.stdout)
     else:
         render_scan(report, out, verbose=verbose)
         if target.site.mesh and run.factset.mesh:
@@ -115,6 +115,18 @@ def _render_mesh(mesh: dict) -> None:
     from advisor.mesh.render import render_grid
 
     render_grid(mesh, out)
+
+
+def _write_report(path: Path, report) -> None:
+    """The JSON report into ``path``, streamed (advisor.report.json_stream)."""
+    from advisor.report.json_stream import write_report_json
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w") as fh:
+            write_report_json(report, fh)
+    except OSError as exc:
+        raise StoradviseError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
 def _write(path: Path, text: str) -> None:
@@ -143,6 +155,7 @@ def collect(
     from advisor.collector import now_iso, write_manifest
     from advisor.report.progress import ScanProgress
     from advisor.scan import open_scan, run_scan
+    from advisor.transport.capture_objects import CaptureObjects
     from advisor.transport.captured import write_capture
 
     if out_dir.exists() and any(out_dir.iterdir()):
@@ -150,8 +163,10 @@ def collect(
     target = open_scan(options, site, inventory, role_map)
     started = now_iso()
 
+    objects = CaptureObjects(out_dir)
+
     def sink(host, commands, results):
-        write_capture(out_dir, host.name, commands, results)
+        write_capture(out_dir, host.name, commands, results, objects)
 
     with ScanProgress(len(target.hosts), f"collecting {target.site.name}", enabled=not json_out, console=err) as bar:
         factset = run_scan(target, options, stages=("collect",), progress=bar.host_done, sink=sink).factset

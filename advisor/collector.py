@@ -3,6 +3,7 @@ transport session per host, hosts in parallel; raw outputs parsed into facts."""
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from collections.abc import Callable
@@ -10,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.output_store import OutputStore
 from advisor.site import Host, Site
 from advisor.transport.base import Command, CommandResult, Transport, TransportError
 from probes import all_probes
@@ -40,36 +42,54 @@ def probes_for(host: Host, selected: list[str] | None = None) -> list[Probe]:
     return [probes[n] for n in names if n in probes and probes[n].applies_to(host.role_names)]
 
 
-def interpret(probe: Probe, result: CommandResult) -> ProbeResult:
-    """Turn a command's outcome into a probe result: ok with facts, not_applicable, or error."""
-    base = dict(probe=probe.name, raw=result.stdout, duration_s=round(result.duration_s, 3))
+def interpret(probe: Probe, result: CommandResult, store: OutputStore | None = None) -> ProbeResult:
+    """Turn a command's outcome into a probe result: ok with facts, not_applicable, or error.
+
+    With a ``store``, an output already seen (same probe, same text, same exit) is not parsed
+    again: its stored outcome and text are reused (advisor.output_store)."""
+    duration = round(result.duration_s, 3)
     if result.timed_out:
-        return ProbeResult(status=ProbeStatus.error, message=f"timed out after {result.duration_s:.0f} s", **base)
+        return ProbeResult(probe=probe.name, status=ProbeStatus.error, raw=result.stdout, duration_s=duration,
+                           message=f"timed out after {result.duration_s:.0f} s")
+    stderr_line = next((ln.strip() for ln in result.stderr.splitlines() if ln.strip()), "")
+    if store is None:
+        status, facts, message = _outcome(probe, result, stderr_line)
+        raw = result.stdout
+    else:
+        raw = store.text(result.stdout)
+        key = (probe.name, result.rc, raw, stderr_line)
+        status, facts, message = store.outcome(key, lambda: _outcome(probe, result, stderr_line))
+    # built without re-validation: the outcome's facts are plain data, possibly shared with other hosts
+    return ProbeResult.model_construct(probe=probe.name, status=ProbeStatus(status), facts=facts, raw=raw,
+                                       message=message, duration_s=duration)
+
+
+def _outcome(probe: Probe, result: CommandResult, stderr_line: str) -> tuple[str, dict, str | None]:
+    """(status, facts, message) of a finished command's output: all it depends on is the probe,
+    the stdout, the exit status and the first line of stderr."""
     reason = not_applicable_reason(result.stdout)
     if reason:
-        return ProbeResult(status=ProbeStatus.not_applicable, message=reason, **base)
-    stderr_line = next((ln.strip() for ln in result.stderr.splitlines() if ln.strip()), "")
+        return ProbeStatus.not_applicable.value, {}, reason
     if result.rc is None and not result.stdout.strip():
-        return ProbeResult(status=ProbeStatus.error, message=stderr_line or "no output (not run)", **base)
+        return ProbeStatus.error.value, {}, stderr_line or "no output (not run)"
     if result.rc not in (0, None) and not result.stdout.strip():
-        return ProbeResult(status=ProbeStatus.error,
-                           message=stderr_line or f"exited with status {result.rc} and no output", **base)
+        return ProbeStatus.error.value, {}, stderr_line or f"exited with status {result.rc} and no output"
     try:
         facts = probe.parse(result.stdout)
     except ProbeParseError as exc:
         msg = str(exc) or "unparseable output"
         if result.rc not in (0, None) and stderr_line:
             msg = f"{msg} (exit {result.rc}: {stderr_line})"
-        return ProbeResult(status=ProbeStatus.error, message=msg, **base)
+        return ProbeStatus.error.value, {}, msg
     except Exception as exc:  # a parser bug must not stop the scan of the other hosts
-        return ProbeResult(status=ProbeStatus.error,
-                           message=f"parser failed: {type(exc).__name__}: {exc}".splitlines()[0], **base)
-    return ProbeResult(status=ProbeStatus.ok, facts=facts.model_dump(mode="json"), **base)
+        return ProbeStatus.error.value, {}, f"parser failed: {type(exc).__name__}: {exc}".splitlines()[0]
+    return ProbeStatus.ok.value, facts.model_dump(mode="json"), None
 
 
 def collect_host(site: Site, host: Host, transport_factory: TransportFactory, sample_seconds: float,
                  selected: list[str] | None = None,
-                 sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None) -> HostFacts:
+                 sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None,
+                 store: OutputStore | None = None) -> HostFacts:
     hf = HostFacts(name=host.name, roles=host.role_names, groups=list(host.groups), address=host.connect_address)
     probes = probes_for(host, selected)
     try:
@@ -105,7 +125,7 @@ def collect_host(site: Site, host: Host, transport_factory: TransportFactory, sa
         if r is None:
             hf.probes[p.name] = ProbeResult(probe=p.name, status=ProbeStatus.error, message="no result returned")
             continue
-        hf.probes[p.name] = interpret(p, r)
+        hf.probes[p.name] = interpret(p, r, store)
     return hf
 
 
@@ -118,9 +138,11 @@ def collect_site_facts(site: Site, transport_factory: TransportFactory, *, paral
     factset = FactSet(site=site.name, context=site_context(site))
     if not targets:
         return factset
+    store = OutputStore()
     with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(targets)))) as pool:
         futures = {
-            pool.submit(collect_host, site, h, transport_factory, sample_seconds, probes, sink): h for h in targets
+            pool.submit(collect_host, site, h, transport_factory, sample_seconds, probes, sink, store): h
+            for h in targets
         }
         for fut in as_completed(futures):
             h = futures[fut]
@@ -131,6 +153,9 @@ def collect_site_facts(site: Site, transport_factory: TransportFactory, *, paral
                     f"{sum(1 for r in hf.probes.values() if r.status == ProbeStatus.ok)} probes ok"
                 progress(h.name, True, status)
     factset.hosts = {h.name: factset.hosts[h.name] for h in targets}
+    # the facts live as long as the scan and hold no reference cycles to reclaim: leave them out
+    # of the cyclic collector's full passes (over 10,000 hosts those passes cost more than the rules)
+    gc.freeze()
     return factset
 
 
@@ -146,7 +171,10 @@ def site_context(site: Site) -> dict:
 
 
 MANIFEST = "manifest.json"
-CAPTURE_FORMAT = 1
+#: 2: texts content-addressed under objects/, one index per host (advisor.transport.captured);
+#: 1 (per-host .out/.err/.json files) is still read
+CAPTURE_FORMAT = 2
+READABLE_CAPTURE_FORMATS = (1, 2)
 
 
 def write_manifest(directory: Path, site: Site, started_at: str, hosts: dict[str, HostFacts]) -> None:

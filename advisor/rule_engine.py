@@ -71,6 +71,7 @@ class RuleContext:
         self.severity = severity
         self.factset = factset
         self.site = site
+        self._rationale = " ".join(rule.rationale.split())
 
     def hosts(self) -> list[HostFacts]:
         """Hosts whose roles match the rule (every host when the rule names no role)."""
@@ -119,25 +120,27 @@ class RuleContext:
                 remediation_vars: dict[str, Any] | None = None, message: str | None = None,
                 severity: Severity | None = None, remediation_text: str | None = None) -> Finding:
         rem = self.rule.remediation
-        remediation = Remediation(
+        # built without re-validation (a rule over 10,000 hosts builds as many): the types are
+        # made right here
+        remediation = Remediation.model_construct(
             text=_interpolate(remediation_text if remediation_text is not None else rem.text, self.vars),
             role=rem.role,
-            vars=remediation_vars if remediation_vars is not None else _substitute_deep(rem.vars, self.vars),
+            vars=dict(remediation_vars) if remediation_vars is not None else _substitute_deep(rem.vars, self.vars),
         )
-        return Finding(
+        return Finding.model_construct(
             rule_id=self.rule.id,
             title=self.rule.title,
-            hosts=[hosts] if isinstance(hosts, str) else list(hosts),
-            status=status,
-            severity=severity or self.severity,
+            hosts=[hosts] if isinstance(hosts, str) else [str(h) for h in hosts],
+            status=FindingStatus(status),
+            severity=Severity(severity) if severity else self.severity,
             observed=observed,
             expected=expected,
-            evidence=list(evidence),
-            rationale=" ".join(self.rule.rationale.split()),
+            evidence=[str(e) for e in evidence],
+            rationale=self._rationale,
             references=list(self.rule.references),
             remediation=remediation,
-            subject=subject,
-            message=message,
+            subject=None if subject is None else str(subject),
+            message=None if message is None else str(message),
         )
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from advisor.collector import MANIFEST, TransportFactory, collect_site_facts, now_iso
+from advisor.collector import MANIFEST, READABLE_CAPTURE_FORMATS, TransportFactory, collect_site_facts, now_iso
 from advisor.errors import StoradviseError, UsageError
 from advisor.facts import FactSet
 from advisor.measurements import run_site_measurements
@@ -50,6 +50,7 @@ from advisor.rule_specs import RuleCatalog, load_catalog, resolve_profiles
 from advisor.site import Host, Site
 from advisor.site_file import resolve_site
 from advisor.transport.base import Command, CommandResult, HostUnreachable
+from advisor.transport.capture_objects import CaptureObjects
 from advisor.transport.captured import CapturedTransport
 from advisor.transport.factory import SshOptions, transport_for
 
@@ -149,6 +150,10 @@ def load_capture(directory: Path) -> tuple[Site, dict[str, Any]]:
         raise StoradviseError(f"{mpath}:{exc.lineno}: not JSON: {exc.msg}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise StoradviseError(f"{mpath}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    fmt = manifest.get("capture_format", 1) if isinstance(manifest, dict) else None
+    if fmt not in READABLE_CAPTURE_FORMATS:
+        raise StoradviseError(f"{mpath}: capture_format {fmt!r} is not one this storadvise reads "
+                              f"({', '.join(map(str, READABLE_CAPTURE_FORMATS))})")
     try:
         site = Site.model_validate(manifest["site"])
     except Exception as exc:  # pydantic error, missing key or not a mapping
@@ -158,11 +163,13 @@ def load_capture(directory: Path) -> tuple[Site, dict[str, Any]]:
 
 
 def captured_transports(directory: Path, manifest: dict[str, Any]) -> TransportFactory:
+    objects = CaptureObjects(directory)  # one for all hosts: a text named by many is read once
+
     def factory(host: Host) -> CapturedTransport:
         recorded = (manifest.get("hosts") or {}).get(host.name) or {}
         if recorded and not recorded.get("reachable", True):
             raise HostUnreachable("; ".join(recorded.get("errors") or []) or f"{host.name}: unreachable at collection")
-        return CapturedTransport(directory, host.name)
+        return CapturedTransport(directory, host.name, objects)
 
     return factory
 

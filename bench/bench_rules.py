@@ -37,10 +37,10 @@ from advisor.rule_specs import load_catalog, resolve_profiles, substitute_vars  
 
 
 def load_capture_facts(directory: Path) -> tuple:
-    from advisor.cli import _captured_factory, _load_capture
+    from advisor.scan import captured_transports, load_capture
 
-    site, manifest = _load_capture(directory)
-    facts = collect_site_facts(site, _captured_factory(directory, manifest), parallel=4, sample_seconds=1)
+    site, manifest = load_capture(directory)
+    facts = collect_site_facts(site, captured_transports(directory, manifest), parallel=4, sample_seconds=1)
     return site, facts
 
 

@@ -1,8 +1,17 @@
 """Captured outputs: write a host's results to a directory, and replay them offline.
 
-Layout (the collector also writes ``DIR/manifest.json`` and ``DIR/hosts/<host>/host.json``)::
+Layout written by ``storadvise collect`` (capture format 2; the collector also writes
+``DIR/manifest.json`` and ``DIR/hosts/<host>/host.json``)::
 
-    DIR/hosts/<host>/<key>.out    stdout, UTF-8
+    DIR/objects/<2 hex>/<62 hex>        every distinct text once, named by its SHA-256
+                                        (advisor.transport.capture_objects)
+    DIR/hosts/<host>/outputs.json       {"capture_format": 2, "outputs": {KEY: {"rc", "duration_s",
+                                        "timed_out", "sudo", "script", "stdout", "stderr"}}}
+                                        (script, stdout and stderr are object ids)
+
+Also read (format 1, and outputs gathered by other means, e.g. by hand)::
+
+    DIR/hosts/<host>/<key>.out    stdout, UTF-8 (alone: replayed as exit status 0)
     DIR/hosts/<host>/<key>.err    stderr, UTF-8
     DIR/hosts/<host>/<key>.json   {"key", "rc", "duration_s", "timed_out", "script", "sudo"}
 
@@ -20,6 +29,11 @@ from pathlib import Path
 from urllib.parse import quote
 
 from advisor.transport.base import Command, CommandResult, HostUnreachable, Transport
+from advisor.transport.capture_objects import CaptureObjectError, CaptureObjects
+
+#: the per-host index of a format-2 capture
+INDEX = "outputs.json"
+INDEX_FORMAT = 2
 
 _SAFE_KEY = re.compile(r"^[A-Za-z0-9_+@:-][A-Za-z0-9._+@:-]*$")
 
@@ -49,30 +63,42 @@ def write_capture(
     host_name: str,
     commands: list[Command],
     results: list[CommandResult],
+    objects: CaptureObjects | None = None,
 ) -> Path:
-    """Write each result of ``host_name`` under ``DIR/hosts/<host>/``; returns that directory.
+    """Write the results of ``host_name``: texts into ``DIR/objects/`` (each distinct text once),
+    the index into ``DIR/hosts/<host>/outputs.json``; returns the host's directory.
 
     ``commands`` and ``results`` pair by key (a result without its command is written with an
     empty script).
     """
+    objects = objects or CaptureObjects(directory)
     d = host_dir(directory, host_name)
     d.mkdir(parents=True, exist_ok=True)
     scripts = {c.key: c for c in commands}
+    outputs = {}
     for r in results:
-        stem = key_filename(r.key)
         cmd = scripts.get(r.key)
-        _write_text(d / f"{stem}.out", r.stdout)
-        _write_text(d / f"{stem}.err", r.stderr)
-        meta = {
-            "key": r.key,
+        outputs[r.key] = {
             "rc": r.rc,
             "duration_s": r.duration_s,
             "timed_out": r.timed_out,
-            "script": cmd.script if cmd else "",
             "sudo": cmd.sudo if cmd else False,
+            "script": objects.put(cmd.script if cmd else ""),
+            "stdout": objects.put(r.stdout),
+            "stderr": objects.put(r.stderr),
         }
-        _write_text(d / f"{stem}.json", json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    _write_text(d / INDEX, json.dumps({"capture_format": INDEX_FORMAT, "outputs": outputs}, indent=1, sort_keys=True) + "\n")
     return d
+
+
+def _read(path: str) -> str | None:
+    """A captured file's text (undecodable bytes replaced), None when it is absent; other OSErrors
+    are raised."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read().decode("utf-8", "replace")
+    except (FileNotFoundError, NotADirectoryError):
+        return None
 
 
 class CapturedTransport(Transport):
@@ -80,44 +106,84 @@ class CapturedTransport(Transport):
 
     is_local = False
 
-    def __init__(self, directory: str | os.PathLike, host_name: str):
+    def __init__(self, directory: str | os.PathLike, host_name: str, objects: CaptureObjects | None = None):
         self.directory = Path(directory)
         self.host_name = host_name
         self.host_dir = host_dir(self.directory, host_name)
+        #: shared by the transports of one capture, so every host naming a text gets one string
+        self.objects = objects or CaptureObjects(self.directory)
 
     def _one(self, cmd: Command) -> CommandResult:
         stem = key_filename(cmd.key)
-        meta_path = self.host_dir / f"{stem}.json"
-        out_path = self.host_dir / f"{stem}.out"
-        err_path = self.host_dir / f"{stem}.err"
-        if not meta_path.is_file() and not out_path.is_file():
+        base = os.path.join(self.host_dir, stem)
+        meta_path = base + ".json"
+        try:
+            meta_text = _read(meta_path)
+            stdout = _read(base + ".out")
+            stderr = _read(base + ".err")
+        except OSError as e:
+            return CommandResult(key=cmd.key, rc=None, stderr=f"captured output of {cmd.key} unreadable: {e}")
+        if meta_text is None and stdout is None:
             return CommandResult(key=cmd.key, rc=None, stderr="not captured")
         meta: dict = {}
-        if meta_path.is_file():
+        if meta_text is not None:
             try:
-                meta = json.loads(meta_path.read_text(encoding="utf-8"))
+                meta = json.loads(meta_text)
                 if not isinstance(meta, dict):
                     raise ValueError("not a JSON object")
-            except (ValueError, OSError) as e:
+            except ValueError as e:
                 return CommandResult(key=cmd.key, rc=None, stderr=f"captured metadata {meta_path} unreadable: {e}")
-
-        def read(p: Path) -> str:
-            try:
-                return p.read_bytes().decode("utf-8", "replace")
-            except FileNotFoundError:
-                return ""
-
-        rc = meta.get("rc", 0 if not meta_path.is_file() else None)
-        return CommandResult(
+        rc = meta.get("rc", 0 if meta_text is None else None)
+        try:
+            duration = float(meta.get("duration_s") or 0.0)
+        except (TypeError, ValueError):
+            duration = 0.0
+        return CommandResult.model_construct(
             key=cmd.key,
-            rc=rc if isinstance(rc, int) else None,
-            stdout=read(out_path),
-            stderr=read(err_path),
-            duration_s=float(meta.get("duration_s") or 0.0),
+            rc=rc if isinstance(rc, int) and not isinstance(rc, bool) else None,
+            stdout=stdout or "",
+            stderr=stderr or "",
+            duration_s=duration,
             timed_out=bool(meta.get("timed_out", False)),
         )
 
+    def _indexed(self, cmd: Command, outputs: dict) -> CommandResult:
+        entry = outputs.get(cmd.key)
+        if entry is None:
+            return CommandResult(key=cmd.key, rc=None, stderr="not captured")
+        if not isinstance(entry, dict):
+            return CommandResult(key=cmd.key, rc=None, stderr=f"{self.host_dir / INDEX}: output {cmd.key!r}: not a JSON object")
+        try:
+            stdout = self.objects.get(entry.get("stdout"))
+            stderr = self.objects.get(entry.get("stderr"))
+        except CaptureObjectError as exc:
+            return CommandResult(key=cmd.key, rc=None, stderr=f"{self.host_dir / INDEX}: output {cmd.key!r}: {exc}")
+        rc = entry.get("rc")
+        duration = entry.get("duration_s")
+        return CommandResult.model_construct(
+            key=cmd.key,
+            rc=rc if isinstance(rc, int) and not isinstance(rc, bool) else None,
+            stdout=stdout,
+            stderr=stderr,
+            duration_s=float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else 0.0,
+            timed_out=entry.get("timed_out") is True,
+        )
+
     def run_batch(self, commands: list[Command]) -> list[CommandResult]:
+        try:
+            index_text = _read(os.path.join(self.host_dir, INDEX))
+        except OSError as exc:
+            raise HostUnreachable(f"{self.host_name}: captured index unreadable: {exc.strerror or exc}") from None
+        if index_text is not None:
+            try:
+                index = json.loads(index_text)
+                outputs = index["outputs"] if isinstance(index, dict) else None
+                if not isinstance(outputs, dict):
+                    raise ValueError("no 'outputs' object")
+            except (ValueError, KeyError) as exc:
+                msg = f"{self.host_dir / INDEX}: not a capture index: {str(exc).splitlines()[0] if str(exc) else exc!r}"
+                return [CommandResult(key=c.key, rc=None, stderr=msg) for c in commands]
+            return [self._indexed(c, outputs) for c in commands]
         if not self.host_dir.is_dir():
             raise HostUnreachable(f"{self.host_name}: no captured outputs in {self.directory}")
         return [self._one(c) for c in commands]

@@ -58,11 +58,20 @@ def test_collect_then_scan_from_capture(tmp_path):
     assert r.returncode == 0, r.stderr
     assert (out / "manifest.json").is_file()
     host_dirs = list((out / "hosts").iterdir())
-    assert len(host_dirs) == 1 and (host_dirs[0] / "network.sysctl.out").is_file()
+    assert len(host_dirs) == 1 and "network.sysctl" in json.loads((host_dirs[0] / "outputs.json").read_text())["outputs"]
+    assert json.loads((out / "manifest.json").read_text())["capture_format"] == 2
     r2 = run("scan", "--from", str(out), "--json", "--fail-on", "critical")
     assert r2.returncode == 0, r2.stderr
     d = json.loads(r2.stdout)
     assert d["hosts"][0]["probes"]["network.sysctl"] == "ok"
+    # the host record and the 'host' probe's output no longer share a file (format 1 wrote both to host.json)
+    assert d["hosts"][0]["probes"]["host"] == "ok"
+    # a capture of a format this version does not know is refused in one line
+    m = json.loads((out / "manifest.json").read_text())
+    (out / "manifest.json").write_text(json.dumps({**m, "capture_format": 9}))
+    r4 = run("scan", "--from", str(out))
+    assert r4.returncode == 1 and "capture_format 9" in r4.stderr and "Traceback" not in r4.stderr
+    (out / "manifest.json").write_text(json.dumps(m))
     # collect refuses to overwrite
     r3 = run("collect", "--out", str(out))
     assert r3.returncode == 1 and "not empty" in r3.stderr and "Traceback" not in r3.stderr

@@ -1,0 +1,74 @@
+"""The content-addressed part of a capture: every distinct text (stdout, stderr, script) stored
+once under ``DIR/objects/<2 hex>/<62 hex>``, named by the SHA-256 of its UTF-8 bytes.
+
+Ten thousand workers installed from one image print the same ``sysctl -a``: the capture holds
+it once and each host's index names it. Reading verifies every object against its name, so a
+capture edited by hand or damaged in transit is reported, never silently analysed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from pathlib import Path
+
+OBJECTS = "objects"
+_OID = re.compile(r"^[0-9a-f]{64}$")
+
+
+class CaptureObjectError(Exception):
+    """An object is missing, unreadable, or does not hash to its name (one line)."""
+
+
+def object_id(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def is_object_id(value: object) -> bool:
+    return isinstance(value, str) and _OID.match(value) is not None
+
+
+class CaptureObjects:
+    """Writes and reads the objects of one capture directory; read texts are cached by id, so
+    every host naming an object gets the same string. Thread-safe."""
+
+    def __init__(self, directory: str | os.PathLike):
+        self.root = Path(directory) / OBJECTS
+        self._texts: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def _path(self, oid: str) -> Path:
+        return self.root / oid[:2] / oid[2:]
+
+    def put(self, text: str) -> str:
+        """Store ``text`` (once) and return its id."""
+        data = text.encode("utf-8", "surrogateescape")
+        oid = object_id(data)
+        path = self._path(oid)
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        return oid
+
+    def get(self, oid: str) -> str:
+        """The text of object ``oid`` (undecodable bytes replaced)."""
+        text = self._texts.get(oid)
+        if text is not None:
+            return text
+        if not is_object_id(oid):
+            raise CaptureObjectError(f"{oid!r} is not an object id (64 hex digits)")
+        path = self._path(oid)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise CaptureObjectError(f"object {oid} missing from {self.root}") from None
+        except OSError as exc:
+            raise CaptureObjectError(f"{path}: unreadable: {exc.strerror or exc}") from None
+        if object_id(data) != oid:
+            raise CaptureObjectError(f"{path}: content does not match its name (damaged or edited)")
+        with self._lock:
+            return self._texts.setdefault(oid, data.decode("utf-8", "replace"))

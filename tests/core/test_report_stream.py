@@ -1,0 +1,34 @@
+"""The streamed JSON report is the very text of the whole-report dump (issue 14, item 2)."""
+
+from __future__ import annotations
+
+import io
+
+from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.report.json_stream import write_report_json
+from advisor.report.model import build_report
+from advisor.rule_engine import evaluate
+from advisor.rule_specs import load_catalog
+from tests.core.test_rule_engine import SACK_PACK, write_rules
+
+
+def _report(tmp_path, n):
+    hosts = {}
+    for i in range(n):
+        facts = {"sysctls": {"net.ipv4.tcp_sack": {"runtime": i % 2, "absent": False}}, "note": "ünïcode \"q\" \\ 1e-07"}
+        hosts[f"wn{i}"] = HostFacts(name=f"wn{i}", roles=["worker"], probes={
+            "network.sysctl": ProbeResult(probe="network.sysctl", status=ProbeStatus.ok, facts=facts, raw="x")})
+    fs = FactSet(site="s", hosts=hosts, mesh={"paths": [{"status": "ok", "mbps": 1e-7}]} if n else None)
+    ev = evaluate(fs, catalog=load_catalog(write_rules(tmp_path, SACK_PACK)))
+    return build_report(fs, ev.findings, profiles=["generic"], started_at="t0", finished_at="t1", duration_s=0.5,
+                        site_file=None)
+
+
+def test_streamed_report_is_byte_identical(tmp_path):
+    for n in (0, 1, 3):
+        report = _report(tmp_path, n)
+        buf = io.StringIO()
+        write_report_json(report, buf)
+        assert buf.getvalue() == report.model_dump_json(indent=2) + "\n"
+        if n:
+            assert '"hosts": [\n    {\n      "name": "wn0"' in buf.getvalue()
