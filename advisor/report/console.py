@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from advisor.findings import FindingStatus
+from advisor.report.host_ranges import hosts_text
 from advisor.report.model import ScanReport
 
 SEVERITY_STYLE = {"critical": "bold white on red", "high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim"}
@@ -26,25 +27,7 @@ def render_scan(report: ScanReport, console: Console, verbose: bool = False) -> 
         f"[bold]storadvise scan[/bold] of site [bold]{report.site}[/bold] — {s.hosts} host(s), "
         f"profiles {', '.join(report.profiles)}, {report.duration_s:.1f} s"
     )
-    hosts = Table(title="Hosts", show_lines=False, header_style="bold")
-    for col in ("host", "roles", "reachable", "probes ok / n.a. / error", "failed (crit/high/med/low)"):
-        hosts.add_column(col)
-    failed_by_host: dict[str, dict[str, int]] = {}
-    for f in report.findings:
-        if f.status == FindingStatus.fail:
-            for h in f.hosts:
-                d = failed_by_host.setdefault(h, {})
-                d[f.severity.value] = d.get(f.severity.value, 0) + 1
-    for h in report.hosts:
-        counts = {k: sum(1 for v in h.probes.values() if v == k) for k in ("ok", "not_applicable", "error")}
-        fb = failed_by_host.get(h.name, {})
-        reach = Text("yes", style="green") if h.reachable else Text("NO: " + _short("; ".join(h.errors), 60), style="bold red")
-        hosts.add_row(
-            h.name, ",".join(h.roles) or "-", reach,
-            f"{counts['ok']} / {counts['not_applicable']} / {counts['error']}",
-            " / ".join(str(fb.get(k, 0)) for k in ("critical", "high", "medium", "low")),
-        )
-    console.print(hosts)
+    render_hosts(report, console, verbose=verbose)
 
     shown = [f for f in report.findings if f.status in (FindingStatus.fail, FindingStatus.error, FindingStatus.waived)]
     if verbose:
@@ -53,11 +36,15 @@ def render_scan(report: ScanReport, console: Console, verbose: bool = False) -> 
         console.rule("Findings, worst first")
     for f in shown:
         render_finding(f, console)
-    errors = [(h.name, p, h.probe_messages.get(p, "")) for h in report.hosts for p, st in h.probes.items() if st == "error"]
+    errors: dict[tuple[str, str], list[str]] = {}
+    for h in report.hosts:
+        for p, st in h.probes.items():
+            if st == "error":
+                errors.setdefault((p, h.probe_messages.get(p, "")), []).append(h.name)
     if errors:
         console.print("[magenta]Probes that failed:[/magenta]")
-        for host, probe, msg in errors:
-            console.print(f"  {host}: {probe}: {msg}")
+        for (probe, msg), names in errors.items():
+            console.print(f"  {hosts_text(names)}: {probe}: {msg}", highlight=False)
     counts = s.by_status
     console.print(
         f"[bold]{counts.get('fail', 0)} failed[/bold] ("
@@ -66,6 +53,55 @@ def render_scan(report: ScanReport, console: Console, verbose: bool = False) -> 
         f"{counts.get('not_applicable', 0)} not applicable"
         + (" — [bold magenta]incomplete[/bold magenta]" if s.incomplete else "")
     )
+
+
+SEVERITY_COLUMNS = ("critical", "high", "medium", "low")
+
+
+def host_rows(report: ScanReport) -> list[tuple[tuple, list[str]]]:
+    """Hosts grouped by what their row says (roles, reachability, probe counts, failed counts):
+    one (row, host names) per distinct row, worst first. Linear in hosts and findings."""
+    failed_by_host: dict[str, dict[str, int]] = {}
+    for f in report.findings:
+        if f.status == FindingStatus.fail:
+            for h in f.hosts:
+                d = failed_by_host.setdefault(h, {})
+                d[f.severity.value] = d.get(f.severity.value, 0) + 1
+    groups: dict[tuple, list[str]] = {}
+    for h in report.hosts:
+        counts = [sum(1 for v in h.probes.values() if v == k) for k in ("ok", "not_applicable", "error")]
+        fb = failed_by_host.get(h.name, {})
+        row = (",".join(h.roles) or "-", "; ".join(h.errors) if not h.reachable else "",
+               tuple(counts), tuple(fb.get(k, 0) for k in SEVERITY_COLUMNS))
+        groups.setdefault(row, []).append(h.name)
+
+    def badness(item):
+        (roles, unreachable, counts, failed), names = item
+        return (not unreachable, tuple(-n for n in failed), -counts[2], roles, min(names))
+
+    return sorted(groups.items(), key=badness)
+
+
+def render_hosts(report: ScanReport, console: Console, verbose: bool = False) -> None:
+    """The hosts table: identical rows folded into one with the hosts as ranges; without
+    ``verbose`` only hosts with a failure, an unreachable host or a probe error, and one line
+    for the rest."""
+    rows = host_rows(report)
+    clean = [(row, names) for row, names in rows if not row[1] and not any(row[3]) and not row[2][2]]
+    shown = rows if verbose else [r for r in rows if r not in clean]
+    if shown:
+        table = Table(title="Hosts" if verbose else "Hosts with failures", show_lines=False, header_style="bold")
+        for col in ("hosts", "n", "roles", "reachable", "probes ok / n.a. / error", "failed (crit/high/med/low)"):
+            table.add_column(col)
+        for (roles, unreachable, counts, failed), names in shown:
+            reach = Text("NO: " + _short(unreachable, 60), style="bold red") if unreachable else Text("yes", style="green")
+            table.add_row(hosts_text(names, limit=0 if verbose else 8), str(len(names)), roles, reach,
+                          " / ".join(map(str, counts)), " / ".join(map(str, failed)))
+        console.print(table)
+    if clean and not verbose:
+        names = [n for _row, group in clean for n in group]
+        console.print(f"{hosts_text(names, limit=8)}: 0 failed, every probe ran ({len(names)} host(s); "
+                      f"--verbose lists them)", highlight=False)
 
 
 def render_finding(f, console: Console, max_evidence: int = 4) -> None:
@@ -78,7 +114,7 @@ def render_finding(f, console: Console, max_evidence: int = 4) -> None:
         head.append(f" [{f.subject}]")
     head.append(f"  {f.title}", style="dim")
     console.print(head)
-    console.print(f"         hosts: {', '.join(f.hosts)}", highlight=False)
+    console.print(f"         hosts: {hosts_text(f.hosts, limit=12)}", highlight=False)
     if f.status == FindingStatus.error:
         console.print(f"         [magenta]{f.message}[/magenta]", highlight=False)
         return
