@@ -13,6 +13,7 @@ from pathlib import Path
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.output_store import OutputStore
 from advisor.site import Host, Site
+from advisor.trusted_models import trusted
 from advisor.transport.base import Command, CommandResult, Transport, TransportError
 from probes import all_probes
 from probes.probe import Probe, ProbeContext, ProbeParseError, not_applicable_reason
@@ -60,8 +61,8 @@ def interpret(probe: Probe, result: CommandResult, store: OutputStore | None = N
         key = (probe.name, result.rc, raw, stderr_line)
         status, facts, message = store.outcome(key, lambda: _outcome(probe, result, stderr_line))
     # built without re-validation: the outcome's facts are plain data, possibly shared with other hosts
-    return ProbeResult.model_construct(probe=probe.name, status=ProbeStatus(status), facts=facts, raw=raw,
-                                       message=message, duration_s=duration)
+    return trusted(ProbeResult, {"probe": probe.name, "status": ProbeStatus(status), "facts": facts, "raw": raw,
+                                 "message": message, "duration_s": duration})
 
 
 def _outcome(probe: Probe, result: CommandResult, stderr_line: str) -> tuple[str, dict, str | None]:
@@ -106,6 +107,8 @@ def collect_host(site: Site, host: Host, transport_factory: TransportFactory, sa
             text = p.local_text(ctx) if transport.is_local else None
             if text is not None:
                 local_results[p.name] = CommandResult(key=p.name, rc=0, stdout=text)
+            elif transport.replays_outputs:  # looked up by key: no script to write
+                commands.append(Command(key=p.name, script="", sudo=p.needs_root))
             else:
                 commands.append(Command(key=p.name, script=p.script(ctx), sudo=p.needs_root, timeout=p.timeout(ctx)))
         results = transport.run_batch(commands) if commands else []

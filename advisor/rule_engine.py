@@ -29,6 +29,7 @@ from advisor.rule_specs import (
     substitute_vars,
 )
 from advisor.site import Site, Waiver
+from advisor.trusted_models import trusted
 
 AnalyticFunction = Callable[["RuleContext"], Iterable[Finding]]
 _ANALYTIC: dict[str, AnalyticFunction] = {}
@@ -122,26 +123,26 @@ class RuleContext:
         rem = self.rule.remediation
         # built without re-validation (a rule over 10,000 hosts builds as many): the types are
         # made right here
-        remediation = Remediation.model_construct(
-            text=_interpolate(remediation_text if remediation_text is not None else rem.text, self.vars),
-            role=rem.role,
-            vars=dict(remediation_vars) if remediation_vars is not None else _substitute_deep(rem.vars, self.vars),
-        )
-        return Finding.model_construct(
-            rule_id=self.rule.id,
-            title=self.rule.title,
-            hosts=[hosts] if isinstance(hosts, str) else [str(h) for h in hosts],
-            status=FindingStatus(status),
-            severity=Severity(severity) if severity else self.severity,
-            observed=observed,
-            expected=expected,
-            evidence=[str(e) for e in evidence],
-            rationale=self._rationale,
-            references=list(self.rule.references),
-            remediation=remediation,
-            subject=None if subject is None else str(subject),
-            message=None if message is None else str(message),
-        )
+        remediation = trusted(Remediation, {
+            "text": _interpolate(remediation_text if remediation_text is not None else rem.text, self.vars),
+            "role": rem.role,
+            "vars": dict(remediation_vars) if remediation_vars is not None else _substitute_deep(rem.vars, self.vars),
+        })
+        return trusted(Finding, {
+            "rule_id": self.rule.id,
+            "title": self.rule.title,
+            "hosts": [hosts] if isinstance(hosts, str) else [str(h) for h in hosts],
+            "status": FindingStatus(status),
+            "severity": Severity(severity) if severity else self.severity,
+            "observed": observed,
+            "expected": expected,
+            "evidence": [str(e) for e in evidence],
+            "rationale": self._rationale,
+            "references": list(self.rule.references),
+            "remediation": remediation,
+            "subject": None if subject is None else str(subject),
+            "message": None if message is None else str(message),
+        })
 
 
 _INLINE_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -64,6 +64,8 @@ class Transport(ABC):
 
     #: whether this transport runs on the machine storadvise runs on
     is_local: bool = False
+    #: whether it replays recorded outputs by command key (the scripts are not needed)
+    replays_outputs: bool = False
 
     @abstractmethod
     def run_batch(self, commands: list[Command]) -> list[CommandResult]:

@@ -105,6 +105,7 @@ class CapturedTransport(Transport):
     """Replays ``DIR/hosts/<host>/``: each command's captured result, looked up by key."""
 
     is_local = False
+    replays_outputs = True
 
     def __init__(self, directory: str | os.PathLike, host_name: str, objects: CaptureObjects | None = None):
         self.directory = Path(directory)
