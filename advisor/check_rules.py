@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from advisor.comparisons import compare
 from advisor.fact_paths import MISSING, get_path, split_path
@@ -19,8 +19,8 @@ from advisor.finding_groups import value_key
 from advisor.findings import Finding, FindingStatus
 from advisor.rule_specs import Condition, RuleSpec, substitute_vars
 
-if TYPE_CHECKING:
-    from advisor.rule_engine import RuleContext
+#: the advisor.rule_engine.RuleContext a rule is evaluated in (not imported: the engine imports this module)
+RuleContext = Any
 
 _OK, _NA, _ERR = "ok", "not_applicable", "error"
 
