@@ -1,24 +1,38 @@
-"""Sites from Ansible inventories (INI or YAML) plus a role map (group -> role).
+"""Sites from Ansible inventories, read as Ansible reads them, plus a role map (group -> role).
 
 A site file may hold ``inventory: {path: hosts.ini, role_map: {gpfs_servers: storage}}``
 instead of ``hosts``; ``storadvise scan --inventory FILE --role-map GROUP=ROLE`` does the same
-from the command line. Connection variables read: ansible_host, ansible_port, ansible_user,
-ansible_ssh_private_key_file; groups (with ``:children``) become host groups.
+from the command line. The inventory is read by ``ansible-inventory -i PATH --list``: INI, YAML,
+host ranges (``wn[001:200]``), ``group_vars/`` and ``host_vars/`` directories, dynamic inventory
+scripts and plugins, exactly as the site's playbooks see them. Connection variables read:
+ansible_host, ansible_port, ansible_user, ansible_ssh_private_key_file; groups (with their
+parents) become host groups.
 """
 
 from __future__ import annotations
 
-import re
-import shlex
+import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from advisor.errors import SiteFileError
 from advisor.site import ROLE_NAMES, Host, Site
 from advisor.yaml_lines import LocatedYaml
+
+#: make a source Ansible cannot parse an error rather than a warning and an empty inventory
+_STRICT_ENV = {
+    "ANSIBLE_INVENTORY_UNPARSED_FAILED": "True",
+    "ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED": "True",
+    "ANSIBLE_NOCOLOR": "1",
+    "ANSIBLE_DEPRECATION_WARNINGS": "False",
+}
+INVENTORY_TIMEOUT_S = 120.0
 
 
 class InventoryHost(BaseModel):
@@ -27,102 +41,86 @@ class InventoryHost(BaseModel):
     groups: set[str] = Field(default_factory=set)
 
 
-def parse_ini_inventory(text: str, path: str = "<inventory>") -> dict[str, InventoryHost]:
-    hosts: dict[str, InventoryHost] = {}
-    children: dict[str, set[str]] = {}
-    group_vars: dict[str, dict[str, str]] = {}
-    section, kind = "ungrouped", "hosts"
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith(("#", ";")):
-            continue
-        m = re.match(r"^\[([^\]:]+)(?::(\w+))?\]$", line)
-        if m:
-            section, kind = m.group(1), m.group(2) or "hosts"
-            if kind not in ("hosts", "vars", "children"):
-                raise SiteFileError(path, f"unknown section kind ':{kind}'", line=lineno)
-            continue
-        try:
-            tokens = shlex.split(line, comments=True)
-        except ValueError as exc:
-            raise SiteFileError(path, f"cannot split line: {exc}", line=lineno) from None
-        if kind == "children":
-            children.setdefault(section, set()).add(tokens[0])
-        elif kind == "vars":
-            key, sep, value = line.partition("=")
-            if not sep:
-                raise SiteFileError(path, "expected key=value in a :vars section", line=lineno)
-            group_vars.setdefault(section, {})[key.strip()] = value.strip()
-        else:
-            name = tokens[0]
-            if "[" in name:
-                raise SiteFileError(path, f"host ranges like {name!r} are not supported; list the hosts", line=lineno)
-            h = hosts.setdefault(name, InventoryHost(name=name))
-            h.groups.add(section)
-            for tok in tokens[1:]:
-                key, sep, value = tok.partition("=")
-                if not sep:
-                    raise SiteFileError(path, f"expected key=value after the host name, got {tok!r}", line=lineno)
-                h.vars[key] = value
-    _expand_children(hosts, children)
-    for group, gv in group_vars.items():
-        for h in hosts.values():
-            if group in h.groups or group == "all":
-                for k, v in gv.items():
-                    h.vars.setdefault(k, v)
-    return hosts
+def ansible_inventory_command() -> str:
+    """``ansible-inventory`` beside this Python (the venv storadvise runs in), else on PATH."""
+    beside = Path(sys.executable).parent / "ansible-inventory"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    found = shutil.which("ansible-inventory")
+    if not found:
+        raise SiteFileError("--inventory", "ansible-inventory not found (install ansible-core)")
+    return found
 
 
-def _expand_children(hosts: dict[str, InventoryHost], children: dict[str, set[str]]) -> None:
-    changed = True
-    while changed:
-        changed = False
-        for parent, kids in children.items():
-            for h in hosts.values():
-                if h.groups & kids and parent not in h.groups:
-                    h.groups.add(parent)
-                    changed = True
+def _failure_reason(stderr: str) -> str:
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    for marker in ("Failed to parse inventory:", "[ERROR]:"):
+        for ln in lines:
+            if marker in ln:
+                return ln.split("[ERROR]:", 1)[-1].strip()
+    return lines[-1] if lines else "no output"
 
 
-def parse_yaml_inventory(data: Any, path: str = "<inventory>") -> dict[str, InventoryHost]:
-    hosts: dict[str, InventoryHost] = {}
+def parse_inventory_list(data: Any, path: str = "<inventory>") -> dict[str, InventoryHost]:
+    """Hosts of an ``ansible-inventory --list`` JSON document: each with its vars and every group
+    it is in, directly or through ``children``."""
     if not isinstance(data, dict):
-        raise SiteFileError(path, "a YAML inventory is a mapping of groups (e.g. 'all:')")
-
-    def walk(group: str, body: Any, inherited: dict[str, Any], parents: tuple[str, ...]) -> None:
-        if body is None:
-            return
-        if not isinstance(body, dict):
-            raise SiteFileError(path, f"group {group!r} must be a mapping")
-        gvars = {**inherited, **(body.get("vars") or {})}
-        for name, hv in (body.get("hosts") or {}).items():
-            h = hosts.setdefault(str(name), InventoryHost(name=str(name)))
-            h.groups |= {group, *parents}
-            for k, v in gvars.items():
-                h.vars.setdefault(k, v)
-            h.vars.update(hv or {})
-        for child, cbody in (body.get("children") or {}).items():
-            walk(str(child), cbody, gvars, parents + (group,))
-
+        raise SiteFileError(path, "ansible-inventory --list did not return a JSON object")
+    meta = data.get("_meta") or {}
+    hostvars = meta.get("hostvars") if isinstance(meta, dict) else None
+    if not isinstance(hostvars, dict):
+        hostvars = {}
+    parents: dict[str, set[str]] = {}
+    direct: dict[str, set[str]] = {}
     for group, body in data.items():
-        walk(str(group), body, {}, ())
+        if group == "_meta" or not isinstance(body, dict):
+            continue
+        for child in body.get("children") or []:
+            parents.setdefault(str(child), set()).add(str(group))
+        for name in body.get("hosts") or []:
+            direct.setdefault(str(name), set()).add(str(group))
+    ancestors: dict[str, set[str]] = {}
+
+    def up(group: str, seen: frozenset[str] = frozenset()) -> set[str]:
+        if group in ancestors:
+            return ancestors[group]
+        out = {group}
+        for p in parents.get(group, ()):
+            if p not in seen:  # Ansible refuses cycles; never loop on a hand-made document
+                out |= up(p, seen | {group})
+        ancestors[group] = out
+        return out
+
+    hosts: dict[str, InventoryHost] = {}
+    for name in {*direct, *hostvars}:
+        groups: set[str] = set()
+        for g in direct.get(name, ()):
+            groups |= up(g)
+        hv = hostvars.get(name)
+        hosts[name] = InventoryHost(name=name, vars=hv if isinstance(hv, dict) else {}, groups=groups)
     return hosts
 
 
 def load_inventory(path: str | Path) -> dict[str, InventoryHost]:
+    """The hosts of an inventory source as Ansible sees them (``ansible-inventory --list``)."""
     p = Path(path)
+    if not p.exists():
+        raise SiteFileError(str(p), "cannot read inventory: no such file or directory")
+    env = {**os.environ, **_STRICT_ENV}
     try:
-        text = p.read_text()
+        proc = subprocess.run([ansible_inventory_command(), "-i", str(p), "--list"], capture_output=True,
+                              text=True, env=env, timeout=INVENTORY_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise SiteFileError(str(p), f"ansible-inventory did not finish in {INVENTORY_TIMEOUT_S:.0f} s") from None
     except OSError as exc:
-        raise SiteFileError(str(p), f"cannot read inventory: {exc.strerror or exc}") from None
-    if p.suffix in (".yml", ".yaml"):
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            raise SiteFileError(str(p), "invalid YAML inventory", line=mark.line + 1 if mark else None) from None
-        return parse_yaml_inventory(data, str(p))
-    return parse_ini_inventory(text, str(p))
+        raise SiteFileError(str(p), f"cannot run ansible-inventory: {exc.strerror or exc}") from None
+    if proc.returncode != 0:
+        raise SiteFileError(str(p), f"ansible-inventory cannot read it: {_failure_reason(proc.stderr)}")
+    try:
+        data = json.loads(proc.stdout)
+    except json.JSONDecodeError as exc:
+        raise SiteFileError(str(p), f"ansible-inventory --list printed no JSON ({exc.msg})") from None
+    return parse_inventory_list(data, str(p))
 
 
 def parse_role_map(items: list[str]) -> dict[str, str]:
@@ -147,14 +145,14 @@ def site_from_inventory(path: str | Path, role_map: dict[str, str], name: str | 
         try:
             hosts.append(Host(
                 name=h.name,
-                address=v.get("ansible_host"),
+                address=_text(v.get("ansible_host")),
                 port=int(v.get("ansible_port", 22)),
-                user=v.get("ansible_user"),
-                key=v.get("ansible_ssh_private_key_file"),
+                user=_text(v.get("ansible_user")),
+                key=_text(v.get("ansible_ssh_private_key_file")),
                 roles=roles,
                 groups=sorted(g for g in h.groups if g not in ("all", "ungrouped")),
             ))
-        except (ValidationError, ValueError) as exc:
+        except (ValidationError, ValueError, TypeError) as exc:
             raise SiteFileError(str(path), f"host {h.name}: {str(exc).splitlines()[0]}") from None
     data = {"name": name or Path(path).stem, **(extra or {})}
     try:
@@ -163,6 +161,18 @@ def site_from_inventory(path: str | Path, role_map: dict[str, str], name: str | 
         raise SiteFileError(str(path), str(exc.errors()[0]["msg"])) from None
     site.hosts = hosts
     return site
+
+
+def _text(value: Any) -> str | None:
+    """A connection variable as text; Jinja left untemplated by ``--list`` is refused, not used."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
+        raise ValueError(f"expected text, got {type(value).__name__} {value!r}")
+    text = str(value)
+    if "{{" in text or "{%" in text:
+        raise ValueError(f"{text!r} is a template; storadvise reads inventories without templating")
+    return text
 
 
 class InventorySection(BaseModel):

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from advisor.errors import SiteFileError
-from advisor.inventory import parse_ini_inventory, parse_role_map, site_from_inventory
+from advisor.inventory import parse_inventory_list, parse_role_map, site_from_inventory
 from advisor.site import Role, local_site
 from advisor.site_file import load_site
 
@@ -112,20 +112,44 @@ wn[01:02]
 """
 
 
-def test_ini_inventory_with_role_map(tmp_path):
+def test_ini_inventory_read_by_ansible_inventory(tmp_path):
+    """Ranges, :children, :vars, group_vars/ and host_vars/ directories: as Ansible sees them."""
     p = tmp_path / "hosts.ini"
-    p.write_text(INI)
-    with pytest.raises(SiteFileError, match=r"hosts.ini:7: host ranges"):
-        site_from_inventory(p, {})
-    p.write_text(INI.replace("wn[01:02]", "wn01 ansible_port=2222\nwn02\n\n[storage:children]\ngpfs_servers\n\n[all:vars]\nansible_ssh_private_key_file=/k/id\n"))
+    p.write_text(INI + "\n[storage:children]\ngpfs_servers\n\n[all:vars]\nansible_ssh_private_key_file=/k/id\n")
+    (tmp_path / "group_vars").mkdir()
+    (tmp_path / "group_vars" / "wn.yml").write_text("ansible_user: cms\nansible_port: 2222\n")
+    (tmp_path / "host_vars").mkdir()
+    (tmp_path / "host_vars" / "wn02.yml").write_text("ansible_host: 10.20.0.2\n")
     site = site_from_inventory(p, parse_role_map(["gpfs_servers=storage", "wn=worker"]), name="prod")
     by = {h.name: h for h in site.hosts}
+    assert sorted(by) == ["gpfs01", "gpfs02", "wn01", "wn02"]  # wn[01:02] expanded by Ansible
     assert by["gpfs01"].address == "10.10.0.11" and by["gpfs01"].user == "root"
     assert by["gpfs01"].role_names == ["storage"] and "storage" in by["gpfs01"].groups  # :children expanded
-    assert by["wn01"].port == 2222 and by["wn01"].role_names == ["worker"]
-    assert str(by["wn02"].key) == "/k/id"
+    assert by["wn01"].port == 2222 and by["wn01"].user == "cms" and by["wn01"].role_names == ["worker"]
+    assert by["wn02"].address == "10.20.0.2" and str(by["wn02"].key) == "/k/id"
     with pytest.raises(SiteFileError, match="GROUP=ROLE"):
         parse_role_map(["wn=wizard"])
+
+
+def test_dynamic_inventory_script(tmp_path):
+    script = tmp_path / "cmdb.py"
+    script.write_text("#!/bin/sh\n"
+                      "echo '{\"wn\": {\"hosts\": [\"wn0001\", \"wn0002\"], \"vars\": {\"ansible_user\": \"grid\"}},"
+                      " \"_meta\": {\"hostvars\": {\"wn0001\": {\"ansible_host\": \"10.1.0.1\"}}}}'\n")
+    script.chmod(0o755)
+    site = site_from_inventory(script, {"wn": "worker"}, name="cmdb")
+    by = {h.name: h for h in site.hosts}
+    assert by["wn0001"].address == "10.1.0.1" and by["wn0002"].user == "grid" and by["wn0002"].role_names == ["worker"]
+
+
+def test_inventory_list_groups_and_hostile_values():
+    hosts = parse_inventory_list({"_meta": {"hostvars": {"a": {"x": 1}, "b": "junk"}},
+                                  "all": {"children": ["ungrouped", "top"]}, "top": {"children": ["mid"]},
+                                  "mid": {"hosts": ["a"], "children": ["top"]}, "ungrouped": {"hosts": ["b"]}})
+    assert hosts["a"].groups == {"mid", "top", "all"} and hosts["a"].vars == {"x": 1}
+    assert hosts["b"].groups == {"ungrouped", "all"} and hosts["b"].vars == {}
+    with pytest.raises(SiteFileError, match="not a JSON object|did not return"):
+        parse_inventory_list(["a"])
 
 
 def test_yaml_inventory_in_site_file(tmp_path):
@@ -149,9 +173,18 @@ def test_yaml_inventory_in_site_file(tmp_path):
         load_site(str(tmp_path / "site2.yml"))
 
 
-def test_ini_parse_errors():
-    with pytest.raises(SiteFileError, match=r"<inventory>:2: expected key=value"):
-        parse_ini_inventory("[g]\nh1 novalue\n")
+def test_inventory_errors_are_one_line(tmp_path):
+    bad = tmp_path / "bad.ini"
+    bad.write_text("[g]\nh1 novalue\n")
+    with pytest.raises(SiteFileError, match=r"bad.ini: ansible-inventory cannot read it: .*key=value") as ei:
+        site_from_inventory(bad, {})
+    assert "\n" not in str(ei.value)
+    with pytest.raises(SiteFileError, match="no such file"):
+        site_from_inventory(tmp_path / "missing.ini", {})
+    templated = tmp_path / "t.ini"
+    templated.write_text("h1 ansible_host='{{ lookup(\"pipe\", \"id\") }}'\n")
+    with pytest.raises(SiteFileError, match="is a template"):
+        site_from_inventory(templated, {})
 
 
 def test_local_site():
