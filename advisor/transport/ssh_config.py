@@ -1,24 +1,33 @@
 """Resolve where and how to reach a host over SSH: the site file plus ``~/.ssh/config``.
 
-OpenSSH precedence is kept: what the site file sets explicitly for a host (like options given on
-the ``ssh`` command line) wins over the config file, which wins over the defaults. The config is
-looked up by the name ``ssh`` would be given: the host's ``address``, else its ``name``.
+The config is read by OpenSSH itself: ``ssh -G -F CONFIG -- TARGET`` prints every option as
+``ssh TARGET`` would use it, so Include, Match, wildcard and token (``%h``) rules mean exactly
+what they mean to ``ssh`` and to Ansible's ssh connection. OpenSSH precedence is kept: what the
+site file sets explicitly for a host (like options given on the ``ssh`` command line) wins over
+the config file, which wins over the defaults. The config is looked up by the name ``ssh`` would
+be given: the host's ``address``, else its ``name``.
 
-Honoured keywords: HostName, User, Port, IdentityFile, ProxyJump (comma-separated chains,
-``[user@]host[:port]`` and ``ssh://`` forms, ``none``), UserKnownHostsFile, HostKeyAlias,
-ConnectTimeout. Jump hosts are resolved through the same config file.
+Used: HostName, User, Port, IdentityFile, ProxyJump (comma-separated chains, ``[user@]host[:port]``
+and ``ssh://`` forms, ``none``), UserKnownHostsFile, HostKeyAlias, ConnectTimeout. Jump hosts are
+resolved through the same config file. Settings the config leaves at OpenSSH's defaults (the
+default identity files and known_hosts files, the local user name) are told apart by comparing
+with ``ssh -G -F /dev/null``, and leave storadvise's own defaults in place.
 """
 
 from __future__ import annotations
 
-import getpass
 import os
+import shutil
+import subprocess
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import paramiko
-
 from advisor.transport.base import TransportError
+
+SSH_G_TIMEOUT_S = 20.0
+#: a name no config matches specifically, to read OpenSSH's defaults
+_DEFAULTS_PROBE = "storadvise-ssh-defaults.invalid"
 
 
 @dataclass
@@ -53,26 +62,79 @@ class Endpoint:
         return f"[{name}]:{self.port}"
 
 
-def load_ssh_config(path: Path | None) -> paramiko.SSHConfig | None:
-    """Parse the ssh config file; None when there is none. A broken file is a one-line error."""
+@dataclass
+class SshConfig:
+    """An ssh config file read through ``ssh -G`` (``path`` None: no config file, only defaults)."""
+
+    path: Path | None
+    _cache: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def options(self, target: str) -> dict[str, list[str]]:
+        """Every option ``ssh`` would use for ``target``: lower-case keyword -> values (in order)."""
+        with self._lock:
+            found = self._cache.get(target)
+        if found is None:
+            found = ssh_g(target, self.path)
+            with self._lock:
+                self._cache[target] = found
+        return found
+
+    def first(self, target: str, keyword: str) -> str | None:
+        values = self.options(target).get(keyword)
+        return values[0] if values else None
+
+
+def ssh_g(target: str, config: Path | None) -> dict[str, list[str]]:
+    """Run ``ssh -G -F CONFIG -- TARGET`` and read its ``keyword value`` lines."""
+    ssh = shutil.which("ssh")
+    if ssh is None:
+        raise TransportError("ssh not found (install openssh-client): it resolves the ssh config")
+    argv = [ssh, "-G", "-F", str(config) if config is not None else os.devnull, "--", target]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=SSH_G_TIMEOUT_S,
+                              stdin=subprocess.DEVNULL, errors="replace")
+    except subprocess.TimeoutExpired:
+        raise TransportError(f"ssh -G {target}: no answer in {SSH_G_TIMEOUT_S:.0f} s (a Match exec in the ssh config?)") from None
+    except OSError as exc:
+        raise TransportError(f"cannot run ssh -G: {exc.strerror or exc}") from None
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in proc.stderr.splitlines()
+                 if ln.strip() and not ln.startswith("Pseudo-terminal")]
+        where = f"ssh config {config}" if config is not None else "ssh"
+        raise TransportError(f"{where}: cannot resolve {target!r}: {lines[0] if lines else f'ssh -G exited {proc.returncode}'}")
+    out: dict[str, list[str]] = {}
+    for line in proc.stdout.splitlines():
+        key, _, value = line.partition(" ")
+        if key:
+            out.setdefault(key.lower(), []).append(value.strip())
+    return out
+
+
+_DEFAULTS: dict[str, list[str]] | None = None
+_DEFAULTS_LOCK = threading.Lock()
+
+
+def ssh_defaults() -> dict[str, list[str]]:
+    """What ``ssh`` uses when no config says anything (read once per process)."""
+    global _DEFAULTS
+    with _DEFAULTS_LOCK:
+        if _DEFAULTS is None:
+            _DEFAULTS = ssh_g(_DEFAULTS_PROBE, None)
+        return _DEFAULTS
+
+
+def load_ssh_config(path: Path | None) -> SshConfig | None:
+    """The ssh config file to resolve hosts with; None when there is none. A file ``ssh`` cannot
+    parse is a one-line error."""
     if path is None:
         return None
     path = Path(os.path.expanduser(str(path)))
     if not path.is_file():
         return None
-    try:
-        return paramiko.SSHConfig.from_path(str(path))
-    except Exception as e:  # paramiko raises ConfigParseError, or plain errors on odd input
-        raise TransportError(f"ssh config {path}: cannot parse: {e}") from None
-
-
-def _lookup(config: paramiko.SSHConfig | None, name: str) -> dict:
-    if config is None:
-        return {}
-    try:
-        return dict(config.lookup(name))
-    except Exception as e:
-        raise TransportError(f"ssh config: lookup of {name!r} failed: {e}") from None
+    config = SshConfig(path)
+    config.options(_DEFAULTS_PROBE)  # parses the whole file (Include too): errors surface here
+    return config
 
 
 def _paths(values: list[str] | str | None) -> list[Path]:
@@ -117,7 +179,7 @@ def _port(text: str, what: str) -> int:
 
 
 def _timeout(value: str | None) -> float | None:
-    if not value:
+    if not value or value == "none":
         return None
     try:
         return float(value)
@@ -129,7 +191,7 @@ def resolve_endpoint(
     label: str,
     target: str,
     *,
-    config: paramiko.SSHConfig | None,
+    config: SshConfig | None,
     port: int | None = None,
     user: str | None = None,
     keys: list[Path] | None = None,
@@ -139,11 +201,11 @@ def resolve_endpoint(
     """Resolve ``target`` (what ``ssh`` would be given) with explicit overrides and the config."""
     if _depth > 8:
         raise TransportError(f"{label}: ProxyJump chain too long (a loop in the ssh config?)")
-    cfg = _lookup(config, target)
+    cfg = _configured(config, target)
     hostname = cfg.get("hostname") or target
     if port is None:
         port = _port(cfg["port"], f"Port for {target}") if cfg.get("port") else 22
-    user = user or cfg.get("user") or default_user or getpass.getuser()
+    user = user or cfg.get("user") or default_user or _local_user()
     identity = list(keys or []) + [p for p in _paths(cfg.get("identityfile")) if p not in (keys or [])]
     ep = Endpoint(
         label=label,
@@ -175,7 +237,32 @@ def resolve_endpoint(
     return ep
 
 
-def resolve_host(host, config: paramiko.SSHConfig | None, default_user: str | None = None) -> Endpoint:
+def _local_user() -> str:
+    return ssh_defaults().get("user", [""])[0] or os.environ.get("USER", "root")
+
+
+def _configured(config: SshConfig | None, target: str) -> dict:
+    """The options the config sets for ``target`` (those left at OpenSSH's defaults dropped):
+    keyword -> value, or the list of values for identityfile."""
+    if config is None:
+        return {}
+    opts = config.options(target)
+    defaults = ssh_defaults()
+    out: dict = {}
+    for key in ("hostname", "user", "port", "hostkeyalias", "connecttimeout", "proxyjump", "userknownhostsfile"):
+        values = opts.get(key)
+        if not values or values[0] == "none":
+            continue
+        if key in ("user", "userknownhostsfile") and values == defaults.get(key):
+            continue  # OpenSSH's default, not the config's
+        out[key] = values[0]
+    ids = opts.get("identityfile") or []
+    if ids and ids != defaults.get("identityfile"):
+        out["identityfile"] = ids
+    return out
+
+
+def resolve_host(host, config: SshConfig | None, default_user: str | None = None) -> Endpoint:
     """The endpoint for a site ``Host``: explicit site settings over the ssh config."""
     explicit = host.model_fields_set
     port = host.port if "port" in explicit else None

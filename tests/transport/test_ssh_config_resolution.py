@@ -1,8 +1,10 @@
-"""Resolution of site hosts against an ssh config file, and known_hosts matching (no network)."""
+"""Resolution of site hosts against an ssh config file (read by OpenSSH's ``ssh -G``), and
+known_hosts matching (no network)."""
 
 from __future__ import annotations
 
 import base64
+import os
 from pathlib import Path
 
 import paramiko
@@ -11,7 +13,7 @@ import pytest
 from advisor.site import Host
 from advisor.transport.base import TransportError
 from advisor.transport.ssh import append_known_host, fingerprint, read_known_hosts
-from advisor.transport.ssh_config import load_ssh_config, parse_jump_spec, resolve_host
+from advisor.transport.ssh_config import SshConfig, load_ssh_config, parse_jump_spec, resolve_host
 
 CONFIG = """
 Host gpfs*
@@ -38,7 +40,7 @@ Host *
 
 
 @pytest.fixture
-def config(tmp_path: Path) -> paramiko.SSHConfig:
+def config(tmp_path: Path) -> SshConfig:
     p = tmp_path / "config"
     p.write_text(CONFIG)
     return load_ssh_config(p)
@@ -80,7 +82,7 @@ def test_jump_chain_in_order(config):
 
 
 def test_jump_loop_is_an_error(config):
-    with pytest.raises(TransportError, match="too long"):
+    with pytest.raises(TransportError, match="too long|loop"):  # ssh -G itself refuses a direct loop
         resolve_host(Host(name="loop"), config)
 
 
@@ -109,6 +111,33 @@ def test_unparsable_config_is_one_line(tmp_path):
     with pytest.raises(TransportError) as ei:
         load_ssh_config(p)
     assert "\n" not in str(ei.value) and str(p) in str(ei.value)
+
+
+def test_include_and_match_mean_what_they_mean_to_ssh(tmp_path):
+    """Our own parser knew neither; ssh -G does (issue 14, item 4)."""
+    (tmp_path / "conf.d").mkdir()
+    (tmp_path / "conf.d" / "workers.conf").write_text("Host wn*\n    User grid\n    Port 2022\n")
+    p = tmp_path / "config"
+    p.write_text(f"Include {tmp_path}/conf.d/*.conf\n\n"
+                 "Match originalhost se* user probe\n    HostName %h.door.example\n    ProxyJump bastion\n\n"
+                 "Host bastion\n    HostName 192.0.2.10\n")
+    config = load_ssh_config(p)
+    wn = resolve_host(Host(name="wn0042"), config)
+    assert (wn.user, wn.port, wn.hostname, wn.jumps) == ("grid", 2022, "wn0042", [])
+    se = resolve_host(Host(name="se01", user="probe"), config)
+    assert se.user == "probe"  # the site's user wins; the Match on the *local* user did not fire
+    local = os.environ.get("USER") or "root"
+    p.write_text(p.read_text().replace("user probe", f"localuser {local}"))
+    se = resolve_host(Host(name="se01"), load_ssh_config(p))
+    assert se.hostname == "se01.door.example" and [j.hostname for j in se.jumps] == ["192.0.2.10"]
+
+
+def test_hostile_host_name_is_not_an_ssh_option(tmp_path):
+    p = tmp_path / "config"
+    p.write_text("Host *\n    User x\n")
+    with pytest.raises(TransportError):
+        resolve_host(Host(name="h1", address="-oProxyCommand=touch /tmp/pwned"), load_ssh_config(p))
+    assert not Path("/tmp/pwned").exists()
 
 
 def test_missing_config_is_none(tmp_path):
