@@ -23,6 +23,8 @@ from advisor.rule_specs import Condition, RuleSpec, substitute_vars
 RuleContext = Any
 
 _OK, _NA, _ERR = "ok", "not_applicable", "error"
+#: observed values keyed by (type, value) directly (1, 1.0 and True stay three keys)
+_SCALARS = frozenset((str, int, float, bool))
 
 
 def fact_label(path: str) -> str:
@@ -95,7 +97,8 @@ def evaluate_check(ctx: RuleContext) -> list[Finding]:
             add((_NA, subject, None, f"{rule.fact} is {why}", False), host)
             return
         plain = None if observed is MISSING else observed
-        vkey = value_key(plain) if observed is not MISSING else ("missing",)
+        kind = type(plain)
+        vkey = (kind, plain) if kind in _SCALARS else value_key(plain) if observed is not MISSING else ("missing",)
         verdict = verdicts.get(vkey)
         if verdict is None:
             try:

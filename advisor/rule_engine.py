@@ -66,18 +66,25 @@ class RuleContext:
     """What a rule (check or analytic) sees: its metadata, variables, the facts and the site."""
 
     def __init__(self, rule: RuleSpec, variables: dict[str, Any], severity: Severity,
-                 factset: FactSet, site: Site | None):
+                 factset: FactSet, site: Site | None,
+                 hosts_by_roles: dict[frozenset[str], list[HostFacts]] | None = None):
         self.rule = rule
         self.vars = variables
         self.severity = severity
         self.factset = factset
         self.site = site
         self._rationale = " ".join(rule.rationale.split())
+        self._by_roles = hosts_by_roles if hosts_by_roles is not None else {}
 
     def hosts(self) -> list[HostFacts]:
-        """Hosts whose roles match the rule (every host when the rule names no role)."""
-        wanted = set(self.rule.roles)
-        return [h for h in self.factset.hosts.values() if not wanted or wanted & set(h.roles)]
+        """Hosts whose roles match the rule (every host when the rule names no role); the list
+        is computed once per set of roles for all the rules of an evaluation."""
+        key = frozenset(self.rule.roles)
+        found = self._by_roles.get(key)
+        if found is None:
+            found = [h for h in self.factset.hosts.values() if not key or not key.isdisjoint(h.roles)]
+            self._by_roles[key] = found
+        return found
 
     def facts(self, host: HostFacts | str, probe: str) -> dict[str, Any] | None:
         h = self._host(host)
@@ -229,12 +236,13 @@ def evaluate(factset: FactSet, site: Site | None = None, profiles: list[str] | N
     resolved = resolve_profiles(names, catalog, overrides=site.vars if site else None)
     functions = analytic_functions()
     findings: list[Finding] = []
+    hosts_by_roles: dict[frozenset[str], list[HostFacts]] = {}  # shared by the rules of this evaluation
     for rid in resolved.rule_ids:
         rule = catalog.rules[rid]
         if rule_filter and not rule_filter(rule):
             continue
         severity = resolved.severity.get(rid, rule.severity)
-        ctx = RuleContext(rule, resolved.vars, severity, factset, site)
+        ctx = RuleContext(rule, resolved.vars, severity, factset, site, hosts_by_roles)
         if rule.kind == "python":
             fn = functions.get(rule.function or "")
             if fn is None:

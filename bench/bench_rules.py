@@ -115,6 +115,7 @@ def best_of(repeat: int, fn) -> tuple[float, object]:
 
 def run(site, facts, n: int, role: str, profiles: list[str] | None, repeat: int) -> dict:
     big_site, big = grow(site, facts, n, role)
+    gc.freeze()  # as the scan pipeline does once the facts are collected (advisor.collector)
     catalog = load_catalog()
     names = profiles or big_site.profiles or ["generic"]
     resolved = resolve_profiles(names, catalog, overrides=big_site.vars)
