@@ -28,8 +28,6 @@ def probe_context(site: Site, host: Host, is_local: bool, sample_seconds: float)
         sample_seconds=sample_seconds,
         storage_prefixes=list(site.storage_network.prefixes),
         storage_interfaces=list(site.storage_network.interfaces),
-        san_controllers=list(host.san_controllers),
-        gpfs_node=host.gpfs_node,
         vars={**site.vars, **host.vars},
     )
 

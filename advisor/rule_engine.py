@@ -19,6 +19,7 @@ from typing import Any
 from advisor.errors import RuleDefinitionError
 from advisor.fact_paths import MISSING, get_path
 from advisor.facts import FactSet, HostFacts, ProbeStatus
+from advisor.finding_changes import finding_changes
 from advisor.findings import Finding, FindingStatus, Remediation, Severity
 from advisor.rule_specs import (
     Condition,
@@ -175,18 +176,26 @@ class RuleContext:
 
     def finding(self, hosts: str | list[str], status: FindingStatus, *, observed: Any = None,
                 expected: Any = None, evidence: Iterable[str] = (), subject: str | None = None,
-                remediation_vars: dict[str, Any] | None = None, message: str | None = None,
+                values: dict[str, Any] | None = None, message: str | None = None,
                 severity: Severity | None = None, remediation_text: str | None = None) -> Finding:
+        """A finding of this rule. A failed one carries the changes its rule pack's
+        ``remediation.changes`` templates give with these fields and the rule's ``values``
+        (advisor.change_templates); a template that needs a value the rule did not give yields
+        no change (the remediation text says what to do by hand)."""
         rem = self.rule.remediation
+        host_list = [hosts] if isinstance(hosts, str) else list(hosts)
+        fields = {"subject": subject, "observed": observed, "expected": expected, **(values or {})}
+        changes = []
+        if status == FindingStatus.fail and rem.changes:
+            changes = finding_changes(self.rule, self.factset, host_list, fields, self.vars)
         remediation = Remediation(
             text=_interpolate(remediation_text if remediation_text is not None else rem.text, self.vars),
             role=rem.role,
-            vars=remediation_vars if remediation_vars is not None else _substitute_deep(rem.vars, self.vars),
         )
         return Finding(
             rule_id=self.rule.id,
             title=self.rule.title,
-            hosts=[hosts] if isinstance(hosts, str) else list(hosts),
+            hosts=host_list,
             status=status,
             severity=severity or self.severity,
             observed=observed,
@@ -195,6 +204,7 @@ class RuleContext:
             rationale=" ".join(self.rule.rationale.split()),
             references=list(self.rule.references),
             remediation=remediation,
+            changes=changes,
             subject=subject,
             message=message,
         )
@@ -206,17 +216,6 @@ _INLINE_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 def _interpolate(text: str, variables: dict[str, Any]) -> str:
     """``${var}`` inside a sentence becomes the variable's value (unknown names stay as written)."""
     return _INLINE_VAR.sub(lambda m: str(variables.get(m.group(1), m.group(0))), text or "")
-
-
-def _substitute_deep(value: Any, variables: dict[str, Any]) -> Any:
-    if isinstance(value, dict):
-        return {k: _substitute_deep(v, variables) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_substitute_deep(v, variables) for v in value]
-    try:
-        return substitute_vars(value, variables)
-    except RuleDefinitionError:
-        return value
 
 
 # --------------------------------------------------------------------------- check rules
@@ -329,11 +328,13 @@ def _group(findings: list[Finding]) -> list[Finding]:
     order: list[str] = []
     for f in findings:
         key = json.dumps([f.rule_id, f.status.value, f.subject, f.observed, f.expected, f.message,
-                          f.severity.value, f.remediation.model_dump()], sort_keys=True, default=str)
+                          f.severity.value, f.remediation.model_dump(),
+                          sorted((c.adapter, c.key, str(c.target)) for c in f.changes)], sort_keys=True, default=str)
         if key in merged:
             m = merged[key]
             m.hosts.extend(h for h in f.hosts if h not in m.hosts)
             m.evidence.extend(e for e in f.evidence if e not in m.evidence)
+            m.changes.extend(c for c in f.changes if c not in m.changes)
         else:
             merged[key] = f.model_copy(deep=True)
             order.append(key)
@@ -360,6 +361,7 @@ def apply_waivers(findings: list[Finding], waivers: list[Waiver], today: dt.date
         if rest:
             g = f.model_copy(deep=True)
             g.hosts = rest
+            g.changes = [c for c in f.changes if c.host in rest]
             g.evidence = [e for e in f.evidence if not any(e.startswith(f"{h}:") for h in waived)]
             exp = [h for h in rest if h in expired]
             if exp:
@@ -373,6 +375,7 @@ def apply_waivers(findings: list[Finding], waivers: list[Waiver], today: dt.date
             w = waived[hosts[0]]
             g = f.model_copy(deep=True)
             g.hosts = hosts
+            g.changes = [c for c in f.changes if c.host in hosts]
             g.status = FindingStatus.waived
             g.evidence = [e for e in f.evidence if any(e.startswith(f"{h}:") for h in hosts)]
             by = f", approved by {w.approved_by}" if w.approved_by else ""

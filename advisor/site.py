@@ -56,12 +56,28 @@ class Host(StrictModel):
     groups: list[str] = Field(default_factory=list)
     link_rate: int | None = Field(None, description="expected NIC rate in bits/s (site file: 1gbit, 10G, ...)")
     sudo: bool | None = None
-    #: for a san-controller management host: the controllers SMcli talks to (names or addresses)
-    san_controllers: list[str] = Field(default_factory=list)
-    #: name of this host inside GPFS (mmlsconfig scopes), when it differs from ``name``
-    gpfs_node: str | None = None
-    #: free-form host variables (also passed to the Ansible inventory)
+    #: free-form host variables (also passed to the Ansible inventory); the host settings storage
+    #: kinds declare (``gpfs_node``, ``san_controllers``: advisor.storage_kinds) are kept here too
     vars: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storage_settings_into_vars(cls, data: Any) -> Any:
+        """A storage kind's host settings may be written at host level (``gpfs_node: g1``)."""
+        if not isinstance(data, dict):
+            return data
+        from advisor.storage_kinds import host_setting_names
+
+        moved = {k: data[k] for k in host_setting_names() if k in data}
+        if not moved:
+            return data
+        rest = {k: v for k, v in data.items() if k not in moved}
+        rest["vars"] = {**moved, **(data.get("vars") or {})}
+        return rest
+
+    def setting(self, name: str, default: Any = None) -> Any:
+        """A host setting (a storage kind's, or any host variable)."""
+        return self.vars.get(name, default)
 
     @field_validator("name")
     @classmethod
@@ -89,17 +105,57 @@ class Host(StrictModel):
 
 
 class Waiver(StrictModel):
-    rule: str
+    """A rule (pattern) waived on hosts (pattern); with ``settings``, the settings (key patterns,
+    ``net.core.wmem_max``, ``sysctl:net.core.*``) that no plan may change on those hosts,
+    whichever rule proposes them. A waiver needs a rule, settings, or both."""
+
+    rule: str | None = None
     hosts: str = "*"
+    settings: list[str] = Field(default_factory=list)
     justification: str = Field(min_length=1)
     approved_by: str | None = None
     expires: dt.date | None = None
 
+    @model_validator(mode="after")
+    def _rule_or_settings(self) -> "Waiver":
+        if not self.rule and not self.settings:
+            raise ValueError("a waiver names a 'rule' (pattern), 'settings' (key patterns), or both")
+        return self
+
     def matches(self, rule_id: str, host: str) -> bool:
-        return fnmatch.fnmatchcase(rule_id, self.rule) and fnmatch.fnmatchcase(host, self.hosts)
+        return bool(self.rule) and fnmatch.fnmatchcase(rule_id, self.rule or "") and fnmatch.fnmatchcase(host, self.hosts)
 
     def expired(self, today: dt.date | None = None) -> bool:
         return self.expires is not None and self.expires < (today or dt.date.today())
+
+    def covers_setting(self, adapter: str, key: str, host: str) -> bool:
+        return fnmatch.fnmatchcase(host, self.hosts) and any(setting_matches(p, adapter, key) for p in self.settings)
+
+
+def setting_matches(pattern: str, adapter: str, key: str) -> bool:
+    """``key-pattern`` or ``adapter:key-pattern`` (fnmatch) against one change's adapter and key."""
+    if ":" in pattern and pattern.split(":", 1)[0].isidentifier():
+        want, pat = pattern.split(":", 1)
+        return want == adapter and fnmatch.fnmatchcase(key, pat)
+    return fnmatch.fnmatchcase(key, pattern)
+
+
+class ImmutableSetting(StrictModel):
+    """A setting the site never lets a plan change: ``key`` (pattern, or ``adapter:pattern``) on
+    ``hosts`` (pattern), with the reason shown under "Cannot apply here". In a site file a plain
+    string is the key."""
+
+    key: str = Field(min_length=1)
+    hosts: str = "*"
+    reason: str = "the site marks it immutable"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, data: Any) -> Any:
+        return {"key": data} if isinstance(data, str) else data
+
+    def covers(self, adapter: str, key: str, host: str) -> bool:
+        return fnmatch.fnmatchcase(host, self.hosts) and setting_matches(self.key, adapter, key)
 
 
 class MeshPair(StrictModel):
@@ -166,19 +222,20 @@ class HostDefaults(StrictModel):
         return _rate(v)
 
 
-STORAGE_KINDS = ("gpfs", "dcache", "eos", "xrootd", "ceph", "lustre", "beegfs", "nfs", "hdfs", "other")
-
-
 class Site(StrictModel):
     name: str
     description: str | None = None
-    storage_kind: Literal["gpfs", "dcache", "eos", "xrootd", "ceph", "lustre", "beegfs", "nfs", "hdfs", "other"] = "other"
-    profiles: list[str] = Field(default_factory=lambda: ["generic"])
+    #: a name of advisor.storage_kinds; selects the default profile
+    storage_kind: str = "other"
+    #: none in the site file: the storage kind's default profile
+    profiles: list[str] = Field(default_factory=list)
     #: profile variable overrides for this site
     vars: dict[str, Any] = Field(default_factory=dict)
     defaults: HostDefaults = Field(default_factory=HostDefaults)
     hosts: list[Host] = Field(default_factory=list)
     waivers: list[Waiver] = Field(default_factory=list)
+    #: settings no plan may change (see ImmutableSetting)
+    immutable: list[ImmutableSetting] = Field(default_factory=list)
     storage_network: StorageNetwork = Field(default_factory=StorageNetwork)
     mesh: MeshSpec | None = None
     #: "ssh" (default) or "local" (every host is this machine; for the local-host scan)
@@ -194,6 +251,24 @@ class Site(StrictModel):
         if not _NAME_RE.match(v):
             raise ValueError("site name may hold letters, digits, '.', '_' and '-' only")
         return v
+
+    @field_validator("storage_kind")
+    @classmethod
+    def _known_kind(cls, v: str) -> str:
+        from advisor.storage_kinds import storage_kinds
+
+        if v not in storage_kinds():
+            raise ValueError(f"unknown storage kind {v!r} (known: {', '.join(storage_kinds())})")
+        return v
+
+    @model_validator(mode="after")
+    def _default_profiles(self) -> "Site":
+        if not self.profiles:
+            from advisor.storage_kinds import get_storage_kind
+
+            kind = get_storage_kind(self.storage_kind)
+            self.profiles = [kind.default_profile if kind else "generic"]
+        return self
 
     @model_validator(mode="after")
     def _check_hosts(self) -> "Site":

@@ -44,9 +44,8 @@ class ProbeContext(BaseModel):
     sample_seconds: float = 5.0
     storage_prefixes: list[str] = Field(default_factory=list)
     storage_interfaces: list[str] = Field(default_factory=list)
-    san_controllers: list[str] = Field(default_factory=list)
-    gpfs_node: str | None = None
-    #: host and site variables (free-form; e.g. xcache config path overrides)
+    #: host and site variables (free-form; e.g. xcache config path overrides, and the host settings
+    #: a storage kind declares, such as ``gpfs_node`` and ``san_controllers``)
     vars: dict[str, Any] = Field(default_factory=dict)
 
 

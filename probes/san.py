@@ -186,9 +186,10 @@ class SanLogicalDrivesProbe(Probe):
         return 120.0
 
     def script(self, ctx: ProbeContext) -> str:
-        if not ctx.san_controllers:
+        controllers = [str(c) for c in ctx.vars.get("san_controllers") or []]
+        if not controllers:
             return f"echo {shlex.quote(NOT_APPLICABLE_MARKER + ' no SAN controllers configured for this host (site file: san_controllers)')}\n"
-        ctrls = " ".join(shlex.quote(c) for c in ctx.san_controllers)
+        ctrls = " ".join(shlex.quote(c) for c in controllers)
         return (
             require_tool("SMcli", *SMCLI_DIRS)
             + section("controllers")

@@ -131,18 +131,29 @@ def _cell(v: Any) -> str:
 
 
 def plan_markdown(plan: Plan, out: Path) -> str:
+    from advisor.apply.plan_model import SCOPE_TEXT
+
     lines = [f"# storadvise plan: site {plan.site}", "",
              f"From the scan started {plan.scan_started_at}. Review, then apply:", "",
              "```", f"cd {out}", "ansible-playbook apply-tuning.yml --check --diff   # what would change",
              "ansible-playbook apply-tuning.yml                  # apply",
              "ansible-playbook rollback.yml                      # put the recorded old values back", "```", ""]
     if not plan.hosts:
-        lines += ["Nothing to apply: no failed finding has an automatic remediation.", ""]
+        lines += ["Nothing to apply: no failed finding names a change this site can make.", ""]
     for host in plan.hosts:
-        lines += [f"## {host}", "", "| role | setting | old | new | why |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"## {host}", "", "| role | setting | runtime | persisted | target | what changes | why |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
         for c in plan.changes:
             if c.host == host:
-                lines.append(f"| {c.role} | {_cell(c.setting)} | {_cell(c.old)} | {_cell(c.new)} | {', '.join(c.rule_ids)} |")
+                lines.append(f"| {c.role} | {_cell(c.setting)} | {_cell(c.runtime)} | {_cell(c.persisted)} | "
+                             f"{_cell(c.target)} | {SCOPE_TEXT[c.scope]} | {', '.join(c.rule_ids)} |")
+        lines.append("")
+    if plan.cannot_apply:
+        lines += ["## Cannot apply here", "", "Never sent to Ansible:", "",
+                  "| host | setting | target | why | rules |", "| --- | --- | --- | --- | --- |"]
+        for c in plan.cannot_apply:
+            lines.append(f"| {c['host']} | {_cell(c['setting'])} | {_cell(c['target'])} | {_cell(c['reason'])} | "
+                         f"{', '.join(c['rules'])} |")
         lines.append("")
     if plan.notices:
         lines += ["## Notices", ""] + [f"- {n}" for n in plan.notices] + [""]
@@ -152,6 +163,10 @@ def plan_markdown(plan: Plan, out: Path) -> str:
             lines.append(f"- {m['rule']} on {', '.join(m['hosts'])}" + (f" ({m['subject']})" if m.get("subject") else "")
                          + f": {m['text']}")
         lines.append("")
+    if plan.below_min_severity:
+        lines += [f"## Left out: below --min-severity {plan.min_severity}", ""]
+        lines += [f"- {b['rule']} ({b['severity']}) on {', '.join(b['hosts'])}" + (f" ({b['subject']})" if b.get("subject") else "")
+                  for b in plan.below_min_severity] + [""]
     if plan.refused:
         lines += ["## Hosts left out", ""] + [f"- {r['host']}: {r['reason']}" for r in plan.refused] + [""]
     return "\n".join(lines)

@@ -51,7 +51,7 @@ rules:
     expected: "${sack_expected}"
     severity: high
     rationale: IFCA
-    remediation: {text: set it, role: network_tuning, vars: {network_tuning_sysctls: {net.ipv4.tcp_sack: "1"}}}
+    remediation: {text: set it, changes: [{adapter: sysctl, key: net.ipv4.tcp_sack, target: "1"}]}
 """
 
 
@@ -109,7 +109,11 @@ def test_check_rule_statuses_and_grouping(tmp_path):
     fail = by[FindingStatus.fail]
     assert fail.hosts == ["gpfs01", "gpfs02"]  # grouped: same observation on two hosts
     assert fail.observed == "0" and fail.expected == 1
-    assert fail.remediation.vars == {"network_tuning_sysctls": {"net.ipv4.tcp_sack": "1"}}
+    # one change per host, with the value the scan saw and what must change
+    assert [(c.host, c.adapter, c.key, c.runtime, c.persisted, c.target, c.scope.value) for c in fail.changes] == [
+        ("gpfs01", "sysctl", "net.ipv4.tcp_sack", "0", None, "1", "both"),
+        ("gpfs02", "sysctl", "net.ipv4.tcp_sack", "0", None, "1", "both")]
+    assert fail.remediation.role == "network_tuning"
     assert any(e.startswith("gpfs01:") for e in fail.evidence)
     assert by[FindingStatus.passed].hosts == ["wn01"]
     errors = [f for f in findings if f.status == FindingStatus.error]
@@ -220,7 +224,7 @@ def test_analytic_rule_registration_and_context(tmp_path):
     def pair(ctx):
         hosts = ctx.hosts()
         yield ctx.finding([h.name for h in hosts], FindingStatus.fail, observed=len(hosts), expected=0,
-                          evidence=["x"], remediation_vars={"k": ctx.vars["v"]})
+                          evidence=["x"], subject="eth0", values={"k": ctx.vars["v"]})
 
     pack = """
     vars: {v: 7}
@@ -232,11 +236,15 @@ def test_analytic_rule_registration_and_context(tmp_path):
         roles: [worker]
         severity: medium
         rationale: because
+        remediation:
+          text: set it
+          changes: [{adapter: sysctl, key: "net.core.{subject}_{k}", target: "${v}"}]
     """
     catalog = load_catalog(write_rules(tmp_path, pack))
     fs = FactSet(site="t", hosts={"a": host("a", roles=("worker",)), "b": host("b", roles=("storage",))})
     f = evaluate(fs, profiles=["generic"], catalog=catalog).findings
-    assert f[0].hosts == ["a"] and f[0].remediation.vars == {"k": 7} and f[0].severity.value == "medium"
+    assert f[0].hosts == ["a"] and f[0].severity.value == "medium"
+    assert [(c.host, c.key, c.target) for c in f[0].changes] == [("a", "net.core.eth0_7", "7")]
 
 
 def test_shipped_rules_lint_clean():
