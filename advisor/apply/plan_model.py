@@ -16,6 +16,12 @@ SCOPE_TEXT = {
 }
 
 
+def registered_roles() -> list[str]:
+    from advisor.adapters import adapters
+
+    return list(dict.fromkeys(a.role for a in adapters().values()))
+
+
 @dataclass
 class PlannedChange:
     host: str
@@ -44,7 +50,7 @@ class Plan:
     site: str
     scan_started_at: str
     #: the ordered roles of the registered adapters (apply-tuning.yml's order)
-    role_order: list[str] = field(default_factory=list)
+    role_order: list[str] = field(default_factory=lambda: registered_roles())
     #: host -> role -> variables (what host_vars/<host>.yml holds)
     host_vars: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     changes: list[PlannedChange] = field(default_factory=list)

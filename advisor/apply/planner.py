@@ -42,8 +42,7 @@ def build_plan(report: ScanReport, site: Site, source: str = "scan", min_severit
     if min_severity not in SEVERITY_ORDER:
         raise PlanError(f"--min-severity {min_severity!r}: one of {', '.join(SEVERITY_ORDER)}")
     registry = adapters()
-    plan = Plan(site=site.name, scan_started_at=report.started_at, min_severity=min_severity,
-                role_order=list(dict.fromkeys(a.role for a in registry.values())))
+    plan = Plan(site=site.name, scan_started_at=report.started_at, min_severity=min_severity)
     site_hosts = {h.name: h for h in site.hosts}
     facts = {h.name: h.facts for h in report.hosts}
     refused = _refused_hosts(report, site)

@@ -67,9 +67,10 @@ def test_plan_writes_the_project(world):
     assert sysctls["net.ipv4.tcp_sack"] == "1"
     assert "net.core.rmem_max" not in sysctls  # waived: never planned
     sack = [c for c in summary["changes"] if c["setting"] == "net.ipv4.tcp_sack"]
-    assert sack == [{"host": "st01", "role": "network_tuning", "setting": "net.ipv4.tcp_sack", "old": "0", "new": "1",
-                     "rules": ["NET-TCP-SACK"]}]
-    assert "| network_tuning | net.ipv4.tcp_sack | 0 | 1 | NET-TCP-SACK |" in (d / "PLAN.md").read_text()
+    assert sack == [{"host": "st01", "adapter": "sysctl", "role": "network_tuning", "key": "net.ipv4.tcp_sack",
+                     "setting": "net.ipv4.tcp_sack", "runtime": "0", "persisted": "0", "target": "1", "scope": "both",
+                     "old": "0", "new": "1", "rules": ["NET-TCP-SACK"]}]
+    assert "| network_tuning | net.ipv4.tcp_sack | 0 | 0 | 1 | runtime and persisted | NET-TCP-SACK |" in (d / "PLAN.md").read_text()
 
 
 def test_check_mode_changes_nothing(world):
