@@ -98,6 +98,7 @@ def write_project(plan: Plan, site: Site, out: Path) -> dict[str, Any]:
                 shutil.copytree(s, out / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
             else:
                 shutil.copy2(s, out / name)
+        _add_plugin_roles(out)
         (out / "ansible.cfg").write_text(ANSIBLE_CFG)
         hosts = {h.name: h for h in site.hosts}
         groups: dict[str, dict[str, Any]] = {}
@@ -122,6 +123,30 @@ def write_project(plan: Plan, site: Site, out: Path) -> dict[str, Any]:
     except OSError as exc:
         raise StoradviseError(f"{out}: cannot write the plan: {exc.strerror or exc}") from None
     return summary
+
+
+def _add_plugin_roles(out: Path) -> None:
+    """Storage kinds registered from outside (advisor.storage_kinds) bring their role directory:
+    copied into roles/, with a play appended to apply-tuning.yml (after the shipped ones)."""
+    from advisor.storage_kinds import storage_kinds
+
+    for kind in storage_kinds().values():
+        if not kind.role or not Path(kind.role).is_dir():
+            continue
+        name = Path(kind.role).name
+        if (out / "roles" / name).exists():
+            continue
+        shutil.copytree(kind.role, out / "roles" / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        title = kind.play_title or f"Apply {kind.name} settings"
+        with open(out / "apply-tuning.yml", "a") as f:
+            f.write(f"\n- name: {json.dumps(title)}\n  hosts: {group_name(name)}\n  gather_facts: false\n"
+                    f"  roles:\n    - role: {name}\n")
+        # rollback runs in reverse order: the plug-in's play first (roles take ``<role>_state: rollback``)
+        rb = (out / "rollback.yml").read_text()
+        at = rb.index("\n- name:") + 1 if "\n- name:" in rb else len(rb)
+        play = (f"- name: {json.dumps('Roll back ' + name)}\n  hosts: {group_name(name)}\n  gather_facts: false\n"
+                f"  roles:\n    - role: {name}\n      vars:\n        {name}_state: rollback\n\n")
+        (out / "rollback.yml").write_text(rb[:at] + play + rb[at:])
 
 
 def _cell(v: Any) -> str:
