@@ -259,3 +259,38 @@ def test_null_fact_is_not_applicable_not_error(tmp_path):
     fs = FactSet(site="t", hosts={"g": host("g", probes={"network.sysctl": ok("network.sysctl", {"sysctls": {"net.ipv4.tcp_sack": {"runtime": None}}})})})
     (f,) = evaluate(fs, profiles=["generic"], catalog=catalog).findings
     assert f.status == FindingStatus.not_applicable and "null" in f.message
+
+
+def test_lint_names_bad_change_templates(tmp_path):
+    from advisor.rules_lint import change_template_problems
+
+    pack = """
+    vars: {known: 1}
+    rules:
+      - id: T-BAD
+        title: t
+        probe: network.sysctl
+        fact: x
+        operator: eq
+        expected: 1
+        severity: low
+        rationale: r
+        remediation:
+          changes:
+            - {adapter: nosuch, key: "{subject}", target: "${unknown}"}
+            - {adapter: sysctl, key: "{device}", target: "${known}"}
+    """
+    catalog = load_catalog(write_rules(tmp_path, pack))
+    problems = change_template_problems(catalog.rules["T-BAD"], catalog.pack_vars)
+    assert any("unknown adapter 'nosuch'" in p for p in problems)
+    assert any("variable 'unknown' has no default" in p for p in problems)
+    assert any("not device" in p for p in problems)
+
+
+def test_a_template_substitutes_host_text_once_and_never_evaluates_it():
+    from advisor.change_templates import ChangeTemplate, render_changes
+
+    t = ChangeTemplate(adapter="sysctl", key="{subject}", target="{observed} ${v}")
+    out = render_changes([t], ["h"], {"subject": "{observed}", "observed": "${v} {{7*7}}", "expected": None},
+                         {"v": "X"})
+    assert out == [{"host": "h", "adapter": "sysctl", "key": "{observed}", "target": "${v} {{7*7}} X"}]
