@@ -34,6 +34,8 @@ class StorageKind:
     host_settings: tuple[str, ...] = field(default_factory=tuple)
     #: the title of the role's play in apply-tuning.yml (for a role not in the shipped playbook)
     play_title: str = ""
+    #: the module whose ``EMULATION`` (advisor.lab.emulation.LabEmulation) emulates the system in the lab
+    lab_emulation: str | None = None
 
     @property
     def role_name(self) -> str | None:
@@ -44,11 +46,11 @@ _BUILTIN = (
     StorageKind("gpfs", "IBM Storage Scale (GPFS): mmlsconfig/mmdiag, mmchconfig",
                 probe_module="probes.gpfs", rule_pack="gpfs.yml", role="gpfs_tuning",
                 adapter_module="advisor.adapters.gpfs", default_profile="gpfs-site", host_settings=("gpfs_node",),
-                play_title="Change GPFS configuration with mmchconfig"),
+                play_title="Change GPFS configuration with mmchconfig", lab_emulation="advisor.lab.emulators.gpfs_lab"),
     StorageKind("san", "SAN logical drives behind the storage servers (DS/SANtricity SMcli)",
                 probe_module="probes.san", rule_pack="san.yml", role="san_cache",
                 adapter_module="advisor.adapters.san", host_settings=("san_controllers",),
-                play_title="Set SAN logical drive cache settings with SMcli"),
+                play_title="Set SAN logical drive cache settings with SMcli", lab_emulation="advisor.lab.emulators.san_lab"),
     StorageKind("xrootd", "XRootD servers and XCache proxies",
                 probe_module="probes.xcache", rule_pack="xcache.yml", role="xcache",
                 adapter_module="advisor.adapters.xcache",

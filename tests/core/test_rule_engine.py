@@ -294,3 +294,20 @@ def test_a_template_substitutes_host_text_once_and_never_evaluates_it():
     out = render_changes([t], ["h"], {"subject": "{observed}", "observed": "${v} {{7*7}}", "expected": None},
                          {"v": "X"})
     assert out == [{"host": "h", "adapter": "sysctl", "key": "{observed}", "target": "${v} {{7*7}} X"}]
+
+
+def test_active_efficiency_findings_come_from_the_rule_engine(tmp_path):
+    """EFF-ACTIVE-LOW is a rule like any other: profile variables, severities and waivers reach it."""
+    from advisor.facts import FactSet as FS
+
+    fs = FS(site="t", hosts={"wn01": host("wn01", roles=("worker",)), "wn02": host("wn02", roles=("worker",))},
+            efficiency={"mean": 0.5, "hosts": {"wn01": {"efficiency": 0.35, "cpu_seconds": 1.0, "wall_seconds": 2.9},
+                                               "wn02": {"efficiency": 0.66, "cpu_seconds": 1.0, "wall_seconds": 1.5}}})
+    only = lambda r: r.id == "EFF-ACTIVE-LOW"  # noqa: E731
+    site = Site(name="t", hosts=[Host(name="wn01", roles=["worker"]), Host(name="wn02", roles=["worker"])],
+                waivers=[Waiver(rule="EFF-ACTIVE-LOW", hosts="wn01", justification="known slow disk")])
+    by = {f.hosts[0]: f for f in evaluate(fs, site, rule_filter=only).findings}
+    assert by["wn01"].status == FindingStatus.waived and by["wn02"].status == FindingStatus.fail
+    site.vars["efficiency_active_min"] = 0.6
+    by = {f.hosts[0]: f for f in evaluate(fs, site, rule_filter=only).findings}
+    assert by["wn02"].status == FindingStatus.passed and by["wn02"].observed == 0.66
