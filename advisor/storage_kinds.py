@@ -71,14 +71,9 @@ def get_storage_kind(name: str) -> StorageKind | None:
 
 
 def register_storage_kind(kind: StorageKind) -> StorageKind:
-    """Add a storage kind (a plug-in, or a test). Its adapter is registered at once."""
+    """Add a storage kind (a plug-in, or a test): its adapter, rule pack and role are found through
+    this registry; its probe module is added to the probes' discovery."""
     _REGISTRY[kind.name] = kind
-    if kind.adapter_module:
-        import importlib
-
-        from advisor.adapters import register_adapter
-
-        register_adapter(importlib.import_module(kind.adapter_module).ADAPTER)
     if kind.probe_module:
         from probes import add_probe_module
 
@@ -88,12 +83,6 @@ def register_storage_kind(kind: StorageKind) -> StorageKind:
 
 def unregister_storage_kind(name: str) -> None:
     kind = _REGISTRY.pop(name, None)
-    if kind and kind.adapter_module:
-        import importlib
-
-        from advisor.adapters import unregister_adapter
-
-        unregister_adapter(importlib.import_module(kind.adapter_module).ADAPTER.name)
     if kind and kind.probe_module:
         from probes import remove_probe_module
 
