@@ -60,6 +60,8 @@ class Adapter:
     name: str = ""
     #: the Ansible role (playbooks/roles/<role>) that applies this adapter's changes
     role: str = ""
+    #: its changes act on the network (verify then measures the mesh again)
+    touches_network: bool = False
 
     def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:
         """(runtime, persisted) values of ``key`` as the scan saw them; None where unknown."""

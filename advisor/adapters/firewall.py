@@ -28,6 +28,7 @@ def _find(facts: HostProbeFacts, key: str) -> dict[str, Any] | None:
 
 
 class FirewallAdapter(Adapter):
+    touches_network = True
     name = "firewall"
     role = "firewall"
 

@@ -18,6 +18,7 @@ def _entry(facts: HostProbeFacts, key: str) -> dict[str, Any] | None:
 
 
 class SysctlAdapter(Adapter):
+    touches_network = True
     name = "sysctl"
     role = "network_tuning"
 

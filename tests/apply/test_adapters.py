@@ -109,3 +109,21 @@ def test_xcache_adapter_on_the_osg_configuration():
     assert v["xcache_directives"] == {"pfc.diskusage": "0.90 0.95"} and v["xcache_config_file"] == cfg
     assert v["xcache_service"] == "xrootd@xcache"
     assert "names no XCache configuration file" in a.cannot_change({}, c, {})
+
+
+def test_verify_measures_the_mesh_again_when_a_change_acts_on_the_network():
+    from advisor.apply.verify import network_touched
+    from advisor.findings import Finding, FindingStatus, Severity
+    from advisor.report.model import ScanReport, ScanSummary
+
+    def report(*changes):
+        f = Finding(rule_id="X-Y", hosts=["h1"], status=FindingStatus.fail, severity=Severity.high, changes=list(changes))
+        s = ScanSummary(hosts=1, unreachable=0, probe_errors=0, by_status={}, failed_by_severity={},
+                        worst_failed_severity=None, incomplete=False)
+        return ScanReport(tool_version="t", site="s", profiles=[], started_at="-", finished_at="-", duration_s=0,
+                          hosts=[], findings=[f], summary=s)
+
+    assert network_touched(report(change("sysctl", "net.ipv4.tcp_sack", "1")))
+    assert network_touched(report(change("firewall", "nft inet filter input: drop", "absent")))
+    assert not network_touched(report(change("block", "sda/read_ahead_kb", 1024)))
+    assert not network_touched(report())
