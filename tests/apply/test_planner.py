@@ -199,3 +199,25 @@ def test_min_severity_leaves_out_and_lists_lower_findings():
     everything = build_plan(report, site(), min_severity="info", today=TODAY)
     assert ("st01", "net.ipv4.tcp_no_metrics_save") in planned(everything)
     assert everything.as_dict()["below_min_severity"] == [] and high.as_dict()["min_severity"] == "high"
+
+
+def test_plan_cli_min_severity_and_json(tmp_path, capsys):
+    import json
+
+    from advisor.cli import main
+
+    s = healthy()
+    s["net.ipv4.tcp_sack"] = sysctl("0")
+    s["net.ipv4.tcp_no_metrics_save"] = sysctl("0")
+    site_file = tmp_path / "t.yml"
+    site_file.write_text("name: t\nhosts:\n  - {name: st01, roles: [storage], link_rate: 1gbit}\n")
+    (tmp_path / "scan.json").write_text(scan(site(), {"st01": s}).model_dump_json())
+    args = ["plan", "--site", str(site_file), "--scan", str(tmp_path / "scan.json"), "--out", str(tmp_path / "p"), "--json"]
+    assert main(args + ["--min-severity", "high"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [c["key"] for c in doc["changes"]] == ["net.ipv4.tcp_sack"] and doc["min_severity"] == "high"
+    assert "NET-NO-METRICS-SAVE" in {b["rule"] for b in doc["below_min_severity"]}
+    assert "Left out: below --min-severity high" in (tmp_path / "p" / "PLAN.md").read_text()
+    assert main(args + ["--min-severity", "urgent"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "--min-severity 'urgent'" in err and "\n" not in err and "Traceback" not in err
