@@ -120,6 +120,20 @@ def render_value(template: Any, fields: dict[str, Any], variables: dict[str, Any
     return "".join(parts)
 
 
+def render_text(text: str, fields: dict[str, Any]) -> str:
+    """A remediation sentence with ``{name}`` replaced by the finding's fields and the rule's
+    values where they are known (other braces stay as written: the text is for people)."""
+
+    def sub(m: re.Match) -> str:
+        try:
+            v = _lookup(m.group(1), fields)
+        except TemplateError:
+            return m.group(0)
+        return m.group(0) if v is None else str(v)
+
+    return _FIELD.sub(sub, text or "")
+
+
 def render_changes(templates: list[ChangeTemplate], hosts: list[str], fields: dict[str, Any],
                    variables: dict[str, Any]) -> list[dict[str, Any]]:
     """The templates rendered for a finding: ``[{host, adapter, key, target}]``."""

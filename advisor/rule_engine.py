@@ -19,6 +19,7 @@ from typing import Any
 from advisor.errors import RuleDefinitionError
 from advisor.fact_paths import MISSING, get_path
 from advisor.facts import FactSet, HostFacts, ProbeStatus
+from advisor.change_templates import render_text
 from advisor.finding_changes import finding_changes
 from advisor.findings import Finding, FindingStatus, Remediation, Severity
 from advisor.rule_specs import (
@@ -189,7 +190,8 @@ class RuleContext:
         if status == FindingStatus.fail and rem.changes:
             changes = finding_changes(self.rule, self.factset, host_list, fields, self.vars)
         remediation = Remediation(
-            text=_interpolate(remediation_text if remediation_text is not None else rem.text, self.vars),
+            text=render_text(_interpolate(remediation_text if remediation_text is not None else rem.text, self.vars),
+                             fields),
             role=rem.role,
         )
         return Finding(
