@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from advisor.lab.netns import run
