@@ -39,10 +39,18 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+#: the slowest link rate a site file may give: a bare ``10`` (meant as 10 Gbit/s) would otherwise
+#: be read as 10 bit/s and silently judge every path healthy
+MIN_LINK_RATE_BPS = 10**6
+
+
 def _rate(v: Any) -> int | None:
     if v is None:
         return None
-    return parse_rate_bps(v)
+    bps = parse_rate_bps(v)
+    if bps < MIN_LINK_RATE_BPS:
+        raise ValueError(f"{v!r} is {bps} bit/s, below 1 Mbit/s: give the unit (e.g. 10gbit, 940mbit)")
+    return bps
 
 
 class Host(StrictModel):

@@ -17,6 +17,7 @@ import re
 from pydantic import BaseModel, Field
 
 from probes.probe import (
+    bounded_int,
     NOT_APPLICABLE_MARKER,
     SECTION_MARKER,
     Probe,
@@ -85,8 +86,8 @@ def parse_scheduler(text: str) -> tuple[str | None, list[str]]:
 
 def _int_value(device: str, key: str, value: str) -> int:
     try:
-        number = int(value.strip())
-    except ValueError:
+        number = bounded_int(value, f"{device}: {key}")
+    except ProbeParseError:
         raise ProbeParseError(f"{device}: {key} is not an integer: {value.strip()[:40]!r}") from None
     if number < 0:
         raise ProbeParseError(f"{device}: {key} is negative: {number}")
@@ -287,4 +288,4 @@ class IoErrorsProbe(Probe):
         count = sections["log-lines"].strip()
         if not count.isascii() or not count.isdigit():
             raise ProbeParseError(f"block.ioerrors: log line count is not a number: {count[:40]!r}")
-        return count_io_errors(source, int(count), sections["errors"].splitlines())
+        return count_io_errors(source, bounded_int(count, "block.ioerrors: log line count"), sections["errors"].splitlines())
