@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.secret_vars import redact_vars
 from advisor.site import Host, Site
 from advisor.transport.base import Command, CommandResult, Transport, TransportError
 from probes import all_probes
@@ -153,7 +154,7 @@ def write_manifest(directory: Path, site: Site, started_at: str, hosts: dict[str
     directory.mkdir(parents=True, exist_ok=True)
     manifest = {
         "capture_format": CAPTURE_FORMAT,
-        "site": json.loads(site.model_dump_json()),
+        "site": redact_vars(json.loads(site.model_dump_json())),
         "collected_at": started_at,
         "hosts": {name: {"reachable": h.reachable, "errors": h.errors} for name, h in hosts.items()},
     }
