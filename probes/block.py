@@ -16,6 +16,7 @@ import re
 
 from pydantic import BaseModel, Field
 
+from probes.legal_values import DEVICE_NAME, check_name
 from probes.probe import (
     bounded_int,
     NOT_APPLICABLE_MARKER,
@@ -158,7 +159,7 @@ class BlockQueueProbe(Probe):
                 continue
             if not key.startswith(DEVICE_SECTION) or not key[len(DEVICE_SECTION):].strip():
                 raise ProbeParseError(f"block.queue: unexpected section {key[:60]!r}")
-            name = key[len(DEVICE_SECTION):].strip().replace("!", "/")
+            name = check_name(key[len(DEVICE_SECTION):].strip(), DEVICE_NAME, "block.queue: device name").replace("!", "/")
             facts.devices[name] = parse_block_device(name, body)
         return facts
 

@@ -52,6 +52,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from advisor.units import parse_size_bytes
+from probes.legal_values import GPFS_ATTRIBUTE, check_name
 from probes.probe import ProbeParseError, bounded_int
 
 #: attributes whose value is a size in bytes with binary suffixes
@@ -306,7 +307,7 @@ def parse_mmdiag_config(text: str) -> dict[str, Any]:
     for row in rows:
         if row["_record"] != "config" or not row.get("name"):
             continue
-        name, value = row["name"], row.get("value", "")
+        name, value = check_name(row["name"], GPFS_ATTRIBUTE, "mmdiag --config: attribute"), row.get("value", "")
         item: dict[str, Any] = {"value": value, "changed": row.get("changed") or None, "bytes": None, "count": None}
         if re.fullmatch(r"\d+", value.strip()):
             if name in SIZE_ATTRIBUTES:

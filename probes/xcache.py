@@ -48,6 +48,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from advisor.units import parse_size_bytes
+from probes.legal_values import check_path
 from probes.probe import NOT_APPLICABLE_MARKER, SECTION_MARKER, Probe, ProbeContext, ProbeParseError, bounded_int
 
 XROOTD_ETC = "/etc/xrootd"
@@ -359,10 +360,10 @@ def parse_xcache_config(text: str) -> XCacheConfigFacts:
     else:
         for name, lines in sections:
             if name.startswith("instance "):
-                current = name[len("instance "):].strip()
+                current = check_path(name[len("instance "):].strip(), "xrootd configuration: instance path")
                 instances.setdefault(current, [])
             elif name.startswith("file "):
-                path = name[len("file "):].strip()
+                path = check_path(name[len("file "):].strip(), "xrootd configuration: file path")
                 if current is None:
                     current = path
                     instances.setdefault(current, [])
@@ -598,7 +599,7 @@ def parse_df_sections(text: str) -> XCacheUsageFacts:
     for name, lines in chunks:
         if not name.startswith("path "):
             continue
-        path = name[5:].strip()
+        path = check_path(name[5:].strip(), "df: cache path")
         unit = 1
         rows = [ln for _, ln in lines if ln.strip()]
         got = False

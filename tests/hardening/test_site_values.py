@@ -38,3 +38,29 @@ def test_rates_with_units_are_read():
 
     assert Host(name="a", link_rate="10G").link_rate == 10**10
     assert Host(name="a", link_rate=10**9).link_rate == 10**9
+
+
+@pytest.mark.parametrize("host_yaml, field", [
+    ("    address: '-oProxyCommand=touch /tmp/x'\n", "address"),
+    ("    address: 'a;touch /tmp/x'\n", "address"),
+    ("    address: '$(id)'\n", "address"),
+    ("    user: '-oProxyCommand=id'\n", "user"),
+    ("    user: '`id`'\n", "user"),
+    ("    known_hosts: \"/tmp/k\\n-oProxyCommand=id\"\n", "known_hosts"),
+    ("    key: '-oProxyCommand=id'\n", "key"),
+    ("    san_controllers: ['ctl;reboot']\n", "san_controllers"),
+    ("    gpfs_node: 'n1 n2'\n", "gpfs_node"),
+    ("    groups: ['a b']\n", "groups"),
+])
+def test_hostile_connection_fields_are_refused(tmp_path, host_yaml, field):
+    cp = _scan(tmp_path, host_yaml)
+    assert cp.returncode == 1 and "Traceback" not in cp.stderr, cp.stderr
+    lines = cp.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"hosts.0.{field}" in lines[0], lines
+
+
+def test_real_addresses_pass():
+    from advisor.site import Host
+
+    for a in ("10.0.0.1", "fd00::1", "gpfs01.ifca.es", "localhost", "wn-01.example.org."):
+        assert Host(name="a", address=a).address == a
