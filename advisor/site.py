@@ -120,8 +120,8 @@ class Host(StrictModel):
     @field_validator("key", "known_hosts")
     @classmethod
     def _valid_path(cls, v: Path | None) -> Path | None:
-        if v is not None and (_CONTROL_CHARS.search(str(v)) or str(v).startswith("-")):
-            raise ValueError(f"{str(v)[:60]!r}: a path may not start with '-' or hold control characters")
+        if v is not None and (_CONTROL_CHARS.search(str(v)) or str(v).startswith("-") or '"' in str(v)):
+            raise ValueError(f"{str(v)[:60]!r}: a path may not start with '-' or hold '\"' or control characters")
         return v
 
     @field_validator("groups")

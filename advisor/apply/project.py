@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,10 @@ def connection_vars(host: Host) -> dict[str, Any]:
         v["ansible_ssh_private_key_file"] = str(host.key)
     opts = ["-o StrictHostKeyChecking=yes"]
     if host.known_hosts:
-        opts.insert(0, f"-o UserKnownHostsFile={host.known_hosts}")
+        # Ansible splits ssh_common_args with shlex, then ssh splits the option's value at blanks
+        # unless double-quoted: both quotings keep a path with blanks (or " -o ProxyCommand=...")
+        # one known_hosts file (the site model refuses '"' and control characters in it)
+        opts.insert(0, "-o " + shlex.quote(f'UserKnownHostsFile="{host.known_hosts}"'))
     v["ansible_ssh_common_args"] = " ".join(opts)
     if host.sudo:
         v["ansible_become"] = True
