@@ -4,7 +4,8 @@ Every rule that reads a host's facts yields an ``error`` finding when the host c
 reached or the probe it reads failed: one unreachable host used to give one error finding per rule
 (19 for a storage host), each repeating the same cause. After evaluation those repeats are replaced
 by one ``SCAN-HOST-UNREACHABLE`` finding per unreachable host and one ``SCAN-PROBE-ERROR`` finding
-per failed probe of a reachable host (its subject is the probe). Error findings with any other
+per failed probe of a reachable host (its subject is the probe; probes that failed with the same cause,
+such as a host that froze mid-scan, share one finding). Error findings with any other
 message (a rule that could not compare a value) are kept. The scan's ``incomplete`` flag and exit
 code 3 are decided from the facts, as before.
 """
@@ -53,10 +54,13 @@ def collapse_host_failures(findings: list[Finding], factset: FactSet) -> list[Fi
         out.append(Finding(rule_id=UNREACHABLE_RULE, title="Host could not be scanned", hosts=[host],
                            status=FindingStatus.error, severity=Severity.high, message=cause,
                            rationale="No rule could be evaluated on this host; the scan is incomplete."))
+    by_cause: dict[tuple[str, str], list[str]] = {}
     for (host, probe), cause in probe_errors.items():
-        raw = factset.hosts[host].probes[probe].raw or ""
-        out.append(Finding(rule_id=PROBE_ERROR_RULE, title=f"Probe {probe} failed", hosts=[host], subject=probe,
-                           status=FindingStatus.error, severity=Severity.medium, message=cause,
-                           evidence=[ln[:200] for ln in raw.splitlines()[:5]],
-                           rationale="Rules that read this probe's facts could not be evaluated on this host."))
+        by_cause.setdefault((host, cause), []).append(probe)
+    for (host, cause), probes in by_cause.items():  # a host frozen mid-scan: one finding for its unfinished probes
+        raw = factset.hosts[host].probes[probes[0]].raw or ""
+        out.append(Finding(rule_id=PROBE_ERROR_RULE, title=f"Probe {', '.join(probes)} failed", hosts=[host],
+                           subject=", ".join(probes), status=FindingStatus.error, severity=Severity.medium,
+                           message=cause, evidence=[ln[:200] for ln in raw.splitlines()[:5]],
+                           rationale="Rules that read these probes' facts could not be evaluated on this host."))
     return out
