@@ -761,7 +761,10 @@ class SshTransport(Transport):
                     timed_out = True
                     break
                 silence = stall_limit(script, parser, self.options.connect_timeout)
-                if now - max(last_data, sent_at[0]) > silence:
+                # before the wrapper begins, login chatter is no progress (a shell rc file that
+                # prints without end): the limit runs from the start
+                since = max(last_data, sent_at[0]) if parser.began else started
+                if now - since > silence:
                     stalled = silence
                     break
                 try:
