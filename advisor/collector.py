@@ -10,8 +10,9 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.secret_vars import redact_vars
 from advisor.site import Host, Site
-from advisor.transport.base import Command, CommandResult, Transport, TransportError
+from advisor.transport.base import MAX_OUTPUT_BYTES, Command, CommandResult, Transport, TransportError
 from probes import all_probes
 from probes.probe import Probe, ProbeContext, ProbeParseError, not_applicable_reason
 
@@ -42,7 +43,13 @@ def interpret(probe: Probe, result: CommandResult) -> ProbeResult:
     """Turn a command's outcome into a probe result: ok with facts, not_applicable, or error."""
     base = dict(probe=probe.name, raw=result.stdout, duration_s=round(result.duration_s, 3))
     if result.timed_out:
-        return ProbeResult(status=ProbeStatus.error, message=f"timed out after {result.duration_s:.0f} s", **base)
+        said = next((ln.strip() for ln in result.stderr.splitlines() if ln.startswith("storadvise: ")), "")
+        return ProbeResult(status=ProbeStatus.error,
+                           message=said[len("storadvise: "):] if said else f"timed out after {result.duration_s:.0f} s",
+                           **base)
+    if result.truncated:
+        return ProbeResult(status=ProbeStatus.error,
+                           message=f"output longer than {MAX_OUTPUT_BYTES} bytes: cut, not parsed (truncated)", **base)
     reason = not_applicable_reason(result.stdout)
     if reason:
         return ProbeResult(status=ProbeStatus.not_applicable, message=reason, **base)
@@ -68,6 +75,20 @@ def interpret(probe: Probe, result: CommandResult) -> ProbeResult:
 def collect_host(site: Site, host: Host, transport_factory: TransportFactory, sample_seconds: float,
                  selected: list[str] | None = None,
                  sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None) -> HostFacts:
+    """One host's facts. Whatever goes wrong with this host (a forged frame, undecodable bytes, a
+    MemoryError) is this host's error, never an exception that stops the other hosts."""
+    try:
+        return _collect_host(site, host, transport_factory, sample_seconds, selected, sink)
+    except Exception as exc:  # noqa: BLE001 (the boundary between hosts)
+        hf = HostFacts(name=host.name, roles=host.role_names, groups=list(host.groups), address=host.connect_address)
+        hf.reachable = False
+        hf.errors.append(f"{host.name}: collection failed: {type(exc).__name__}: {exc}".splitlines()[0][:300])
+        return hf
+
+
+def _collect_host(site: Site, host: Host, transport_factory: TransportFactory, sample_seconds: float,
+                  selected: list[str] | None = None,
+                  sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None) -> HostFacts:
     hf = HostFacts(name=host.name, roles=host.role_names, groups=list(host.groups), address=host.connect_address)
     probes = probes_for(host, selected)
     try:
@@ -151,7 +172,7 @@ def write_manifest(directory: Path, site: Site, started_at: str, hosts: dict[str
     directory.mkdir(parents=True, exist_ok=True)
     manifest = {
         "capture_format": CAPTURE_FORMAT,
-        "site": json.loads(site.model_dump_json()),
+        "site": redact_vars(json.loads(site.model_dump_json())),
         "collected_at": started_at,
         "hosts": {name: {"reachable": h.reachable, "errors": h.errors} for name, h in hosts.items()},
     }

@@ -22,6 +22,7 @@ from advisor.facts import FactSet, HostFacts, ProbeStatus
 from advisor.change_templates import render_text
 from advisor.finding_changes import finding_changes
 from advisor.findings import Finding, FindingStatus, Remediation, Severity
+from advisor.host_failures import collapse_host_failures
 from advisor.rule_specs import (
     Condition,
     ResolvedProfile,
@@ -420,6 +421,7 @@ def evaluate(factset: FactSet, site: Site | None = None, profiles: list[str] | N
         else:
             produced = list(evaluate_check(ctx))
         findings.extend(_group(produced))
+    findings = collapse_host_failures(findings, factset)
     findings = apply_waivers(findings, site.waivers if site else [], today)
     findings.sort(key=finding_sort_key)
     return Evaluation(findings, resolved)

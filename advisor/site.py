@@ -33,16 +33,41 @@ class Role(str, Enum):
 
 ROLE_NAMES = [r.value for r in Role]
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+#: a DNS name (RFC 1123 labels) as a host address
+_HOSTNAME_RE = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62}))*\.?$")
+#: a login name (POSIX portable user names, plus the '$' of machine accounts)
+_USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\$?$")
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def host_address(v: str) -> str:
+    """``v`` if it is an IP address or a DNS name; a ValueError otherwise (never an ssh option or shell text)."""
+    try:
+        ipaddress.ip_address(v)
+        return v
+    except ValueError:
+        pass
+    if not _HOSTNAME_RE.match(v):
+        raise ValueError(f"{v[:60]!r} is neither an IP address nor a DNS name")
+    return v
 
 
 class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+#: the slowest link rate a site file may give: a bare ``10`` (meant as 10 Gbit/s) would otherwise
+#: be read as 10 bit/s and silently judge every path healthy
+MIN_LINK_RATE_BPS = 10**6
+
+
 def _rate(v: Any) -> int | None:
     if v is None:
         return None
-    return parse_rate_bps(v)
+    bps = parse_rate_bps(v)
+    if bps < MIN_LINK_RATE_BPS:
+        raise ValueError(f"{v!r} is {bps} bit/s, below 1 Mbit/s: give the unit (e.g. 10gbit, 940mbit)")
+    return bps
 
 
 class Host(StrictModel):
@@ -90,6 +115,38 @@ class Host(StrictModel):
     @classmethod
     def _parse_rate(cls, v: Any) -> int | None:
         return _rate(v)
+
+    @field_validator("address", "gpfs_node")
+    @classmethod
+    def _valid_address(cls, v: str | None) -> str | None:
+        return None if v is None else host_address(v)
+
+    @field_validator("san_controllers")
+    @classmethod
+    def _valid_controllers(cls, v: list[str]) -> list[str]:
+        return [host_address(x) for x in v]
+
+    @field_validator("user")
+    @classmethod
+    def _valid_user(cls, v: str | None) -> str | None:
+        if v is not None and not _USER_RE.match(v):
+            raise ValueError(f"{v[:40]!r} is not a login name (letters, digits, '_', '.', '-'; not starting with '-')")
+        return v
+
+    @field_validator("key", "known_hosts")
+    @classmethod
+    def _valid_path(cls, v: Path | None) -> Path | None:
+        if v is not None and (_CONTROL_CHARS.search(str(v)) or str(v).startswith("-") or '"' in str(v)):
+            raise ValueError(f"{str(v)[:60]!r}: a path may not start with '-' or hold '\"' or control characters")
+        return v
+
+    @field_validator("groups")
+    @classmethod
+    def _valid_groups(cls, v: list[str]) -> list[str]:
+        for g in v:
+            if not _NAME_RE.match(g):
+                raise ValueError(f"group {g[:40]!r}: letters, digits, '.', '_' and '-' only")
+        return v
 
     @property
     def connect_address(self) -> str:

@@ -29,12 +29,12 @@ is down, gives ``None``), mtu, tx_queue_len, operstate, address; the driver from
 
 from __future__ import annotations
 
-import json
 import re
 
 from pydantic import BaseModel, Field
 
-from probes.probe import Probe, ProbeContext, ProbeParseError, split_sections
+from probes.json_text import load_host_json
+from probes.probe import Probe, ProbeContext, ProbeParseError, split_sections, bounded_int
 from probes.sysctl_conf import (  # noqa: F401  (re-exported: the probe's public helpers)
     SYSCTL_CONF,
     SYSCTL_DIRS,
@@ -121,7 +121,7 @@ def _ints(value: str | None) -> list[int] | None:
     fields = value.split()
     if not fields or not all(re.fullmatch(r"-?\d+", f) for f in fields):
         return None
-    return [int(f) for f in fields]
+    return [bounded_int(f, "sysctl value") for f in fields]
 
 
 _FILE_SECTION = "file "
@@ -351,15 +351,12 @@ else echo "@@section ip-o-addr"; ip -o addr; fi
 def _int_or_none(value: str) -> int | None:
     value = value.strip()
     if re.fullmatch(r"-?\d+", value):
-        return int(value)
+        return bounded_int(value, "interface attribute")
     return None
 
 
 def _addresses_from_json(text: str) -> dict[str, list[str]]:
-    try:
-        data = json.loads(text)
-    except ValueError as e:
-        raise ProbeParseError(f"ip -j addr: not JSON ({e.__class__.__name__} at char {getattr(e, 'pos', '?')})") from None
+    data = load_host_json(text, "ip -j addr")
     if not isinstance(data, list):
         raise ProbeParseError("ip -j addr: expected a JSON list of interfaces")
     out: dict[str, list[str]] = {}

@@ -15,15 +15,17 @@ DIR/
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from advisor.apply.ansible_data import dump_data, vars_as_data
 from advisor.apply.planner import Plan
 from advisor.errors import StoradviseError
 from advisor.resources import playbooks_dir
+from advisor.secret_vars import redact_vars
 from advisor.site import Host, Site
 
 PROJECT_MARK = "plan.json"
@@ -58,15 +60,22 @@ def connection_vars(host: Host) -> dict[str, Any]:
         v["ansible_ssh_private_key_file"] = str(host.key)
     opts = ["-o StrictHostKeyChecking=yes"]
     if host.known_hosts:
-        opts.insert(0, f"-o UserKnownHostsFile={host.known_hosts}")
+        # Ansible splits ssh_common_args with shlex, then ssh splits the option's value at blanks
+        # unless double-quoted: both quotings keep a path with blanks (or " -o ProxyCommand=...")
+        # one known_hosts file (the site model refuses '"' and control characters in it)
+        opts.insert(0, "-o " + shlex.quote(f'UserKnownHostsFile="{host.known_hosts}"'))
     v["ansible_ssh_common_args"] = " ".join(opts)
     if host.sudo:
         v["ansible_become"] = True
     return v
 
 
-def _dump(data: Any) -> str:
-    return "---\n" + yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=120)
+def _write_private(path: Path, text: str) -> None:
+    """Write a file only its owner can read (inventory and host vars may hold become passwords)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
 
 
 def _prepare_dir(out: Path) -> None:
@@ -105,19 +114,20 @@ def write_project(plan: Plan, site: Site, out: Path) -> dict[str, Any]:
         all_hosts: dict[str, Any] = {}
         for name in plan.hosts:
             h = hosts[name]
-            all_hosts[name] = {**{k: v for k, v in h.vars.items()}, **connection_vars(h)}
+            all_hosts[name] = vars_as_data({**h.vars, **connection_vars(h)}, f"host {name}")
             for role in plan.roles_of(name):
                 groups.setdefault(group_name(role), {"hosts": {}})["hosts"][name] = None
         inventory = {"all": {"hosts": all_hosts, "children": groups}}
-        (out / "inventory.yml").write_text(
-            "# Written by storadvise plan for site " + site.name + ": the hosts the plan changes.\n" + _dump(inventory))
+        _write_private(out / "inventory.yml",
+            "# Written by storadvise plan for site " + site.name + ": the hosts the plan changes.\n"
+            "# Every string is !unsafe: values from hosts and site files are data, never templates.\n" + dump_data(inventory))
         hv_dir = out / "host_vars"
         hv_dir.mkdir()
         for name in plan.hosts:
-            (hv_dir / f"{name}.yml").write_text(
+            _write_private(hv_dir / f"{name}.yml",
                 f"# storadvise plan for {name} (site {site.name}); see PLAN.md for old -> new and why.\n"
-                + _dump(plan.flat_vars(name)))
-        summary = plan.as_dict()
+                + dump_data(vars_as_data(plan.flat_vars(name), f"plan for {name}")))
+        summary = redact_vars(plan.as_dict())
         (out / PROJECT_MARK).write_text(json.dumps(summary, indent=2, default=str) + "\n")
         (out / "PLAN.md").write_text(plan_markdown(plan, out))
     except OSError as exc:
