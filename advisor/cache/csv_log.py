@@ -145,7 +145,7 @@ def _is_read(buf, a, b, ops, op_off):
 
 
 @njit(cache=True)
-def parse_block(buf, n, delim, cols, line0, ktab_h, ktab_i, kcount, stab_h, stab_i, scount,
+def parse_block(buf, n, delim, cols, line0, ktab, kcount, stab, scount,
                 out_t, out_k, out_s, out_b, out_v, new_off, new_len, snew_off, snew_len,
                 bad_line, bad_code, ops, op_off):
     """Parse complete lines of ``buf[:n]``. ``cols``: field index of time, file, size, server,
@@ -227,7 +227,7 @@ def parse_block(buf, n, delim, cols, line0, ktab_h, ktab_i, kcount, stab_h, stab
             elif cols[5] >= 0 and not _is_read(buf, starts[cols[5]], ends[cols[5]], ops, op_off):
                 nskip += 1
             else:
-                k, new = lookup_or_insert(ktab_h, ktab_i, kcount, fnv1a(buf, fa, fb))
+                k, new = lookup_or_insert(ktab, kcount, fnv1a(buf, fa, fb))
                 if new:
                     new_off[nnew] = fa
                     new_len[nnew] = fb - fa
@@ -237,7 +237,7 @@ def parse_block(buf, n, delim, cols, line0, ktab_h, ktab_i, kcount, stab_h, stab
                     sa, sb = starts[cols[3]], ends[cols[3]]
                     while sb > sa and buf[sb - 1] == 13:
                         sb -= 1
-                    sv, snw = lookup_or_insert(stab_h, stab_i, scount, fnv1a(buf, sa, sb))
+                    sv, snw = lookup_or_insert(stab, scount, fnv1a(buf, sa, sb))
                     if snw:
                         snew_off[snew] = sa
                         snew_len[snew] = sb - sa
@@ -315,7 +315,8 @@ def read_csv_log(path: str, trace: Trace, cols: CsvColumns, issues: InputIssues,
             else:
                 carry = b""
             buf = np.frombuffer(data, dtype=np.uint8)
-            rows = data.count(b"\n") + 1
+            newlines = data.count(b"\n")
+            rows = newlines + 1
             kt, st = trace.key_table, trace.server_table
             kt.reserve(rows)
             st.reserve(rows if idx[3] >= 0 else 0)
@@ -326,10 +327,10 @@ def read_csv_log(path: str, trace: Trace, cols: CsvColumns, issues: InputIssues,
             snew_off, snew_len = np.empty(rows, np.int64), np.empty(rows, np.int64)
             bad_line, bad_code = np.empty(rows, np.int64), np.empty(rows, np.int64)
             nrow, nnew, snew, nbad, nskip = parse_block(
-                buf, len(buf), delim, colarr, line, kt.hashes, kt.ids, kt.count, st.hashes, st.ids, st.count,
+                buf, len(buf), delim, colarr, line, kt.slots, kt.count, st.slots, st.count,
                 out_t, out_k, out_s, out_b, out_v, new_off, new_len, snew_off, snew_len, bad_line, bad_code,
                 ops, op_off)
-            line += data.count(b"\n")
+            line += newlines
             trace.new_keys(k0, [data[o:o + n].decode("utf-8", "surrogateescape")
                                 for o, n in zip(new_off[:nnew].tolist(), new_len[:nnew].tolist())])
             for o, n in zip(snew_off[:snew].tolist(), snew_len[:snew].tolist()):

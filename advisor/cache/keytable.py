@@ -24,39 +24,39 @@ def fnv1a(buf, start, end):
 
 
 @njit(cache=True)
-def lookup_or_insert(hashes, ids, count, h):
-    """Dense id of hash ``h``; a new one gets ``count[0]`` (and count is bumped). Returns (id, new)."""
-    mask = len(hashes) - 1
+def lookup_or_insert(slots, count, h):
+    """Dense id of hash ``h``; a new one gets ``count[0]`` (and count is bumped). Returns (id, new).
+    ``slots`` is (capacity, 2): hash and id side by side, one cache line per probe."""
+    mask = len(slots) - 1
     j = (h ^ (h >> 29)) & mask
     while True:
-        cur = hashes[j]
+        cur = slots[j, 0]
         if cur == h:
-            return ids[j], False
+            return slots[j, 1], False
         if cur == 0:
-            hashes[j] = h
-            ids[j] = count[0]
+            slots[j, 0] = h
+            slots[j, 1] = count[0]
             count[0] += 1
-            return ids[j], True
+            return slots[j, 1], True
         j = (j + 1) & mask
 
 
 @njit(cache=True)
-def _rehash(old_h, old_i, new_h, new_i):
-    mask = len(new_h) - 1
-    for j in range(len(old_h)):
-        h = old_h[j]
+def _rehash(old, new):
+    mask = len(new) - 1
+    for j in range(len(old)):
+        h = old[j, 0]
         if h != 0:
             k = (h ^ (h >> 29)) & mask
-            while new_h[k] != 0:
+            while new[k, 0] != 0:
                 k = (k + 1) & mask
-            new_h[k] = h
-            new_i[k] = old_i[j]
+            new[k, 0] = h
+            new[k, 1] = old[j, 1]
 
 
 class KeyTable:
     def __init__(self, capacity: int = 1 << 12):
-        self.hashes = np.zeros(capacity, dtype=np.int64)
-        self.ids = np.zeros(capacity, dtype=np.int64)
+        self.slots = np.zeros((capacity, 2), dtype=np.int64)
         self.count = np.zeros(1, dtype=np.int64)
 
     def __len__(self) -> int:
@@ -65,17 +65,17 @@ class KeyTable:
     def reserve(self, more: int) -> None:
         """Make room for ``more`` new names at a load factor of at most 1/2."""
         need = 2 * (len(self) + more)
-        if need <= len(self.hashes):
+        if need <= len(self.slots):
             return
-        cap = len(self.hashes)
+        cap = len(self.slots)
         while cap < need:
             cap *= 2
-        nh, ni = np.zeros(cap, dtype=np.int64), np.zeros(cap, dtype=np.int64)
-        _rehash(self.hashes, self.ids, nh, ni)
-        self.hashes, self.ids = nh, ni
+        new = np.zeros((cap, 2), dtype=np.int64)
+        _rehash(self.slots, new)
+        self.slots = new
 
     def key(self, name: str) -> tuple[int, bool]:
         b = np.frombuffer(name.encode("utf-8", "surrogateescape"), dtype=np.uint8)
         self.reserve(1)
-        k, new = lookup_or_insert(self.hashes, self.ids, self.count, fnv1a(b, 0, len(b)))
+        k, new = lookup_or_insert(self.slots, self.count, fnv1a(b, 0, len(b)))
         return int(k), bool(new)

@@ -39,11 +39,11 @@ class SimulateOptions:
 
 
 @njit(cache=True)
-def _area_keys(key, server, hashes, ids, count):
+def _area_keys(key, server, slots, count):
     out = np.empty(len(key), dtype=np.int64)
     for i in range(len(key)):
         h = (key[i] * 0x9E3779B1 + server[i] * 0x85EBCA77 + 1) | 1
-        out[i] = lookup_or_insert(hashes, ids, count, h)[0]
+        out[i] = lookup_or_insert(slots, count, h)[0]
     return out
 
 
@@ -87,7 +87,7 @@ def simulate(logs: Iterable[tuple[str, str]], opts: SimulateOptions, trace: Trac
         for b in read_log(path, fmt, trace, issues, csv_columns or CsvColumns(), year):
             if per_server:
                 area_keys.reserve(len(b))
-                key = _area_keys(b.key, b.server, area_keys.hashes, area_keys.ids, area_keys.count)
+                key = _area_keys(b.key, b.server, area_keys.slots, area_keys.count)
                 area, n_keys, n_areas = b.server, len(area_keys), len(trace.server_names) or 1
             else:
                 key, area, n_keys, n_areas = b.key, np.zeros(len(b), np.int64), trace.n_keys, 1
