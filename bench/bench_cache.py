@@ -3,7 +3,7 @@
   .venv/bin/python bench/bench_cache.py                    # 10 M requests over 1 M files
   .venv/bin/python bench/bench_cache.py --requests 20000000 --files 2000000 --keep /tmp/trace.csv
 
-It writes a CSV transfer log (timestamp,file,size,server: WLCG-like paths, Zipf(0.8) popularity,
+It writes a CSV transfer log (timestamp,file,size,server: CMS-like paths, ~1000 files per directory, Zipf(0.8) popularity,
 sizes 0.5-4 GB), pins itself to one CPU, compiles the kernels on a small log first (compile time
 reported apart), then times, each from the CSV file:
 
@@ -44,7 +44,9 @@ def write_trace(path: Path, n: int, n_files: int, seed: int = 11) -> None:
     p /= p.sum()
     cdf = np.cumsum(p)
     sizes = rng.integers(500_000_000, 4_000_000_000, n_files)
-    kinds = np.array(["AODSIM", "MINIAODSIM", "NANOAODSIM", "RAW", "USER"])
+    dirs = np.array(["/store/mc/Run3Summer23/TTto2L2Nu/AODSIM/v1", "/store/mc/Run3Summer23/TTto2L2Nu/MINIAODSIM/v1",
+                     "/store/mc/Run3Summer23/TTto2L2Nu/NANOAODSIM/v1", "/store/data/Run2024C/Muon0/RAW/v1",
+                     "/store/user/someone/analysis"])
     perm = rng.permutation(n_files)
     t0 = 1_700_000_000.0
     with open(path, "w") as f:
@@ -54,7 +56,7 @@ def write_trace(path: Path, n: int, n_files: int, seed: int = 11) -> None:
             m = min(step, n - a)
             ids = perm[np.minimum(np.searchsorted(cdf, rng.random(m)), n_files - 1)]
             ts = t0 + (a + np.arange(m)) * 0.05
-            f.write("".join(f"{ts[i]:.2f},/store/mc/Run3/{kinds[ids[i] % 5]}/v1/{ids[i] // 1000}/f{ids[i]}.root,"
+            f.write("".join(f"{ts[i]:.2f},{dirs[ids[i] % 5]}/{ids[i] // 5000:05d}/f{ids[i]}.root,"
                             f"{sizes[ids[i]]},fs{ids[i] % 24}\n" for i in range(m)))
 
 

@@ -47,3 +47,33 @@ def push_tail(k, l, prev, nxt, head, tail):
     else:
         head[l] = k
     tail[l] = k
+
+
+# The same over one (n, 4) array per key -- [prev, next, size, in cache] -- so that a key's links
+# and state share a cache line (LRU and XCache, the policies a whole log is most often run with).
+@njit(cache=True, inline="always")
+def unlink_row(k, l, st, head, tail):
+    p = st[k, 0]
+    n = st[k, 1]
+    if p >= 0:
+        st[p, 1] = n
+    else:
+        head[l] = n
+    if n >= 0:
+        st[n, 0] = p
+    else:
+        tail[l] = p
+    st[k, 0] = -1
+    st[k, 1] = -1
+
+
+@njit(cache=True, inline="always")
+def push_head_row(k, l, st, head, tail):
+    h = head[l]
+    st[k, 0] = -1
+    st[k, 1] = h
+    if h >= 0:
+        st[h, 0] = k
+    else:
+        tail[l] = k
+    head[l] = k

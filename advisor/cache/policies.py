@@ -23,40 +23,40 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from advisor.cache.lists import push_head, push_tail, unlink
+from advisor.cache.lists import push_head, push_head_row, push_tail, unlink, unlink_row
 
 POLICIES = ("lru", "lfu", "arc", "xcache")
 
 
 @njit(cache=True)
-def _lru(key, area, size, nbytes, ftype, cap, prev, nxt, inc, osize, head, tail, used, counts):
+def _lru(key, area, size, nbytes, ftype, cap, st, head, tail, used, counts):
     for i in range(len(key)):
         k, a, s, b, ty = key[i], area[i], size[i], nbytes[i], ftype[i]
         counts[ty, 0] += 1
         counts[ty, 2] += b
-        if inc[k]:
+        if st[k, 3]:
             counts[ty, 1] += 1
             counts[ty, 3] += b
             if head[a] != k:
-                unlink(k, a, prev, nxt, head, tail)
-                push_head(k, a, prev, nxt, head, tail)
+                unlink_row(k, a, st, head, tail)
+                push_head_row(k, a, st, head, tail)
             continue
         if s > cap:
             continue
         while used[a] + s > cap:
             v = tail[a]
-            unlink(v, a, prev, nxt, head, tail)
-            inc[v] = 0
-            used[a] -= osize[v]
-        push_head(k, a, prev, nxt, head, tail)
-        inc[k] = 1
-        osize[k] = s
+            unlink_row(v, a, st, head, tail)
+            st[v, 3] = 0
+            used[a] -= st[v, 2]
+        push_head_row(k, a, st, head, tail)
+        st[k, 3] = 1
+        st[k, 2] = s
         used[a] += s
 
 
 @njit(cache=True)
-def _xcache(time, key, area, size, nbytes, ftype, cap, high, low, interval, clock, prev, nxt, inc, osize,
-            head, tail, used, counts, stats):
+def _xcache(time, key, area, size, nbytes, ftype, cap, high, low, interval, clock, st, head, tail, used,
+            counts, stats):
     """``clock[0]``: time of the next purge; stats: (purges run, files purged, bytes purged, not written: disk full)."""
     hi_b = high * cap
     lo_b = low * cap
@@ -68,30 +68,30 @@ def _xcache(time, key, area, size, nbytes, ftype, cap, high, low, interval, cloc
                 if used[a] > hi_b:
                     while used[a] > lo_b and tail[a] >= 0:
                         v = tail[a]
-                        unlink(v, a, prev, nxt, head, tail)
-                        inc[v] = 0
-                        used[a] -= osize[v]
+                        unlink_row(v, a, st, head, tail)
+                        st[v, 3] = 0
+                        used[a] -= st[v, 2]
                         stats[1] += 1
-                        stats[2] += osize[v]
+                        stats[2] += st[v, 2]
             clock[0] += interval * (np.floor((t - clock[0]) / interval) + 1)
         k, a, s, b, ty = key[i], area[i], size[i], nbytes[i], ftype[i]
         counts[ty, 0] += 1
         counts[ty, 2] += b
-        if inc[k]:
+        if st[k, 3]:
             counts[ty, 1] += 1
             counts[ty, 3] += b
             if head[a] != k:
-                unlink(k, a, prev, nxt, head, tail)
-                push_head(k, a, prev, nxt, head, tail)
+                unlink_row(k, a, st, head, tail)
+                push_head_row(k, a, st, head, tail)
             continue
         if s > cap:
             continue
         if used[a] + s > cap:
             stats[3] += 1
             continue
-        push_head(k, a, prev, nxt, head, tail)
-        inc[k] = 1
-        osize[k] = s
+        push_head_row(k, a, st, head, tail)
+        st[k, 3] = 1
+        st[k, 2] = s
         used[a] += s
 
 
@@ -270,7 +270,7 @@ def _grow(arr: np.ndarray, n: int, fill: int) -> np.ndarray:
 class CacheState:
     """One policy at one capacity over ``areas`` cache areas; ``run(batch arrays)`` replays a batch."""
 
-    PER_KEY = {"lru": ("prev", "nxt", "inc", "osize"), "xcache": ("prev", "nxt", "inc", "osize"),
+    PER_KEY = {"lru": (), "xcache": (),
                "lfu": ("prev", "nxt", "node", "inc", "osize"), "arc": ("prev", "nxt", "lst", "osize")}
     FILL = {"prev": -1, "nxt": -1, "node": -1, "inc": 0, "osize": 0, "lst": -1}
 
@@ -285,6 +285,8 @@ class CacheState:
         self.clock = np.full(1, np.nan)
         for name in self.PER_KEY[policy]:
             setattr(self, name, np.full(1024, self.FILL[name], dtype=np.int64))
+        #: lru, xcache: per key [prev, next, size, in cache]
+        self.st = self._rows(np.zeros((0, 4), np.int64), 1024) if policy in ("lru", "xcache") else None
         self.n_areas = 0
         lists = 4 if policy == "arc" else 1
         self.head = np.full(0, -1, np.int64)
@@ -314,7 +316,18 @@ class CacheState:
         self.nnext = nn
         self.pool[0] = old
 
+    @staticmethod
+    def _rows(st: np.ndarray, n: int) -> np.ndarray:
+        if n <= len(st):
+            return st
+        new = np.zeros((max(n, 2 * len(st)), 4), np.int64)
+        new[:, :2] = -1
+        new[: len(st)] = st
+        return new
+
     def reserve(self, n_keys: int, n_areas: int) -> None:
+        if self.st is not None:
+            self.st = self._rows(self.st, n_keys)
         for name in self.PER_KEY[self.policy]:
             setattr(self, name, _grow(getattr(self, name), n_keys, self.FILL[name]))
         if n_areas > self.n_areas:
@@ -333,14 +346,12 @@ class CacheState:
             ftype: np.ndarray) -> None:
         c = self.capacity
         if self.policy == "lru":
-            _lru(key, area, size, nbytes, ftype, c, self.prev, self.nxt, self.inc, self.osize, self.head,
-                 self.tail, self.used, self.counts)
+            _lru(key, area, size, nbytes, ftype, c, self.st, self.head, self.tail, self.used, self.counts)
         elif self.policy == "xcache":
             if len(time) and np.isnan(self.clock[0]):
                 self.clock[0] = time[0] + self.interval
             _xcache(time, key, area, size, nbytes, ftype, c, self.high, self.low, self.interval, self.clock,
-                    self.prev, self.nxt, self.inc, self.osize, self.head, self.tail, self.used, self.counts,
-                    self.stats)
+                    self.st, self.head, self.tail, self.used, self.counts, self.stats)
         elif self.policy == "lfu":
             _lfu(key, area, size, nbytes, ftype, c, self.prev, self.nxt, self.node, self.inc, self.osize,
                  self.head, self.used, self.pool, self.nfreq, self.nhead, self.ntail, self.nprev, self.nnext,

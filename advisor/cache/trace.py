@@ -65,9 +65,12 @@ class InputIssues:
 
 
 class FileTypes:
-    """Path -> type name by regular expressions: the type whose pattern matches earliest in the
-    path (at the same place, the first listed), else ``other``. One combined pattern of named
-    alternatives, so a path costs one search whatever the number of types."""
+    """Path -> type name by regular expressions. The directory (up to and with the last ``/``) is
+    matched first: when a pattern matches there, every file of that directory has that type (one
+    search per directory, remembered); else the whole path is matched. Within a search the type
+    whose pattern matches earliest wins (at the same place, the first listed); no match:
+    ``other``. One combined pattern of named alternatives, so a search costs one pass whatever
+    the number of types."""
 
     def __init__(self, patterns: Iterable[tuple[str, str]] = DEFAULT_TYPES):
         self.names: list[str] = []
@@ -83,6 +86,7 @@ class FileTypes:
         self._other = len(self.names) - 1
         self._rx = re.compile("|".join(parts)) if parts else None
         self._group = {f"t{i}": i for i in range(len(parts))}
+        self._dirs: dict[str, int | None] = {}
 
     def index(self, path: str) -> int:
         return self.indices([path])[0]
@@ -90,14 +94,20 @@ class FileTypes:
     def indices(self, paths: list[str]) -> list[int]:
         if self._rx is None:
             return [self._other] * len(paths)
-        search, group, other = self._rx.search, self._group, self._other
+        search, group, other, dirs = self._rx.search, self._group, self._other, self._dirs
         out = []
         for p in paths:
-            m = search(p)
-            if m is None:
-                out.append(other)
-            else:
-                out.append(group.get(m.lastgroup, other))
+            d = p[: p.rfind("/") + 1]
+            t = dirs.get(d, -1)
+            if t == -1:
+                m = search(d)
+                t = dirs[d] = group.get(m.lastgroup, other) if m else None
+                if len(dirs) > 1_000_000:
+                    dirs.clear()
+            if t is None:
+                m = search(p)
+                t = group.get(m.lastgroup, other) if m else other
+            out.append(t)
         return out
 
 
