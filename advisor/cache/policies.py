@@ -13,9 +13,12 @@ from the cache)``. State is a set of numpy arrays that grow with the number of d
 * ``arc``: Megiddo & Modha's ARC on bytes, in the byte generalisation libCacheSim uses (T1/T2
   resident, B1/B2 ghosts, ``p`` adapted by max(|B2|/|B1|, 1) on a B1 ghost hit and the converse
   on B2; case IV trims B1 when |T1|+|B1|+size > c, else B2 when the directory reaches 2c).
-* ``xcache``: XrdPfc's disk cache: whole files kept by last access; a new file is written if the
-  disk has room (else it is served uncached); every ``purge_interval`` seconds of log time, a
-  disk above the high watermark is purged oldest-access-first down to the low watermark.
+* ``xcache``: XrdPfc's disk cache (``Cache::Purge``, ``FPurgeState``): whole files kept by last
+  access; a new file is written if the disk has room (else it is served uncached); every
+  ``purge_interval`` seconds of log time, when the disk is above the high watermark, the oldest
+  files whose sizes just cover (usage - low watermark) are the candidates, and each is removed
+  unless it was opened since the previous purge (XrdPfc's purge-protected set), until enough is
+  freed; a protected candidate is skipped, not replaced.
 """
 
 from __future__ import annotations
@@ -55,26 +58,44 @@ def _lru(key, area, size, nbytes, ftype, cap, st, head, tail, used, counts):
 
 
 @njit(cache=True)
-def _xcache(time, key, area, size, nbytes, ftype, cap, high, low, interval, clock, st, head, tail, used,
+def _xcache(time, key, area, size, nbytes, ftype, cap, high, low, interval, clock, st, opened, head, tail, used,
             counts, stats):
-    """``clock[0]``: time of the next purge; stats: (purges run, files purged, bytes purged, not written: disk full)."""
+    """``clock[0]``: time of the next purge; ``opened[k]``: the purge count when k was last read;
+    stats: (purges run, files purged, bytes purged, not written: disk full, protected skips)."""
     hi_b = high * cap
     lo_b = low * cap
     for i in range(len(key)):
         t = time[i]
         if t >= clock[0]:
-            stats[0] += 1
+            epoch = stats[0]
             for a in range(len(used)):
                 if used[a] > hi_b:
-                    while used[a] > lo_b and tail[a] >= 0:
-                        v = tail[a]
-                        unlink_row(v, a, st, head, tail)
-                        st[v, 3] = 0
-                        used[a] -= st[v, 2]
-                        stats[1] += 1
-                        stats[2] += st[v, 2]
+                    need = used[a] - lo_b
+                    # candidates: the oldest files whose sizes just cover what must go
+                    acc, n, v = 0, 0, tail[a]
+                    while v >= 0 and acc < need:
+                        acc += st[v, 2]
+                        n += 1
+                        v = st[v, 0]
+                    v = tail[a]
+                    for _ in range(n):
+                        newer = st[v, 0]
+                        if need <= 0:
+                            break
+                        if opened[v] == epoch:  # read since the last purge: protected, not replaced
+                            stats[4] += 1
+                        else:
+                            unlink_row(v, a, st, head, tail)
+                            st[v, 3] = 0
+                            used[a] -= st[v, 2]
+                            need -= st[v, 2]
+                            stats[1] += 1
+                            stats[2] += st[v, 2]
+                        v = newer
+            stats[0] += 1
             clock[0] += interval * (np.floor((t - clock[0]) / interval) + 1)
         k, a, s, b, ty = key[i], area[i], size[i], nbytes[i], ftype[i]
+        opened[k] = stats[0]
         counts[ty, 0] += 1
         counts[ty, 2] += b
         if st[k, 3]:
@@ -272,7 +293,8 @@ class CacheState:
 
     PER_KEY = {"lru": (), "xcache": (),
                "lfu": ("prev", "nxt", "node", "inc", "osize"), "arc": ("prev", "nxt", "lst", "osize")}
-    FILL = {"prev": -1, "nxt": -1, "node": -1, "inc": 0, "osize": 0, "lst": -1}
+    PER_KEY["xcache"] = ("opened",)
+    FILL = {"prev": -1, "nxt": -1, "node": -1, "inc": 0, "osize": 0, "lst": -1, "opened": -1}
 
     def __init__(self, policy: str, capacity: int, n_types: int, *, high: float = 0.95, low: float = 0.90,
                  purge_interval: float = 300.0):
@@ -281,7 +303,7 @@ class CacheState:
         self.policy, self.capacity = policy, int(capacity)
         self.high, self.low, self.interval = high, low, float(purge_interval)
         self.counts = np.zeros((n_types, 4), dtype=np.int64)
-        self.stats = np.zeros(4, dtype=np.int64)
+        self.stats = np.zeros(5, dtype=np.int64)
         self.clock = np.full(1, np.nan)
         for name in self.PER_KEY[policy]:
             setattr(self, name, np.full(1024, self.FILL[name], dtype=np.int64))
@@ -351,7 +373,7 @@ class CacheState:
             if len(time) and np.isnan(self.clock[0]):
                 self.clock[0] = time[0] + self.interval
             _xcache(time, key, area, size, nbytes, ftype, c, self.high, self.low, self.interval, self.clock,
-                    self.st, self.head, self.tail, self.used, self.counts, self.stats)
+                    self.st, self.opened, self.head, self.tail, self.used, self.counts, self.stats)
         elif self.policy == "lfu":
             _lfu(key, area, size, nbytes, ftype, c, self.prev, self.nxt, self.node, self.inc, self.osize,
                  self.head, self.used, self.pool, self.nfreq, self.nhead, self.ntail, self.nprev, self.nnext,
@@ -365,4 +387,5 @@ class CacheState:
             return {}
         return {"purges": int(self.stats[0]), "files_purged": int(self.stats[1]),
                 "bytes_purged": int(self.stats[2]), "not_written_disk_full": int(self.stats[3]),
+                "protected_skipped": int(self.stats[4]),
                 "high_watermark": self.high, "low_watermark": self.low, "purge_interval_s": self.interval}

@@ -62,18 +62,22 @@ def _run(policy, reqs, cap, **kw):
 
 
 def test_xcache_purge_known_answer():
-    # 100-byte disk, 10-byte files, watermarks 0.5/0.9, purge every 100 s of log time
-    reqs = [(float(i), i, 10) for i in range(10)]          # t=0..9: f0..f9 fill the disk (100 B)
-    reqs += [(10.0, 10, 10)]                                # disk full: f10 served, not written
-    reqs += [(20.0, 0, 10)]                                 # hit; f0 is now the most recent
-    reqs += [(100.0, 11, 10)]                               # purge first: 100 > 90 -> drop f1..f5 (to 50 B)
-    reqs += [(101.0, 1, 10), (102.0, 6, 10), (103.0, 0, 10), (104.0, 5, 10)]
+    # 100-byte disk, 10-byte files, watermarks 0.5/0.9, purge every 100 s of log time (first at t=100)
+    reqs = [(float(i), i, 10) for i in range(10)]   # t=0..9: f0..f9 fill the disk (100 B)
+    reqs += [(10.0, 10, 10)]                         # disk full: f10 served, not written
+    reqs += [(100.0, 1, 10)]                         # purge 1 first: candidates f0..f4 (50 B), all read
+    #                                                  since the start -> protected, nothing removed; hit
+    reqs += [(150.0, 11, 10)]                        # still full: not written
+    reqs += [(200.0, 0, 10)]                         # purge 2: candidates f0,f2,f3,f4,f5 (f1 was read at
+    #                                                  t=100, it is newer) none read since purge 1: removed
+    reqs += [(201.0, 2, 10), (202.0, 6, 10), (203.0, 1, 10)]
     st = _run("xcache", reqs, 100, high=0.9, low=0.5, purge_interval=100)
     acc, hits, b, bh = st.counts[0].tolist()
     assert (acc, hits) == (17, 3) and bh == 30 and b == 170
-    assert st.extra()["purges"] == 1 and st.extra()["files_purged"] == 5
-    assert st.extra()["bytes_purged"] == 50 and st.extra()["not_written_disk_full"] == 1
-    assert st.used[0] == 80
+    x = st.extra()
+    assert (x["purges"], x["files_purged"], x["bytes_purged"]) == (2, 5, 50)
+    assert x["not_written_disk_full"] == 2 and x["protected_skipped"] == 5
+    assert st.used[0] == 70
 
 
 @pytest.mark.parametrize("policy", POLICIES)
