@@ -51,6 +51,32 @@ def _windows(rng: np.random.Generator) -> list[tuple[float, float, list[int]]]:
     return [(1.0, 30.0, w1), (66.0, 100.0, w2), (126.0, 142.0, w3)]
 
 
+def _probes_read_the_live_cache(cache: xs.XrootdProcess) -> None:
+    """The XCache probes' own scripts, run in the live cache's mount namespace, and their parsers."""
+    from probes.probe import ProbeContext
+    from probes.xcache import XCacheConfigProbe, XCacheLogProbe, XCacheUsageProbe
+
+    ctx = ProbeContext(host="xcache", roles=["cache"], vars={
+        "xcache_config": str(cache.state_dir / "xcache.cfg"), "xcache_log": str(cache.log),
+        "xcache_paths": str(cache.state_dir / "cache")})
+
+    def run(probe):
+        cp = subprocess.run(["nsenter", "-t", str(cache.pid), "-m", "/bin/sh", "-c", probe.script(ctx)],
+                            capture_output=True, text=True, timeout=30)
+        assert cp.returncode == 0, cp.stderr
+        return probe.parse(cp.stdout)
+
+    conf = run(XCacheConfigProbe())
+    inst = conf.model_dump()
+    assert "libXrdPfc.so" in str(inst) and "127.0.0.1:21094" in str(inst)
+    active = run(XCacheLogProbe())
+    assert active.total_disk_bytes == DISK
+    assert (active.diskusage_low_bytes, active.diskusage_high_bytes) == (int(LOW * DISK), int(HIGH * DISK))
+    assert active.purgeinterval_s == INTERVAL and active.blocksize_bytes == MIB
+    usage = run(XCacheUsageProbe())
+    assert usage.total_bytes == DISK and usage.used_fraction is not None and usage.used_fraction < LOW
+
+
 @pytest.mark.root
 @pytest.mark.slow
 def test_real_xcache_matches_simulated_xcache():
@@ -78,6 +104,7 @@ def test_real_xcache_matches_simulated_xcache():
         while not xs.purge_times(cache) and time.monotonic() < end:  # XrdPfc purges once at start
             time.sleep(0.05)
         assert xs.purge_times(cache), "the cache logged no purge at start"
+        _probes_read_the_live_cache(cache)
         t0 = time.time()
         log: list[tuple[float, int]] = []
         snaps = []
