@@ -556,7 +556,7 @@ class XCacheLogProbe(Probe):
             + "done\n"
             + f'[ -n "$LOG" ] || {{ echo "{_NA} no xrootd log with a Config effective pfc block"; exit 0; }}\n'
             + 'echo "@@section log $LOG"\n'
-            + 'n=$(grep -n "Config effective" "$LOG" | tail -n 1 | cut -d: -f1)\n'
+            + 'n=$(grep -n "Config effective.*pfc configuration:" "$LOG" | tail -n 1 | cut -d: -f1)\n'
             + 'sed -n "${n},$((n + 60))p" "$LOG"\n'
         )
 

@@ -282,3 +282,6 @@ def whatif(
 
 from advisor.efficiency.active_cli import register_active  # noqa: E402  (the active test job: `test`)
 register_active(app)
+
+from advisor.efficiency.placement_cli import register_placement  # noqa: E402  (the mesh-based `what-if`)
+register_placement(app)
