@@ -116,15 +116,27 @@ class Host(StrictModel):
     def _parse_rate(cls, v: Any) -> int | None:
         return _rate(v)
 
-    @field_validator("address", "gpfs_node")
+    @field_validator("address")
     @classmethod
     def _valid_address(cls, v: str | None) -> str | None:
         return None if v is None else host_address(v)
 
-    @field_validator("san_controllers")
-    @classmethod
-    def _valid_controllers(cls, v: list[str]) -> list[str]:
-        return [host_address(x) for x in v]
+    @model_validator(mode="after")
+    def _valid_storage_settings(self) -> "Host":
+        """A storage kind's host settings name hosts (a GPFS node name, SAN controllers): each
+        value, or each item of a list, must be an IP address or a DNS name."""
+        from advisor.storage_kinds import host_setting_names
+
+        for name in host_setting_names() & set(self.vars):
+            v = self.vars[name]
+            try:
+                if isinstance(v, list):
+                    self.vars[name] = [host_address(str(x)) for x in v]
+                elif v is not None:
+                    self.vars[name] = host_address(str(v))
+            except ValueError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+        return self
 
     @field_validator("user")
     @classmethod
