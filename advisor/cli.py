@@ -289,7 +289,7 @@ def rules_lint(
 
 def _mount_subapps() -> None:
     for module, name in (("advisor.lab.cli", "lab"), ("advisor.mesh.cli", "mesh"),
-                         ("advisor.efficiency.cli", "efficiency"), ("advisor.apply.cli", None)):
+                         ("advisor.efficiency.cli", "efficiency"), ("advisor.apply.cli", None), ("advisor.cache.cli", "cache")):
         try:
             mod = __import__(module, fromlist=["app"])
         except ModuleNotFoundError as exc:

@@ -12,9 +12,10 @@ from pathlib import Path
 
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.output_store import OutputStore
+from advisor.secret_vars import redact_vars
 from advisor.site import Host, Site
 from advisor.trusted_models import trusted
-from advisor.transport.base import Command, CommandResult, Transport, TransportError
+from advisor.transport.base import MAX_OUTPUT_BYTES, Command, CommandResult, Transport, TransportError
 from probes import all_probes
 from probes.probe import Probe, ProbeContext, ProbeParseError, not_applicable_reason
 
@@ -31,8 +32,6 @@ def probe_context(site: Site, host: Host, is_local: bool, sample_seconds: float)
         sample_seconds=sample_seconds,
         storage_prefixes=list(site.storage_network.prefixes),
         storage_interfaces=list(site.storage_network.interfaces),
-        san_controllers=list(host.san_controllers),
-        gpfs_node=host.gpfs_node,
         vars={**site.vars, **host.vars},
     )
 
@@ -48,10 +47,15 @@ def interpret(probe: Probe, result: CommandResult, store: OutputStore | None = N
 
     With a ``store``, an output already seen (same probe, same text, same exit) is not parsed
     again: its stored outcome and text are reused (advisor.output_store)."""
-    duration = round(result.duration_s, 3)
+    base = dict(probe=probe.name, raw=result.stdout, duration_s=round(result.duration_s, 3))
     if result.timed_out:
-        return ProbeResult(probe=probe.name, status=ProbeStatus.error, raw=result.stdout, duration_s=duration,
-                           message=f"timed out after {result.duration_s:.0f} s")
+        said = next((ln.strip() for ln in result.stderr.splitlines() if ln.startswith("storadvise: ")), "")
+        return ProbeResult(status=ProbeStatus.error,
+                           message=said[len("storadvise: "):] if said else f"timed out after {result.duration_s:.0f} s",
+                           **base)
+    if result.truncated:
+        return ProbeResult(status=ProbeStatus.error,
+                           message=f"output longer than {MAX_OUTPUT_BYTES} bytes: cut, not parsed (truncated)", **base)
     stderr_line = next((ln.strip() for ln in result.stderr.splitlines() if ln.strip()), "")
     if store is None:
         status, facts, message = _outcome(probe, result, stderr_line)
@@ -62,7 +66,7 @@ def interpret(probe: Probe, result: CommandResult, store: OutputStore | None = N
         status, facts, message = store.outcome(key, lambda: _outcome(probe, result, stderr_line))
     # built without re-validation: the outcome's facts are plain data, possibly shared with other hosts
     return trusted(ProbeResult, {"probe": probe.name, "status": ProbeStatus(status), "facts": facts, "raw": raw,
-                                 "message": message, "duration_s": duration})
+                                 "message": message, "duration_s": base["duration_s"]})
 
 
 def _outcome(probe: Probe, result: CommandResult, stderr_line: str) -> tuple[str, dict, str | None]:
@@ -91,6 +95,21 @@ def collect_host(site: Site, host: Host, transport_factory: TransportFactory, sa
                  selected: list[str] | None = None,
                  sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None,
                  store: OutputStore | None = None) -> HostFacts:
+    """One host's facts. Whatever goes wrong with this host (a forged frame, undecodable bytes, a
+    MemoryError) is this host's error, never an exception that stops the other hosts."""
+    try:
+        return _collect_host(site, host, transport_factory, sample_seconds, selected, sink, store)
+    except Exception as exc:  # noqa: BLE001 (the boundary between hosts)
+        hf = HostFacts(name=host.name, roles=host.role_names, groups=list(host.groups), address=host.connect_address)
+        hf.reachable = False
+        hf.errors.append(f"{host.name}: collection failed: {type(exc).__name__}: {exc}".splitlines()[0][:300])
+        return hf
+
+
+def _collect_host(site: Site, host: Host, transport_factory: TransportFactory, sample_seconds: float,
+                  selected: list[str] | None = None,
+                  sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None,
+                  store: OutputStore | None = None) -> HostFacts:
     hf = HostFacts(name=host.name, roles=host.role_names, groups=list(host.groups), address=host.connect_address)
     probes = probes_for(host, selected)
     try:
@@ -184,7 +203,7 @@ def write_manifest(directory: Path, site: Site, started_at: str, hosts: dict[str
     directory.mkdir(parents=True, exist_ok=True)
     manifest = {
         "capture_format": CAPTURE_FORMAT,
-        "site": json.loads(site.model_dump_json()),
+        "site": redact_vars(json.loads(site.model_dump_json())),
         "collected_at": started_at,
         "hosts": {name: {"reachable": h.reachable, "errors": h.errors} for name, h in hosts.items()},
     }

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from advisor.findings import Finding
+from advisor.findings import Change, Finding
 
 
 def value_key(value: Any) -> Any:
@@ -19,28 +19,39 @@ def value_key(value: Any) -> Any:
 
 
 def finding_key(f: Finding) -> tuple:
-    """What a finding says, hosts and evidence apart: findings with the same key are merged."""
+    """What a finding says, hosts, evidence and which host each change is for apart: findings
+    with the same key are merged."""
     rem = f.remediation
+    changes = tuple(sorted({(c.adapter, c.key, str(c.target)) for c in f.changes}))
     return (f.rule_id, f.status.value, f.subject, value_key(f.observed), value_key(f.expected), f.message,
-            f.severity.value, rem.text, rem.role, value_key(rem.vars))
+            f.severity.value, rem.text, rem.role, changes)
+
+
+def change_key(c: Change) -> tuple:
+    """One change's identity: the same setting to the same value on the same host."""
+    return (c.host, c.adapter, c.key, value_key(c.target), value_key(c.runtime), value_key(c.persisted), c.scope)
 
 
 def group_findings(findings: list[Finding]) -> list[Finding]:
     """Merge findings that say the same thing about several hosts; first-seen order, hosts and
     evidence lines each listed once, in the order they came."""
-    merged: dict[tuple, tuple[Finding, dict[str, None], dict[str, None]]] = {}
+    merged: dict[tuple, tuple[Finding, dict[str, None], dict[str, None], dict[tuple, Change]]] = {}
     for f in findings:
         key = finding_key(f)
         entry = merged.get(key)
+        changes = {change_key(c): c for c in f.changes}
         if entry is None:
-            merged[key] = (f, dict.fromkeys(f.hosts), dict.fromkeys(f.evidence))
+            merged[key] = (f, dict.fromkeys(f.hosts), dict.fromkeys(f.evidence), changes)
         else:
             entry[1].update(dict.fromkeys(f.hosts))
             entry[2].update(dict.fromkeys(f.evidence))
+            for k, c in changes.items():
+                entry[3].setdefault(k, c)
     out = []
-    for f, hosts, evidence in merged.values():  # each finding is the rule's own, not shared: set in place
+    for f, hosts, evidence, changes in merged.values():  # each finding is the rule's own, not shared: set in place
         f.hosts = list(hosts)
         f.evidence = list(evidence)
+        f.changes = list(changes.values())
         out.append(f)
     return out
 

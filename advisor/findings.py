@@ -32,11 +32,35 @@ class FindingStatus(str, Enum):
 
 
 class Remediation(BaseModel):
-    """What to do: a text for people and an Ansible role with its variables for the planner."""
+    """What to do, for people; the machine-readable part is the finding's ``changes``."""
 
     text: str = ""
+    #: the Ansible role of the finding's changes (informative; the planner reads ``changes``)
     role: str | None = None
-    vars: dict[str, Any] = Field(default_factory=dict)
+
+
+class ChangeScope(str, Enum):
+    runtime = "runtime"
+    persisted = "persisted"
+    both = "both"
+
+
+class Change(BaseModel):
+    """One setting a failed finding asks to change on one host (docs/report-schema.md).
+
+    ``adapter`` names the module that applies it (advisor.adapters); ``runtime`` and ``persisted``
+    are the values the scan saw (None: unknown or not set); ``scope`` says which of the two must
+    change: ``runtime`` (the persisted value is already right), ``persisted`` (the running value is
+    right, only the file/config is wrong) or ``both``.
+    """
+
+    host: str
+    adapter: str
+    key: str
+    runtime: Any = None
+    persisted: Any = None
+    target: Any
+    scope: ChangeScope = ChangeScope.both
 
 
 class Finding(BaseModel):
@@ -52,6 +76,8 @@ class Finding(BaseModel):
     rationale: str = ""
     references: list[str] = Field(default_factory=list)
     remediation: Remediation = Field(default_factory=Remediation)
+    #: for failed findings: the settings that fix it, one per host and key (empty: by hand)
+    changes: list[Change] = Field(default_factory=list)
     #: what the rule looked at on the host (e.g. a device, an interface, a path "gpfs01->wn01")
     subject: str | None = None
     #: for waived findings: the waiver's justification, approver and expiry; for errors: the message

@@ -17,16 +17,18 @@ from typing import Any
 from advisor.check_rules import evaluate_check
 from advisor.comparisons import compare  # noqa: F401  (re-exported for rule authors and tests)
 from advisor.errors import RuleDefinitionError
+from advisor.change_templates import render_text
 from advisor.facts import FactSet, HostFacts, ProbeStatus
+from advisor.finding_changes import finding_changes
 from advisor.finding_groups import evidence_host, group_findings
 from advisor.findings import Finding, FindingStatus, Remediation, Severity
+from advisor.host_failures import collapse_host_failures
 from advisor.rule_specs import (
     ResolvedProfile,
     RuleCatalog,
     RuleSpec,
     load_catalog,
     resolve_profiles,
-    substitute_vars,
 )
 from advisor.site import Site, Waiver
 from advisor.trusted_models import trusted
@@ -125,21 +127,31 @@ class RuleContext:
 
     def finding(self, hosts: str | list[str], status: FindingStatus, *, observed: Any = None,
                 expected: Any = None, evidence: Iterable[str] = (), subject: str | None = None,
-                remediation_vars: dict[str, Any] | None = None, message: str | None = None,
+                values: dict[str, Any] | None = None, message: str | None = None,
                 severity: Severity | None = None, remediation_text: str | None = None) -> Finding:
+        """A finding of this rule. A failed one carries the changes its rule pack's
+        ``remediation.changes`` templates give with these fields and the rule's ``values``
+        (advisor.change_templates); a template that needs a value the rule did not give yields
+        no change (the remediation text says what to do by hand)."""
         rem = self.rule.remediation
+        host_list = [hosts] if isinstance(hosts, str) else [str(h) for h in hosts]
+        status = FindingStatus(status)
+        fields = {"subject": subject, "observed": observed, "expected": expected, **(values or {})}
+        changes = []
+        if status == FindingStatus.fail and rem.changes:
+            changes = finding_changes(self.rule, self.factset, host_list, fields, self.vars)
         # built without re-validation (a rule over 10,000 hosts builds as many): the types are
         # made right here
         remediation = trusted(Remediation, {
-            "text": _interpolate(remediation_text if remediation_text is not None else rem.text, self.vars),
+            "text": render_text(_interpolate(remediation_text if remediation_text is not None else rem.text,
+                                             self.vars), fields),
             "role": rem.role,
-            "vars": dict(remediation_vars) if remediation_vars is not None else _substitute_deep(rem.vars, self.vars),
         })
         return trusted(Finding, {
             "rule_id": self.rule.id,
             "title": self.rule.title,
-            "hosts": [hosts] if isinstance(hosts, str) else [str(h) for h in hosts],
-            "status": FindingStatus(status),
+            "hosts": host_list,
+            "status": status,
             "severity": Severity(severity) if severity else self.severity,
             "observed": observed,
             "expected": expected,
@@ -147,6 +159,7 @@ class RuleContext:
             "rationale": self._rationale,
             "references": list(self.rule.references),
             "remediation": remediation,
+            "changes": changes,
             "subject": None if subject is None else str(subject),
             "message": None if message is None else str(message),
         })
@@ -158,17 +171,6 @@ _INLINE_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 def _interpolate(text: str, variables: dict[str, Any]) -> str:
     """``${var}`` inside a sentence becomes the variable's value (unknown names stay as written)."""
     return _INLINE_VAR.sub(lambda m: str(variables.get(m.group(1), m.group(0))), text or "")
-
-
-def _substitute_deep(value: Any, variables: dict[str, Any]) -> Any:
-    if isinstance(value, dict):
-        return {k: _substitute_deep(v, variables) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_substitute_deep(v, variables) for v in value]
-    try:
-        return substitute_vars(value, variables)
-    except RuleDefinitionError:
-        return value
 
 
 # --------------------------------------------------------------------------- grouping and waivers
@@ -194,6 +196,7 @@ def apply_waivers(findings: list[Finding], waivers: list[Waiver], today: dt.date
         if rest:
             g = f.model_copy(deep=True)
             g.hosts = rest
+            g.changes = [c for c in f.changes if c.host not in waived]
             g.evidence = [e for e in f.evidence if evidence_host(e) not in waived]
             exp = [h for h in rest if h in expired]
             if exp:
@@ -207,8 +210,9 @@ def apply_waivers(findings: list[Finding], waivers: list[Waiver], today: dt.date
             w = waived[hosts[0]]
             g = f.model_copy(deep=True)
             g.hosts = hosts
-            g.status = FindingStatus.waived
             chosen = set(hosts)
+            g.changes = [c for c in f.changes if c.host in chosen]
+            g.status = FindingStatus.waived
             g.evidence = [e for e in f.evidence if evidence_host(e) in chosen]
             by = f", approved by {w.approved_by}" if w.approved_by else ""
             until = f", until {w.expires}" if w.expires else ""
@@ -251,6 +255,7 @@ def evaluate(factset: FactSet, site: Site | None = None, profiles: list[str] | N
         else:
             produced = evaluate_check(ctx)  # grouped as evaluated
         findings.extend(produced)
+    findings = collapse_host_failures(findings, factset)
     findings = apply_waivers(findings, site.waivers if site else [], today)
     findings.sort(key=finding_sort_key)
     return Evaluation(findings, resolved)

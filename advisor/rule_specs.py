@@ -13,7 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from advisor.errors import RuleDefinitionError, SiteFileError
-from advisor.findings import Remediation, Severity
+from advisor.change_templates import RemediationSpec
+from advisor.findings import Severity
 from advisor.resources import rules_dir
 from advisor.yaml_lines import load_located_yaml
 
@@ -48,7 +49,7 @@ class RuleSpec(BaseModel):
     rationale: str = Field(min_length=1)
     references: list[str] = Field(default_factory=list)
     evidence: list[str] = Field(default_factory=list)
-    remediation: Remediation = Field(default_factory=Remediation)
+    remediation: RemediationSpec = Field(default_factory=RemediationSpec)
     tags: list[str] = Field(default_factory=list)
     #: the pack file the rule came from (set by the loader)
     pack: str = ""
@@ -128,11 +129,25 @@ class RuleCatalog(BaseModel):
     pack_vars: dict[str, Any]
 
 
-def load_catalog(directory: Path | None = None) -> RuleCatalog:
+def rule_pack_paths(directory: Path | None = None) -> list[Path]:
+    """The shipped packs (every ``*.yml`` of the rules directory) plus the packs of storage kinds
+    registered from elsewhere (advisor.storage_kinds)."""
     d = directory or rules_dir()
+    paths = sorted(d.glob("*.yml"))
+    if directory is None:
+        from advisor.storage_kinds import rule_packs
+
+        for pack in rule_packs():
+            p = Path(pack) if Path(pack).is_absolute() else d / pack
+            if p not in paths:
+                paths.append(p)
+    return paths
+
+
+def load_catalog(directory: Path | None = None) -> RuleCatalog:
     rules: dict[str, RuleSpec] = {}
     pack_vars: dict[str, Any] = {}
-    for path in sorted(d.glob("*.yml")):
+    for path in rule_pack_paths(directory):
         doc = load_located_yaml(path, "rule pack")
         if doc.data is None:
             continue

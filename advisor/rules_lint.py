@@ -30,8 +30,9 @@ def lint(site_name: str | None = None, today: dt.date | None = None) -> tuple[li
         for var in rule.variables():
             if var not in catalog.pack_vars:
                 problems.append(f"{where}: variable {var!r} has no default in any pack's 'vars'")
-        if rule.remediation.role is None and not rule.remediation.text:
-            warnings.append(f"{where}: no remediation text or role")
+        if not rule.remediation.changes and not rule.remediation.text:
+            warnings.append(f"{where}: no remediation text or changes")
+        problems += [f"{where}: remediation.changes: {p}" for p in change_template_problems(rule, catalog.pack_vars)]
     for fn in sorted(set(functions) - {r.function for r in catalog.rules.values() if r.kind == "python"}):
         warnings.append(f"analytic function {fn!r} is registered but no rule uses it")
     for name in available_profiles():
@@ -63,8 +64,8 @@ def lint(site_name: str | None = None, today: dt.date | None = None) -> tuple[li
         except StoradviseError as exc:
             problems.append(f"{src}: profiles: {exc}")
         for i, w in enumerate(site.waivers):
-            label = f"{src}: waivers[{i}] ({w.rule} on {w.hosts})"
-            if not any(fnmatch.fnmatchcase(r, w.rule) for r in catalog.rules):
+            label = f"{src}: waivers[{i}] ({w.rule or 'settings ' + ', '.join(w.settings)} on {w.hosts})"
+            if w.rule and not any(fnmatch.fnmatchcase(r, w.rule) for r in catalog.rules):
                 problems.append(f"{label}: matches no rule")
             if not any(fnmatch.fnmatchcase(h.name, w.hosts) for h in site.hosts):
                 warnings.append(f"{label}: matches no host of the site")
@@ -76,3 +77,28 @@ def lint(site_name: str | None = None, today: dt.date | None = None) -> tuple[li
             if var not in catalog.pack_vars:
                 warnings.append(f"{src}: vars: {var!r} is not read by any rule pack")
     return problems, warnings
+
+
+def change_template_problems(rule, pack_vars: dict) -> list[str]:
+    """Unknown adapters; for check rules (which hand over no values) fields other than the
+    finding's; profile variables without a default."""
+    import re
+
+    from advisor.adapters import adapters
+    from advisor.change_templates import FINDING_FIELDS
+
+    out = []
+    known = adapters()
+    for t in rule.remediation.changes:
+        if t.adapter not in known:
+            out.append(f"unknown adapter {t.adapter!r} (known: {', '.join(known)})")
+        fields = t.fields() - {"item"} - ({t.each} if t.each else set())
+        if rule.kind == "check":
+            extra = sorted(fields - set(FINDING_FIELDS))
+            if extra:
+                out.append(f"a check rule's template may use {', '.join(FINDING_FIELDS)} only, not {', '.join(extra)}")
+        for text in (t.key, t.target, t.host):
+            for var in re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", text if isinstance(text, str) else ""):
+                if var not in pack_vars:
+                    out.append(f"variable {var!r} has no default in any pack's 'vars'")
+    return out

@@ -33,16 +33,41 @@ class Role(str, Enum):
 
 ROLE_NAMES = [r.value for r in Role]
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+#: a DNS name (RFC 1123 labels) as a host address
+_HOSTNAME_RE = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62}))*\.?$")
+#: a login name (POSIX portable user names, plus the '$' of machine accounts)
+_USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\$?$")
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def host_address(v: str) -> str:
+    """``v`` if it is an IP address or a DNS name; a ValueError otherwise (never an ssh option or shell text)."""
+    try:
+        ipaddress.ip_address(v)
+        return v
+    except ValueError:
+        pass
+    if not _HOSTNAME_RE.match(v):
+        raise ValueError(f"{v[:60]!r} is neither an IP address nor a DNS name")
+    return v
 
 
 class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+#: the slowest link rate a site file may give: a bare ``10`` (meant as 10 Gbit/s) would otherwise
+#: be read as 10 bit/s and silently judge every path healthy
+MIN_LINK_RATE_BPS = 10**6
+
+
 def _rate(v: Any) -> int | None:
     if v is None:
         return None
-    return parse_rate_bps(v)
+    bps = parse_rate_bps(v)
+    if bps < MIN_LINK_RATE_BPS:
+        raise ValueError(f"{v!r} is {bps} bit/s, below 1 Mbit/s: give the unit (e.g. 10gbit, 940mbit)")
+    return bps
 
 
 class Host(StrictModel):
@@ -56,12 +81,28 @@ class Host(StrictModel):
     groups: list[str] = Field(default_factory=list)
     link_rate: int | None = Field(None, description="expected NIC rate in bits/s (site file: 1gbit, 10G, ...)")
     sudo: bool | None = None
-    #: for a san-controller management host: the controllers SMcli talks to (names or addresses)
-    san_controllers: list[str] = Field(default_factory=list)
-    #: name of this host inside GPFS (mmlsconfig scopes), when it differs from ``name``
-    gpfs_node: str | None = None
-    #: free-form host variables (also passed to the Ansible inventory)
+    #: free-form host variables (also passed to the Ansible inventory); the host settings storage
+    #: kinds declare (``gpfs_node``, ``san_controllers``: advisor.storage_kinds) are kept here too
     vars: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storage_settings_into_vars(cls, data: Any) -> Any:
+        """A storage kind's host settings may be written at host level (``gpfs_node: g1``)."""
+        if not isinstance(data, dict):
+            return data
+        from advisor.storage_kinds import host_setting_names
+
+        moved = {k: data[k] for k in host_setting_names() if k in data}
+        if not moved:
+            return data
+        rest = {k: v for k, v in data.items() if k not in moved}
+        rest["vars"] = {**moved, **(data.get("vars") or {})}
+        return rest
+
+    def setting(self, name: str, default: Any = None) -> Any:
+        """A host setting (a storage kind's, or any host variable)."""
+        return self.vars.get(name, default)
 
     @field_validator("name")
     @classmethod
@@ -74,6 +115,50 @@ class Host(StrictModel):
     @classmethod
     def _parse_rate(cls, v: Any) -> int | None:
         return _rate(v)
+
+    @field_validator("address")
+    @classmethod
+    def _valid_address(cls, v: str | None) -> str | None:
+        return None if v is None else host_address(v)
+
+    @model_validator(mode="after")
+    def _valid_storage_settings(self) -> "Host":
+        """A storage kind's host settings name hosts (a GPFS node name, SAN controllers): each
+        value, or each item of a list, must be an IP address or a DNS name."""
+        from advisor.storage_kinds import host_setting_names
+
+        for name in host_setting_names() & set(self.vars):
+            v = self.vars[name]
+            try:
+                if isinstance(v, list):
+                    self.vars[name] = [host_address(str(x)) for x in v]
+                elif v is not None:
+                    self.vars[name] = host_address(str(v))
+            except ValueError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+        return self
+
+    @field_validator("user")
+    @classmethod
+    def _valid_user(cls, v: str | None) -> str | None:
+        if v is not None and not _USER_RE.match(v):
+            raise ValueError(f"{v[:40]!r} is not a login name (letters, digits, '_', '.', '-'; not starting with '-')")
+        return v
+
+    @field_validator("key", "known_hosts")
+    @classmethod
+    def _valid_path(cls, v: Path | None) -> Path | None:
+        if v is not None and (_CONTROL_CHARS.search(str(v)) or str(v).startswith("-") or '"' in str(v)):
+            raise ValueError(f"{str(v)[:60]!r}: a path may not start with '-' or hold '\"' or control characters")
+        return v
+
+    @field_validator("groups")
+    @classmethod
+    def _valid_groups(cls, v: list[str]) -> list[str]:
+        for g in v:
+            if not _NAME_RE.match(g):
+                raise ValueError(f"group {g[:40]!r}: letters, digits, '.', '_' and '-' only")
+        return v
 
     @property
     def connect_address(self) -> str:
@@ -89,17 +174,57 @@ class Host(StrictModel):
 
 
 class Waiver(StrictModel):
-    rule: str
+    """A rule (pattern) waived on hosts (pattern); with ``settings``, the settings (key patterns,
+    ``net.core.wmem_max``, ``sysctl:net.core.*``) that no plan may change on those hosts,
+    whichever rule proposes them. A waiver needs a rule, settings, or both."""
+
+    rule: str | None = None
     hosts: str = "*"
+    settings: list[str] = Field(default_factory=list)
     justification: str = Field(min_length=1)
     approved_by: str | None = None
     expires: dt.date | None = None
 
+    @model_validator(mode="after")
+    def _rule_or_settings(self) -> "Waiver":
+        if not self.rule and not self.settings:
+            raise ValueError("a waiver names a 'rule' (pattern), 'settings' (key patterns), or both")
+        return self
+
     def matches(self, rule_id: str, host: str) -> bool:
-        return fnmatch.fnmatchcase(rule_id, self.rule) and fnmatch.fnmatchcase(host, self.hosts)
+        return bool(self.rule) and fnmatch.fnmatchcase(rule_id, self.rule or "") and fnmatch.fnmatchcase(host, self.hosts)
 
     def expired(self, today: dt.date | None = None) -> bool:
         return self.expires is not None and self.expires < (today or dt.date.today())
+
+    def covers_setting(self, adapter: str, key: str, host: str) -> bool:
+        return fnmatch.fnmatchcase(host, self.hosts) and any(setting_matches(p, adapter, key) for p in self.settings)
+
+
+def setting_matches(pattern: str, adapter: str, key: str) -> bool:
+    """``key-pattern`` or ``adapter:key-pattern`` (fnmatch) against one change's adapter and key."""
+    if ":" in pattern and pattern.split(":", 1)[0].isidentifier():
+        want, pat = pattern.split(":", 1)
+        return want == adapter and fnmatch.fnmatchcase(key, pat)
+    return fnmatch.fnmatchcase(key, pattern)
+
+
+class ImmutableSetting(StrictModel):
+    """A setting the site never lets a plan change: ``key`` (pattern, or ``adapter:pattern``) on
+    ``hosts`` (pattern), with the reason shown under "Cannot apply here". In a site file a plain
+    string is the key."""
+
+    key: str = Field(min_length=1)
+    hosts: str = "*"
+    reason: str = "the site marks it immutable"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, data: Any) -> Any:
+        return {"key": data} if isinstance(data, str) else data
+
+    def covers(self, adapter: str, key: str, host: str) -> bool:
+        return fnmatch.fnmatchcase(host, self.hosts) and setting_matches(self.key, adapter, key)
 
 
 class MeshPair(StrictModel):
@@ -166,19 +291,20 @@ class HostDefaults(StrictModel):
         return _rate(v)
 
 
-STORAGE_KINDS = ("gpfs", "dcache", "eos", "xrootd", "ceph", "lustre", "beegfs", "nfs", "hdfs", "other")
-
-
 class Site(StrictModel):
     name: str
     description: str | None = None
-    storage_kind: Literal["gpfs", "dcache", "eos", "xrootd", "ceph", "lustre", "beegfs", "nfs", "hdfs", "other"] = "other"
-    profiles: list[str] = Field(default_factory=lambda: ["generic"])
+    #: a name of advisor.storage_kinds; selects the default profile
+    storage_kind: str = "other"
+    #: none in the site file: the storage kind's default profile
+    profiles: list[str] = Field(default_factory=list)
     #: profile variable overrides for this site
     vars: dict[str, Any] = Field(default_factory=dict)
     defaults: HostDefaults = Field(default_factory=HostDefaults)
     hosts: list[Host] = Field(default_factory=list)
     waivers: list[Waiver] = Field(default_factory=list)
+    #: settings no plan may change (see ImmutableSetting)
+    immutable: list[ImmutableSetting] = Field(default_factory=list)
     storage_network: StorageNetwork = Field(default_factory=StorageNetwork)
     mesh: MeshSpec | None = None
     #: "ssh" (default) or "local" (every host is this machine; for the local-host scan)
@@ -194,6 +320,24 @@ class Site(StrictModel):
         if not _NAME_RE.match(v):
             raise ValueError("site name may hold letters, digits, '.', '_' and '-' only")
         return v
+
+    @field_validator("storage_kind")
+    @classmethod
+    def _known_kind(cls, v: str) -> str:
+        from advisor.storage_kinds import storage_kinds
+
+        if v not in storage_kinds():
+            raise ValueError(f"unknown storage kind {v!r} (known: {', '.join(storage_kinds())})")
+        return v
+
+    @model_validator(mode="after")
+    def _default_profiles(self) -> "Site":
+        if not self.profiles:
+            from advisor.storage_kinds import get_storage_kind
+
+            kind = get_storage_kind(self.storage_kind)
+            self.profiles = [kind.default_profile if kind else "generic"]
+        return self
 
     @model_validator(mode="after")
     def _check_hosts(self) -> "Site":

@@ -13,13 +13,30 @@ from functools import lru_cache
 from probes.probe import Probe, ProbeContext, ProbeParseError  # noqa: F401
 
 
+#: probe modules outside this package (a storage-kind plug-in's), added by ``add_probe_module``
+_EXTRA_MODULES: list[str] = []
+
+
+def add_probe_module(module_name: str) -> None:
+    """Make ``all_probes`` also discover the probes of ``module_name`` (a plug-in's module)."""
+    if module_name not in _EXTRA_MODULES and not module_name.startswith(f"{__name__}."):
+        _EXTRA_MODULES.append(module_name)
+    all_probes.cache_clear()
+
+
+def remove_probe_module(module_name: str) -> None:
+    if module_name in _EXTRA_MODULES:
+        _EXTRA_MODULES.remove(module_name)
+    all_probes.cache_clear()
+
+
 @lru_cache(maxsize=1)
 def all_probes() -> dict[str, Probe]:
     found: dict[str, Probe] = {}
-    for info in pkgutil.iter_modules(__path__):
-        if info.name.startswith("_") or info.name == "probe":
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
+    names = [f"{__name__}.{info.name}" for info in pkgutil.iter_modules(__path__)
+             if not info.name.startswith("_") and info.name != "probe"]
+    for module_name in names + _EXTRA_MODULES:
+        module = importlib.import_module(module_name)
         for _, obj in inspect.getmembers(module, inspect.isclass):
             if issubclass(obj, Probe) and obj is not Probe and not inspect.isabstract(obj) and getattr(obj, "name", None):
                 if obj.__module__ != module.__name__:

@@ -16,7 +16,9 @@ import re
 
 from pydantic import BaseModel, Field
 
+from probes.legal_values import DEVICE_NAME, check_name
 from probes.probe import (
+    bounded_int,
     NOT_APPLICABLE_MARKER,
     SECTION_MARKER,
     Probe,
@@ -85,8 +87,8 @@ def parse_scheduler(text: str) -> tuple[str | None, list[str]]:
 
 def _int_value(device: str, key: str, value: str) -> int:
     try:
-        number = int(value.strip())
-    except ValueError:
+        number = bounded_int(value, f"{device}: {key}")
+    except ProbeParseError:
         raise ProbeParseError(f"{device}: {key} is not an integer: {value.strip()[:40]!r}") from None
     if number < 0:
         raise ProbeParseError(f"{device}: {key} is negative: {number}")
@@ -157,7 +159,7 @@ class BlockQueueProbe(Probe):
                 continue
             if not key.startswith(DEVICE_SECTION) or not key[len(DEVICE_SECTION):].strip():
                 raise ProbeParseError(f"block.queue: unexpected section {key[:60]!r}")
-            name = key[len(DEVICE_SECTION):].strip().replace("!", "/")
+            name = check_name(key[len(DEVICE_SECTION):].strip(), DEVICE_NAME, "block.queue: device name").replace("!", "/")
             facts.devices[name] = parse_block_device(name, body)
         return facts
 
@@ -287,4 +289,4 @@ class IoErrorsProbe(Probe):
         count = sections["log-lines"].strip()
         if not count.isascii() or not count.isdigit():
             raise ProbeParseError(f"block.ioerrors: log line count is not a number: {count[:40]!r}")
-        return count_io_errors(source, int(count), sections["errors"].splitlines())
+        return count_io_errors(source, bounded_int(count, "block.ioerrors: log line count"), sections["errors"].splitlines())

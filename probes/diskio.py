@@ -36,7 +36,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from probes.block import VIRTUAL_NAME
-from probes.probe import NOT_APPLICABLE_MARKER, Probe, ProbeContext, ProbeParseError, section, split_sections
+from probes.probe import NOT_APPLICABLE_MARKER, Probe, ProbeContext, ProbeParseError, section, split_sections, bounded_int
 
 WRAP_32 = 2**32
 SECTOR_BYTES = 512
@@ -112,9 +112,9 @@ def parse_diskstats_line(line: str) -> DiskstatsRecord:
     if n != 7 and n != 14 and n != 18 and n < 20:
         raise ProbeParseError(f"diskstats: {n} columns (expected 7, 14, 18 or 20+): {line.strip()[:80]!r}")
     try:
-        numbers = [int(c) for c in cols[3:]]
-        major, minor = int(cols[0]), int(cols[1])
-    except ValueError:
+        numbers = [bounded_int(c, "diskstats") for c in cols[3:]]
+        major, minor = bounded_int(cols[0], "diskstats"), bounded_int(cols[1], "diskstats")
+    except ProbeParseError:
         raise ProbeParseError(f"diskstats: non-numeric field in {line.strip()[:80]!r}") from None
     if min([major, minor, *numbers]) < 0:
         raise ProbeParseError(f"diskstats: negative counter in {line.strip()[:80]!r}")

@@ -101,8 +101,9 @@ class GpfsActiveFacts(BaseModel):
 
 
 def _node_snippet(ctx: ProbeContext) -> str:
-    if ctx.gpfs_node:
-        return f"echo {shlex.quote(ctx.gpfs_node)}\n"
+    node = ctx.vars.get("gpfs_node")
+    if node:
+        return f"echo {shlex.quote(str(node))}\n"
     return "hostname -s 2>/dev/null || uname -n\n"
 
 

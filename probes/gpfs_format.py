@@ -52,7 +52,8 @@ from typing import Any
 from urllib.parse import unquote
 
 from advisor.units import parse_size_bytes
-from probes.probe import ProbeParseError
+from probes.legal_values import GPFS_ATTRIBUTE, check_name
+from probes.probe import ProbeParseError, bounded_int
 
 #: attributes whose value is a size in bytes with binary suffixes
 SIZE_ATTRIBUTES = frozenset(
@@ -209,7 +210,7 @@ def normalise_value(attribute: str, value: str) -> dict[str, Any]:
         except ValueError:
             pass
     elif attribute in COUNT_ATTRIBUTES and re.fullmatch(r"\d+", v):
-        out["count"] = int(v)
+        out["count"] = bounded_int(v, f"{attribute} value")
     if v.lower() in _YESNO:
         out["enabled"] = _YESNO[v.lower()]
     return out
@@ -306,13 +307,13 @@ def parse_mmdiag_config(text: str) -> dict[str, Any]:
     for row in rows:
         if row["_record"] != "config" or not row.get("name"):
             continue
-        name, value = row["name"], row.get("value", "")
+        name, value = check_name(row["name"], GPFS_ATTRIBUTE, "mmdiag --config: attribute"), row.get("value", "")
         item: dict[str, Any] = {"value": value, "changed": row.get("changed") or None, "bytes": None, "count": None}
         if re.fullmatch(r"\d+", value.strip()):
             if name in SIZE_ATTRIBUTES:
-                item["bytes"] = int(value)
+                item["bytes"] = bounded_int(value, f"mmdiag --config: {name} value")
             elif name in COUNT_ATTRIBUTES:
-                item["count"] = int(value)
+                item["count"] = bounded_int(value, f"mmdiag --config: {name} value")
         elif name in SIZE_ATTRIBUTES:
             try:
                 item["bytes"] = parse_size_bytes(value)

@@ -25,7 +25,7 @@ import shlex
 
 from pydantic import BaseModel
 
-from probes.probe import Probe, ProbeContext, ProbeParseError, section, split_sections
+from probes.probe import Probe, ProbeContext, ProbeParseError, section, split_sections, bounded_int
 
 _KEY_VALUE_RE = re.compile(r"^([^:]+?)\s*:\s?(.*)$")
 _MEMINFO_RE = re.compile(r"^(\w[\w()]*):\s+(\d+)(?:\s+(kB))?\s*$")
@@ -115,7 +115,7 @@ def _parse_memtotal(text: str) -> int:
     for line in text.splitlines():
         m = _MEMINFO_RE.match(line.strip())
         if m and m.group(1) == "MemTotal":
-            value = int(m.group(2))
+            value = bounded_int(m.group(2), "meminfo: MemTotal")
             return value * 1024 if m.group(3) else value
     raise ProbeParseError("meminfo: no MemTotal line")
 

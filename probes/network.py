@@ -6,6 +6,11 @@ The runtime value of each key is read from ``/proc/sys`` (no ``sysctl`` binary n
 whose file does not exist (``net.core.netdev_max_backlog`` inside a network namespace) is
 ``absent``, not an error.
 
+Whether a key can be changed here is read without changing it: the entry's permission bits
+(the kernel makes a key it does not let a network namespace change read-only there, mode 0444:
+``net.core.wmem_max`` in a namespace) and whether ``/proc/sys`` is mounted read-only (containers).
+Outputs captured before this was collected leave ``writable`` unknown (None).
+
 The persisted value is what a reboot would set, computed as procps ``sysctl --system`` would
 (see ``probes.sysctl_conf`` for the precedence rules and the line grammar).
 
@@ -24,12 +29,12 @@ is down, gives ``None``), mtu, tx_queue_len, operstate, address; the driver from
 
 from __future__ import annotations
 
-import json
 import re
 
 from pydantic import BaseModel, Field
 
-from probes.probe import Probe, ProbeContext, ProbeParseError, split_sections
+from probes.json_text import load_host_json
+from probes.probe import Probe, ProbeContext, ProbeParseError, split_sections, bounded_int
 from probes.sysctl_conf import (  # noqa: F401  (re-exported: the probe's public helpers)
     SYSCTL_CONF,
     SYSCTL_DIRS,
@@ -92,6 +97,11 @@ class SysctlSetting(BaseModel):
     persisted_line: str | None = None
     persisted_lineno: int | None = None
     conflicts: list[SysctlConflict] = Field(default_factory=list)
+    #: the key can be written on this host: False for a read-only /proc/sys entry (mode without
+    #: owner write, as in a network namespace) or a read-only /proc/sys mount; None when unknown
+    writable: bool | None = None
+    #: why it cannot be written (when ``writable`` is False)
+    read_only_reason: str | None = None
 
 
 class SysctlFacts(BaseModel):
@@ -111,7 +121,7 @@ def _ints(value: str | None) -> list[int] | None:
     fields = value.split()
     if not fields or not all(re.fullmatch(r"-?\d+", f) for f in fields):
         return None
-    return [int(f) for f in fields]
+    return [bounded_int(f, "sysctl value") for f in fields]
 
 
 _FILE_SECTION = "file "
@@ -120,6 +130,8 @@ _LINK_SECTION = "link "
 _UNREADABLE_SECTION = "unreadable "
 _RUNTIME_ABSENT = "@@absent"
 _RUNTIME_UNREADABLE = "@@unreadable"
+_PROCSYS_SECTION = "procsys"
+_MODE_RE = re.compile(r"^[0-7]{3,4}$")
 
 
 def _sysctl_script() -> str:
@@ -154,9 +166,11 @@ for k in $(printf '%s\\n' {tracked} $extra | awk '!seen[$0]++'); do
   esac
   f="/proc/sys/$p"
   if [ ! -e "$f" ]; then printf '%s\\t%s\\n' "$k" "{_RUNTIME_ABSENT}"
-  elif v=$(cat "$f" 2>/dev/null); then printf '%s\\t%s\\n' "$k" "$(printf '%s' "$v" | tr '\\t\\n' '  ')"
+  elif v=$(cat "$f" 2>/dev/null); then printf '%s\\t%s\\t%s\\n' "$k" "$(printf '%s' "$v" | tr '\\t\\n' '  ')" "$(stat -L -c %a "$f" 2>/dev/null)"
   else printf '%s\\t%s\\n' "$k" "{_RUNTIME_UNREADABLE}"; fi
 done
+echo "@@section {_PROCSYS_SECTION}"
+awk '$5 == "/proc/sys" || $5 == "/proc" {{print $5, $6}}' /proc/self/mountinfo 2>/dev/null
 """
 
 
@@ -179,13 +193,15 @@ def parse_sysctl_output(text: str) -> SysctlFacts:
             links[link] = target.strip()
         elif name.startswith(_UNREADABLE_SECTION):
             unreadable.append(name[len(_UNREADABLE_SECTION):].strip())
-        elif name not in ("runtime", ""):
+        elif name not in ("runtime", _PROCSYS_SECTION, ""):
             raise ProbeParseError(f"network.sysctl output has an unknown section {name!r}")
         elif name == "" and body.strip():
             raise ProbeParseError("network.sysctl output has text before its first section")
 
+    procsys_ro = _procsys_read_only(sections.get(_PROCSYS_SECTION))
     runtime: dict[str, str | None] = {}
     absent: set[str] = set()
+    modes: dict[str, str] = {}
     for lineno, line in enumerate(sections["runtime"].splitlines(), start=1):
         if not line.strip():
             continue
@@ -193,6 +209,11 @@ def parse_sysctl_output(text: str) -> SysctlFacts:
         if not sep or not SYSCTL_KEY_RE.match(key.strip()):
             raise ProbeParseError(f"network.sysctl runtime line {lineno} is not 'key<TAB>value': {line[:60]!r}")
         key = normalize_sysctl_key(key)
+        value, tab, mode = value.partition("\t")
+        if tab and mode.strip():
+            if not _MODE_RE.match(mode.strip()):
+                raise ProbeParseError(f"network.sysctl runtime line {lineno}: {mode.strip()[:20]!r} is not a file mode")
+            modes[key] = mode.strip()
         if value == _RUNTIME_ABSENT:
             absent.add(key)
             runtime[key] = None
@@ -230,6 +251,14 @@ def parse_sysctl_output(text: str) -> SysctlFacts:
             absent=key in absent,
             line=f"{key} = {rt}" if rt is not None else None,
         )
+        if rt is not None and procsys_ro:
+            setting.writable, setting.read_only_reason = False, procsys_ro
+        elif key in modes:
+            writable = bool(int(modes[key], 8) & 0o200)
+            setting.writable = writable
+            if not writable:
+                setting.read_only_reason = (f"read-only /proc/sys entry (mode {modes[key]}): the kernel does not let "
+                                            "this network namespace or container change it")
         if eff is not None:
             setting.persisted = eff.value
             setting.persisted_ints = _ints(eff.value)
@@ -247,6 +276,15 @@ def parse_sysctl_output(text: str) -> SysctlFacts:
                     )
         out[key] = setting
     return SysctlFacts(sysctls=out, files_read=applied, files_masked=masked, files_unreadable=unreadable)
+
+
+def _procsys_read_only(body: str | None) -> str | None:
+    """``/proc/sys`` (or ``/proc``) mounted read-only, from mountinfo's ``<mount point> <options>``."""
+    for line in (body or "").splitlines():
+        point, _, options = line.strip().partition(" ")
+        if point in ("/proc/sys", "/proc") and "ro" in options.strip().split(","):
+            return f"{point} is mounted read-only (a container): no sysctl can be changed from inside"
+    return None
 
 
 class NetworkSysctlProbe(Probe):
@@ -313,15 +351,12 @@ else echo "@@section ip-o-addr"; ip -o addr; fi
 def _int_or_none(value: str) -> int | None:
     value = value.strip()
     if re.fullmatch(r"-?\d+", value):
-        return int(value)
+        return bounded_int(value, "interface attribute")
     return None
 
 
 def _addresses_from_json(text: str) -> dict[str, list[str]]:
-    try:
-        data = json.loads(text)
-    except ValueError as e:
-        raise ProbeParseError(f"ip -j addr: not JSON ({e.__class__.__name__} at char {getattr(e, 'pos', '?')})") from None
+    data = load_host_json(text, "ip -j addr")
     if not isinstance(data, list):
         raise ProbeParseError("ip -j addr: expected a JSON list of interfaces")
     out: dict[str, list[str]] = {}

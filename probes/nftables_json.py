@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from probes.firewall_facts import IPT_LIMIT_MATCHES, IPT_VERDICTS, FirewallChain, FirewallRule, normalize_network
+from probes.json_text import load_host_json
 from probes.probe import ProbeParseError
 
 _NFT_VERDICTS = ("accept", "drop", "reject", "queue", "return")
@@ -111,7 +112,7 @@ def _nft_rule(obj: dict[str, Any], sets: dict[tuple[str, str, str], list[Any]]) 
             verdict = f"{key} {body.get('target')}"
         elif key == "xt" and isinstance(body, dict) and body.get("type") == "target":
             verdict = IPT_VERDICTS.get(str(body.get("name")), verdict)
-        elif key in _NFT_LIMITS or (key == "xt" and isinstance(body, dict) and body.get("name") in IPT_LIMIT_MATCHES):
+        elif key in _NFT_LIMITS or (key == "xt" and isinstance(body, dict) and str(body.get("name")) in IPT_LIMIT_MATCHES):
             limit = True
         elif key == "match" and isinstance(body, dict):
             left = body.get("left")
@@ -164,10 +165,7 @@ def parse_nft_json(text: str, skip_tables: set[tuple[str, str]]) -> tuple[list[F
     """(chains, rules, skipped table names) from ``nft -j list ruleset``."""
     if not text.strip():
         return [], [], []
-    try:
-        data = json.loads(text)
-    except ValueError as e:
-        raise ProbeParseError(f"firewall: nft -j output is not JSON ({e.__class__.__name__} at char {getattr(e, 'pos', '?')})") from None
+    data = load_host_json(text, "firewall: nft -j output")
     items = data.get("nftables") if isinstance(data, dict) else None
     if not isinstance(items, list):
         raise ProbeParseError("firewall: nft -j output has no 'nftables' list")

@@ -31,7 +31,31 @@ SECTION_MARKER = "@@section "
 
 
 class ProbeParseError(Exception):
-    """Malformed or truncated tool output. The message is one line, naming what was wrong."""
+    """Malformed or truncated tool output. The message is one line, naming what was wrong.
+
+    Host output quoted in the message is folded onto that line and cut at 300 characters.
+    """
+
+    def __init__(self, message: object = ""):
+        text = " ".join(str(message).split())
+        super().__init__(text if len(text) <= 300 else text[:297] + "...")
+
+
+#: the most digits a number read from a host may have: more than any counter or size a real tool
+#: prints (2**64 has 20), far below Python's int conversion limit (4,300 digits, a ValueError)
+MAX_INT_DIGITS = 24
+
+
+def bounded_int(text: str, what: str) -> int:
+    """``int(text)`` for a decimal number a host printed; ``ProbeParseError`` naming ``what`` when it
+    is not one or has more than ``MAX_INT_DIGITS`` digits."""
+    t = text.strip()
+    digits = t.lstrip("+-")
+    if not digits.isdigit() or not digits.isascii():
+        raise ProbeParseError(f"{what}: not a number: {t[:40]!r}")
+    if len(digits) > MAX_INT_DIGITS:
+        raise ProbeParseError(f"{what}: number with {len(digits)} digits (at most {MAX_INT_DIGITS})")
+    return int(t)
 
 
 class ProbeContext(BaseModel):
@@ -44,9 +68,8 @@ class ProbeContext(BaseModel):
     sample_seconds: float = 5.0
     storage_prefixes: list[str] = Field(default_factory=list)
     storage_interfaces: list[str] = Field(default_factory=list)
-    san_controllers: list[str] = Field(default_factory=list)
-    gpfs_node: str | None = None
-    #: host and site variables (free-form; e.g. xcache config path overrides)
+    #: host and site variables (free-form; e.g. xcache config path overrides, and the host settings
+    #: a storage kind declares, such as ``gpfs_node`` and ``san_controllers``)
     vars: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from probes.legal_values import SMCLI_NAME, check_name
 from probes.probe import (
     NOT_APPLICABLE_MARKER,
     SECTION_MARKER,
@@ -152,7 +153,8 @@ def parse_smcli_show(text: str) -> dict[str, Any]:
         if m:
             kind = "volume" if m.group("kind").lower() == "volume" else "logical_drive"
             generation = generation or kind
-            name = m.group("name").strip().strip('"') or f"<unnamed-{len(drives) + 1}>"
+            name = m.group("name").strip().strip('"')
+            name = check_name(name, SMCLI_NAME, "SMcli: logical drive/volume name") if name else f"<unnamed-{len(drives) + 1}>"
             current = {"name": name, "lines": {_norm_label(line.split(":", 1)[0]): line}}
             drives[name] = current
             continue
@@ -186,9 +188,10 @@ class SanLogicalDrivesProbe(Probe):
         return 120.0
 
     def script(self, ctx: ProbeContext) -> str:
-        if not ctx.san_controllers:
+        controllers = [str(c) for c in ctx.vars.get("san_controllers") or []]
+        if not controllers:
             return f"echo {shlex.quote(NOT_APPLICABLE_MARKER + ' no SAN controllers configured for this host (site file: san_controllers)')}\n"
-        ctrls = " ".join(shlex.quote(c) for c in ctx.san_controllers)
+        ctrls = " ".join(shlex.quote(c) for c in controllers)
         return (
             require_tool("SMcli", *SMCLI_DIRS)
             + section("controllers")

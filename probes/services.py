@@ -18,7 +18,7 @@ import re
 
 from pydantic import BaseModel, Field
 
-from probes.probe import NOT_APPLICABLE_MARKER, SECTION_MARKER, Probe, ProbeContext, ProbeParseError
+from probes.probe import NOT_APPLICABLE_MARKER, SECTION_MARKER, Probe, ProbeContext, ProbeParseError, bounded_int
 
 UNIT_PATTERNS = ("xrootd@*", "cmsd@*", "xrootd.service", "cmsd.service")
 SHOW_PROPERTIES = "Id,LoadState,ActiveState,SubState,UnitFileState,Result,ExecMainStatus,ActiveEnterTimestamp,NRestarts"
@@ -95,9 +95,9 @@ def parse_services(text: str) -> ServicesFacts:
         u.unit_file_state = props.get("UnitFileState") or None
         u.result = props.get("Result") or None
         if re.fullmatch(r"-?\d+", props.get("ExecMainStatus", "")):
-            u.exec_main_status = int(props["ExecMainStatus"])
+            u.exec_main_status = bounded_int(props["ExecMainStatus"], f"{unit}: ExecMainStatus")
         if re.fullmatch(r"\d+", props.get("NRestarts", "")):
-            u.n_restarts = int(props["NRestarts"])
+            u.n_restarts = bounded_int(props["NRestarts"], f"{unit}: NRestarts")
         if props.get("ActiveState"):
             u.active = props["ActiveState"]
         if props.get("SubState"):

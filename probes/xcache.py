@@ -48,7 +48,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from advisor.units import parse_size_bytes
-from probes.probe import NOT_APPLICABLE_MARKER, SECTION_MARKER, Probe, ProbeContext, ProbeParseError
+from probes.legal_values import check_path
+from probes.probe import NOT_APPLICABLE_MARKER, SECTION_MARKER, Probe, ProbeContext, ProbeParseError, bounded_int
 
 XROOTD_ETC = "/etc/xrootd"
 _NA = NOT_APPLICABLE_MARKER
@@ -87,7 +88,7 @@ def _size(raw: str) -> int | None:
 def _int(raw: str | None) -> int | None:
     if raw is None or not re.fullmatch(r"-?\d+", raw.strip()):
         return None
-    return int(raw)
+    return bounded_int(raw, "xcache: number")
 
 
 def _watermark(raw: str) -> tuple[float | None, int | None]:
@@ -108,7 +109,7 @@ def _time_s(raw: str | None) -> int | None:
     m = re.fullmatch(r"(\d+)([smhd]?)", raw.strip())
     if not m:
         return None
-    return int(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+    return bounded_int(m.group(1), "xcache: time") * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -359,10 +360,10 @@ def parse_xcache_config(text: str) -> XCacheConfigFacts:
     else:
         for name, lines in sections:
             if name.startswith("instance "):
-                current = name[len("instance "):].strip()
+                current = check_path(name[len("instance "):].strip(), "xrootd configuration: instance path")
                 instances.setdefault(current, [])
             elif name.startswith("file "):
-                path = name[len("file "):].strip()
+                path = check_path(name[len("file "):].strip(), "xrootd configuration: file path")
                 if current is None:
                     current = path
                     instances.setdefault(current, [])
@@ -499,7 +500,7 @@ def parse_xcache_log(text: str) -> XCacheLogFacts:
         if s.startswith("#"):
             m = re.search(r"Total available disk:\s*(-?\d+)", s)
             if m:
-                facts.total_disk_bytes = int(m.group(1))
+                facts.total_disk_bytes = bounded_int(m.group(1), "xrootd log: Total available disk")
             continue
         if not s.startswith("pfc."):
             continue
@@ -555,7 +556,7 @@ class XCacheLogProbe(Probe):
             + "done\n"
             + f'[ -n "$LOG" ] || {{ echo "{_NA} no xrootd log with a Config effective pfc block"; exit 0; }}\n'
             + 'echo "@@section log $LOG"\n'
-            + 'n=$(grep -n "Config effective" "$LOG" | tail -n 1 | cut -d: -f1)\n'
+            + 'n=$(grep -n "Config effective.*pfc configuration:" "$LOG" | tail -n 1 | cut -d: -f1)\n'
             + 'sed -n "${n},$((n + 60))p" "$LOG"\n'
         )
 
@@ -598,7 +599,7 @@ def parse_df_sections(text: str) -> XCacheUsageFacts:
     for name, lines in chunks:
         if not name.startswith("path "):
             continue
-        path = name[5:].strip()
+        path = check_path(name[5:].strip(), "df: cache path")
         unit = 1
         rows = [ln for _, ln in lines if ln.strip()]
         got = False
@@ -606,11 +607,11 @@ def parse_df_sections(text: str) -> XCacheUsageFacts:
             if ln.startswith("Filesystem"):
                 m = re.search(r"(\d+)([KMG]?)B?-blocks", ln)
                 if m:
-                    unit = int(m.group(1)) * {"": 1, "K": 1024, "M": 2**20, "G": 2**30}[m.group(2)]
+                    unit = bounded_int(m.group(1), "df: block size") * {"": 1, "K": 1024, "M": 2**20, "G": 2**30}[m.group(2)]
                 continue
             parts = ln.split()
             if len(parts) >= 6 and all(re.fullmatch(r"\d+", p) for p in parts[1:4]):
-                size, used, avail = (int(p) * unit for p in parts[1:4])
+                size, used, avail = (bounded_int(p, "df") * unit for p in parts[1:4])
                 mount = " ".join(parts[5:])
                 frac = used / (used + avail) if (used + avail) > 0 else None
                 if path == "?":

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterator
 
+from advisor.adapters.firewall import rule_key
 from advisor.findings import Finding, FindingStatus
 from advisor.rule_engine import RuleContext, analytic_rule
 
@@ -82,9 +83,6 @@ def firewall_on_storage_network(ctx: RuleContext) -> Iterator[Finding]:
             observed=len(hits), expected=0,
             evidence=evidence,
             subject="storage network",
-            remediation_vars={"firewall_remove_rules": [
-                {k: r.get(k) for k in ("backend", "family", "table", "chain", "text", "handle") if r.get(k) is not None}
-                for r in hits
-            ]},
+            values={"rules": [rule_key(r) for r in hits]},
             message=f"{len(hits)} rule(s) drop, reject, queue or rate-limit traffic on the storage network ({source})",
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from advisor.adapters.firewall import rule_key
 from advisor.findings import Finding, FindingStatus
 from advisor.mesh import diagnosis as dg
 from advisor.mesh.results import judge_paths
@@ -38,6 +39,15 @@ def _groups(ctx: RuleContext) -> dict[str, list[str]]:
 
 def _ratio(ctx: RuleContext) -> float:
     return float(ctx.vars.get("mesh_min_ratio", 0.8))
+
+
+def _values(diagnosis_vars: dict) -> dict:
+    """The diagnosis' remedy as the values rules/mesh.yml's change templates read: ``sysctls``
+    [{key, target}] and ``firewall_rules`` [rule keys]."""
+    return {
+        "sysctls": [{"key": k, "target": str(v)} for k, v in (diagnosis_vars.get("network_tuning_sysctls") or {}).items()],
+        "firewall_rules": [rule_key(r) for r in diagnosis_vars.get("firewall_remove_rules") or []],
+    }
 
 
 def _subject(p: dict) -> str:
@@ -99,7 +109,7 @@ def mesh_asymmetry(ctx: RuleContext) -> Iterator[Finding]:
             expected=f"paths of {a.host} as {a.side} as fast as those of the good {a.side}s ({', '.join(a.good_hosts[:6])})",
             evidence=evidence,
             subject=f"{a.host} as {a.side}" + (f" (group {a.group})" if a.group else ""),
-            remediation_vars=rvars,
+            values=_values(rvars),
             remediation_text=text,
             message=("likely cause: " + ", ".join(c.text for c in a.causes)) if a.causes else
                     "no fact difference found; check NIC and switch ports on these paths",
@@ -140,10 +150,26 @@ def mesh_buffer_limited(ctx: RuleContext) -> Iterator[Finding]:
             expected=f"{b.sysctl} max >= {b.recommended_bytes} (BDP {b.bdp_bytes} B = rate x RTT / 8)",
             evidence=[dg.describe_path(p)],
             subject=f"{_subject(p)} {b.sysctl}",
-            remediation_vars=b.remediation_vars,
+            values=_buffer_values(b),
             remediation_text=f"Raise the maximum of {b.sysctl} on {b.host} to {b.recommended_bytes} and persist it.",
             message=f"buffer-limited: raise {b.sysctl} on {b.host}",
         )
+
+
+def _buffer_values(b: dg.BufferLimit) -> dict:
+    sysctls = b.remediation_vars.get("network_tuning_sysctls") or {}
+    core = next((k for k in sysctls if k != b.sysctl), None)
+    return {"sysctl": b.sysctl, "target": sysctls.get(b.sysctl), "core_sysctl": core,
+            "core_target": sysctls.get(core) if core else None}
+
+
+def _firewall_host(p: dict, facts: dg.HostFactsMap, rvars: dict) -> str | None:
+    """The end of a failed path whose firewall rules the hint names."""
+    keys = {rule_key(r) for r in rvars.get("firewall_remove_rules") or []}
+    for h in (p["dst"], p["src"]):
+        if keys and keys <= {rule_key(r) for r in dg.acting_firewall_rules(facts, h) or []}:
+            return h
+    return None
 
 
 @analytic_rule("MESH-TEST-FAILED")
@@ -162,6 +188,6 @@ def mesh_test_failed(ctx: RuleContext) -> Iterator[Finding]:
             expected="a completed iperf3 test",
             evidence=[dg.describe_path(p)] + evidence,
             subject=_subject(p),
-            remediation_vars=rvars if rvars else {},
+            values={"firewall_host": _firewall_host(p, facts, rvars), **_values(rvars)},
             message=hint or str(p.get("error")),
         )

@@ -96,7 +96,7 @@ def tcp_buffer_max(ctx: RuleContext) -> Iterator[Finding]:
                 expected=f">= {tcp_needed} ({source})",
                 subject=key,
                 evidence=_sysctl_evidence(host.name, key, entry),
-                remediation_vars={"network_tuning_sysctls": {key: new}},
+                values={"target": new},
             )
 
 
@@ -126,7 +126,7 @@ def core_buffer_max(ctx: RuleContext) -> Iterator[Finding]:
                 expected=f">= {core_needed} (fasterdata for {format_bps(rate)})",
                 subject=key,
                 evidence=_sysctl_evidence(host.name, key, entry),
-                remediation_vars={"network_tuning_sysctls": {key: str(core_needed)}},
+                values={"target": str(core_needed)},
             )
 
 
@@ -213,7 +213,7 @@ def runtime_vs_persisted(ctx: RuleContext) -> Iterator[Finding]:
                     host.name, FindingStatus.fail, subject=key,
                     observed={"runtime": runtime, "persisted": persisted, "file": entry.get("persisted_file")},
                     expected="runtime == persisted", evidence=evidence,
-                    remediation_vars={"network_tuning_sysctls": {key: runtime}},
+                    values={"runtime": runtime},
                     message=f"at the next boot {entry.get('persisted_file')} sets {key} back to {persisted}",
                 )
         if not any_checked:

@@ -95,7 +95,7 @@ def gpfs_restart_pending(ctx: RuleContext) -> Iterator[Finding]:
                 expected=f"active {d['attribute']} = persisted {d['persisted']}",
                 evidence=[f"{host.name}: mmlsconfig: {d['line']}",
                           f"{host.name}: mmdiag --config: {d['attribute']} {d['active']}"],
-                remediation_vars={"gpfs_config": {d["attribute"]: d["persisted"]}, "gpfs_restart": True},
+                values={"persisted": d["persisted"]},
             )
 
 
@@ -168,11 +168,7 @@ def _san_rule(rule_id: str):
                 yield ctx.finding(
                     host.name, status, subject=r["drive"], observed=r["observed"], expected=expected,
                     evidence=[f"{host.name}: {r['drive']}: {r['line']}"],
-                    remediation_vars=None if r["ok"] else {
-                        "san_logical_drives": {r["drive"]: {keyword: _smcli_value(expected)}},
-                        "san_controllers": facts.get("controllers") or [],
-                        "san_generation": facts.get("generation"),
-                    },
+                    values={"target": _smcli_value(expected)},
                 )
 
     run.__name__ = "san_" + field
@@ -244,7 +240,7 @@ def xcache_watermarks_rule(ctx: RuleContext) -> Iterator[Finding]:
             host.name, FindingStatus.passed if ok else FindingStatus.fail, observed=observed or None,
             expected={"low": low, "high": high}, message=message,
             evidence=[f"{host.name}: {du['line']}"] if du.get("line") else [],
-            remediation_vars=None if ok else {"xcache_directives": {"pfc.diskusage": f"{low} {high}"}},
+            values={"target": f"{low} {high}"},
         )
 
 

@@ -34,14 +34,19 @@ def plan(
     scan: Optional[Path] = typer.Option(None, "--scan", help="A scan JSON ('storadvise scan --json') of this site; none = scan now."),
     out_dir: Path = typer.Option(..., "--out", "-o", help="Directory to write the Ansible project into."),
     json_out: bool = typer.Option(False, "--json", help="Print the plan summary as JSON."),
+    min_severity: str = typer.Option("low", "--min-severity", help=f"Plan only findings at or above this severity ({', '.join(SEVERITY_ORDER)}); PLAN.md lists what was left out."),
     *,
     options: ScanOptions,
 ) -> None:
     """Write an Ansible project that fixes the scan's failed findings (waived ones are left alone).
 
+    Example: storadvise plan --site ifca --scan scan.json --out ifca-plan --min-severity medium
+
     Then: cd DIR && ansible-playbook apply-tuning.yml  (--check --diff first to review).
     The scan options (--hosts, --profile, --from, ...) go with a scan made now, not with --scan.
-    Exit 0 when written, 3 when hosts were left out (unreachable at scan time), 1 on errors.
+    Settings the hosts cannot change (read-only, immutable, waived) are listed under "Cannot apply
+    here" and never reach Ansible. Exit 0 when written, 3 when hosts were left out (unreachable at
+    scan time), 1 on errors.
     """
     from advisor.apply.planner import build_plan
     from advisor.apply.project import write_project
@@ -49,6 +54,8 @@ def plan(
     from advisor.scan import open_scan
     from advisor.site_file import load_site
 
+    if min_severity not in SEVERITY_ORDER:
+        raise UsageError(f"--min-severity {min_severity!r}: one of {', '.join(SEVERITY_ORDER)}")
     the_site = load_site(site)
     if scan is not None:
         changed = options.changed()
@@ -60,7 +67,7 @@ def plan(
         target = open_scan(options, the_site)
         report = _scan(target, options, json_out, "scanning")
         source = "the scan just made"
-    the_plan = build_plan(report, the_site, source)
+    the_plan = build_plan(report, the_site, source, min_severity=min_severity)
     summary = write_project(the_plan, the_site, out_dir)
     if scan is None:
         (Path(out_dir) / "scan-before.json").write_text(report.model_dump_json(indent=2) + "\n")
@@ -78,15 +85,24 @@ def plan(
 def _render_plan(the_plan, out_dir: Path) -> None:
     from rich.table import Table
 
+    def cell(v) -> str:
+        return "?" if v is None else str(v)
+
     if the_plan.changes:
         t = Table(header_style="bold", title=f"plan for site {the_plan.site}")
-        for c in ("host", "role", "setting", "old", "new", "why"):
+        for c in ("host", "role", "setting", "runtime", "persisted", "target", "changes", "why"):
             t.add_column(c)
-        for c in sorted(the_plan.changes, key=lambda c: (c.host, c.role, c.setting)):
-            t.add_row(c.host, c.role, str(c.setting), "?" if c.old is None else str(c.old), str(c.new), ", ".join(c.rule_ids))
+        for c in the_plan.changes:
+            t.add_row(c.host, c.role, str(c.setting), cell(c.runtime), cell(c.persisted), cell(c.target),
+                      c.scope.value, ", ".join(c.rule_ids))
         out.print(t)
     else:
-        out.print("nothing to apply: no failed finding has an automatic remediation")
+        out.print("nothing to apply: no failed finding names a change this site can make")
+    for c in the_plan.cannot_apply:
+        out.print(f"[yellow]cannot apply here:[/yellow] {c['host']} {c['setting']} -> {c['target']}: {c['reason']}")
+    if the_plan.below_min_severity:
+        out.print(f"left out below --min-severity {the_plan.min_severity}: "
+                  + ", ".join(sorted({b['rule'] for b in the_plan.below_min_severity})))
     for m in the_plan.manual:
         out.print(f"[yellow]by hand:[/yellow] {m['rule']} on {', '.join(m['hosts'])}: {m['text']}")
     for r in the_plan.refused:

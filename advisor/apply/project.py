@@ -15,15 +15,17 @@ DIR/
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from advisor.apply.ansible_data import dump_data, vars_as_data
 from advisor.apply.planner import Plan
 from advisor.errors import StoradviseError
 from advisor.resources import playbooks_dir
+from advisor.secret_vars import redact_vars
 from advisor.site import Host, Site
 
 PROJECT_MARK = "plan.json"
@@ -58,15 +60,22 @@ def connection_vars(host: Host) -> dict[str, Any]:
         v["ansible_ssh_private_key_file"] = str(host.key)
     opts = ["-o StrictHostKeyChecking=yes"]
     if host.known_hosts:
-        opts.insert(0, f"-o UserKnownHostsFile={host.known_hosts}")
+        # Ansible splits ssh_common_args with shlex, then ssh splits the option's value at blanks
+        # unless double-quoted: both quotings keep a path with blanks (or " -o ProxyCommand=...")
+        # one known_hosts file (the site model refuses '"' and control characters in it)
+        opts.insert(0, "-o " + shlex.quote(f'UserKnownHostsFile="{host.known_hosts}"'))
     v["ansible_ssh_common_args"] = " ".join(opts)
     if host.sudo:
         v["ansible_become"] = True
     return v
 
 
-def _dump(data: Any) -> str:
-    return "---\n" + yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=120)
+def _write_private(path: Path, text: str) -> None:
+    """Write a file only its owner can read (inventory and host vars may hold become passwords)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
 
 
 def _prepare_dir(out: Path) -> None:
@@ -98,30 +107,56 @@ def write_project(plan: Plan, site: Site, out: Path) -> dict[str, Any]:
                 shutil.copytree(s, out / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
             else:
                 shutil.copy2(s, out / name)
+        _add_plugin_roles(out)
         (out / "ansible.cfg").write_text(ANSIBLE_CFG)
         hosts = {h.name: h for h in site.hosts}
         groups: dict[str, dict[str, Any]] = {}
         all_hosts: dict[str, Any] = {}
         for name in plan.hosts:
             h = hosts[name]
-            all_hosts[name] = {**{k: v for k, v in h.vars.items()}, **connection_vars(h)}
+            all_hosts[name] = vars_as_data({**h.vars, **connection_vars(h)}, f"host {name}")
             for role in plan.roles_of(name):
                 groups.setdefault(group_name(role), {"hosts": {}})["hosts"][name] = None
         inventory = {"all": {"hosts": all_hosts, "children": groups}}
-        (out / "inventory.yml").write_text(
-            "# Written by storadvise plan for site " + site.name + ": the hosts the plan changes.\n" + _dump(inventory))
+        _write_private(out / "inventory.yml",
+            "# Written by storadvise plan for site " + site.name + ": the hosts the plan changes.\n"
+            "# Every string is !unsafe: values from hosts and site files are data, never templates.\n" + dump_data(inventory))
         hv_dir = out / "host_vars"
         hv_dir.mkdir()
         for name in plan.hosts:
-            (hv_dir / f"{name}.yml").write_text(
+            _write_private(hv_dir / f"{name}.yml",
                 f"# storadvise plan for {name} (site {site.name}); see PLAN.md for old -> new and why.\n"
-                + _dump(plan.flat_vars(name)))
-        summary = plan.as_dict()
+                + dump_data(vars_as_data(plan.flat_vars(name), f"plan for {name}")))
+        summary = redact_vars(plan.as_dict())
         (out / PROJECT_MARK).write_text(json.dumps(summary, indent=2, default=str) + "\n")
         (out / "PLAN.md").write_text(plan_markdown(plan, out))
     except OSError as exc:
         raise StoradviseError(f"{out}: cannot write the plan: {exc.strerror or exc}") from None
     return summary
+
+
+def _add_plugin_roles(out: Path) -> None:
+    """Storage kinds registered from outside (advisor.storage_kinds) bring their role directory:
+    copied into roles/, with a play appended to apply-tuning.yml (after the shipped ones)."""
+    from advisor.storage_kinds import storage_kinds
+
+    for kind in storage_kinds().values():
+        if not kind.role or not Path(kind.role).is_dir():
+            continue
+        name = Path(kind.role).name
+        if (out / "roles" / name).exists():
+            continue
+        shutil.copytree(kind.role, out / "roles" / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        title = kind.play_title or f"Apply {kind.name} settings"
+        with open(out / "apply-tuning.yml", "a") as f:
+            f.write(f"\n- name: {json.dumps(title)}\n  hosts: {group_name(name)}\n  gather_facts: false\n"
+                    f"  roles:\n    - role: {name}\n")
+        # rollback runs in reverse order: the plug-in's play first (roles take ``<role>_state: rollback``)
+        rb = (out / "rollback.yml").read_text()
+        at = rb.index("\n- name:") + 1 if "\n- name:" in rb else len(rb)
+        play = (f"- name: {json.dumps('Roll back ' + name)}\n  hosts: {group_name(name)}\n  gather_facts: false\n"
+                f"  roles:\n    - role: {name}\n      vars:\n        {name}_state: rollback\n\n")
+        (out / "rollback.yml").write_text(rb[:at] + play + rb[at:])
 
 
 def _cell(v: Any) -> str:
@@ -131,18 +166,29 @@ def _cell(v: Any) -> str:
 
 
 def plan_markdown(plan: Plan, out: Path) -> str:
+    from advisor.apply.plan_model import SCOPE_TEXT
+
     lines = [f"# storadvise plan: site {plan.site}", "",
              f"From the scan started {plan.scan_started_at}. Review, then apply:", "",
              "```", f"cd {out}", "ansible-playbook apply-tuning.yml --check --diff   # what would change",
              "ansible-playbook apply-tuning.yml                  # apply",
              "ansible-playbook rollback.yml                      # put the recorded old values back", "```", ""]
     if not plan.hosts:
-        lines += ["Nothing to apply: no failed finding has an automatic remediation.", ""]
+        lines += ["Nothing to apply: no failed finding names a change this site can make.", ""]
     for host in plan.hosts:
-        lines += [f"## {host}", "", "| role | setting | old | new | why |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"## {host}", "", "| role | setting | runtime | persisted | target | what changes | why |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
         for c in plan.changes:
             if c.host == host:
-                lines.append(f"| {c.role} | {_cell(c.setting)} | {_cell(c.old)} | {_cell(c.new)} | {', '.join(c.rule_ids)} |")
+                lines.append(f"| {c.role} | {_cell(c.setting)} | {_cell(c.runtime)} | {_cell(c.persisted)} | "
+                             f"{_cell(c.target)} | {SCOPE_TEXT[c.scope]} | {', '.join(c.rule_ids)} |")
+        lines.append("")
+    if plan.cannot_apply:
+        lines += ["## Cannot apply here", "", "Never sent to Ansible:", "",
+                  "| host | setting | target | why | rules |", "| --- | --- | --- | --- | --- |"]
+        for c in plan.cannot_apply:
+            lines.append(f"| {c['host']} | {_cell(c['setting'])} | {_cell(c['target'])} | {_cell(c['reason'])} | "
+                         f"{', '.join(c['rules'])} |")
         lines.append("")
     if plan.notices:
         lines += ["## Notices", ""] + [f"- {n}" for n in plan.notices] + [""]
@@ -152,6 +198,10 @@ def plan_markdown(plan: Plan, out: Path) -> str:
             lines.append(f"- {m['rule']} on {', '.join(m['hosts'])}" + (f" ({m['subject']})" if m.get("subject") else "")
                          + f": {m['text']}")
         lines.append("")
+    if plan.below_min_severity:
+        lines += [f"## Left out: below --min-severity {plan.min_severity}", ""]
+        lines += [f"- {b['rule']} ({b['severity']}) on {', '.join(b['hosts'])}" + (f" ({b['subject']})" if b.get("subject") else "")
+                  for b in plan.below_min_severity] + [""]
     if plan.refused:
         lines += ["## Hosts left out", ""] + [f"- {r['host']}: {r['reason']}" for r in plan.refused] + [""]
     return "\n".join(lines)

@@ -118,6 +118,12 @@ def verify_result(before: ScanReport, after: ScanReport, fail_on: str,
 
 
 def network_touched(before: ScanReport) -> bool:
-    """Did the plan (the before scan's failed findings) change network or firewall settings?"""
-    return any(f.status == FindingStatus.fail and f.remediation.role in ("network_tuning", "firewall")
-               for f in before.findings)
+    """Did the plan (the before scan's failed findings) change settings that act on the network
+    (an adapter with ``touches_network``: kernel network settings, the firewall)?"""
+    from advisor.adapters import get_adapter
+
+    def touches(adapter: str) -> bool:
+        a = get_adapter(adapter)
+        return bool(a and a.touches_network)
+
+    return any(f.status == FindingStatus.fail and any(touches(c.adapter) for c in f.changes) for f in before.findings)

@@ -19,6 +19,7 @@ as I/O wait. See docs/efficiency-active.md.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import shlex
 import time
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from advisor.errors import StoradviseError
-from advisor.site import Host, Site
+from advisor.site import Host, Site, host_address
 from advisor.transport.base import Transport, TransportError
 from advisor.units import parse_rate_bps
 
@@ -69,7 +70,7 @@ def _heredoc(text: str) -> tuple[str, str]:
 def job_script(args: list[str], python: str = "python3") -> str:
     """The sh script that runs the job with ``args`` (``job`` ...) from stdin: nothing installed."""
     delim, src = _heredoc(job_source())
-    return f"exec {python} - {' '.join(shlex.quote(a) for a in args)} <<'{delim}'\n{src}{delim}\n"
+    return f"exec {shlex.quote(python)} - {' '.join(shlex.quote(a) for a in args)} <<'{delim}'\n{src}{delim}\n"
 
 
 def server_start_script(token: str, lifetime: float, bind: str = "0.0.0.0", python: str = "python3") -> str:
@@ -79,9 +80,9 @@ def server_start_script(token: str, lifetime: float, bind: str = "0.0.0.0", pyth
         'D=$(mktemp -d "${TMPDIR:-/tmp}/storadvise-eff.XXXXXXXX") || exit 90\n'
         f"cat >\"$D/job.py\" <<'{delim}'\n{src}{delim}\n"
         f'if command -v setsid >/dev/null 2>&1; then S=setsid; else S=; fi\n'
-        f'$S {python} "$D/job.py" serve --bind {shlex.quote(bind)} --portfile "$D/port" '
+        f'$S {shlex.quote(python)} "$D/job.py" serve --bind {shlex.quote(bind)} --portfile "$D/port" '
         f'--lifetime {lifetime:g} --token {token} </dev/null >"$D/log" 2>&1 &\n'
-        'i=0; while [ ! -s "$D/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\n'
+        'i=0; while [ ! -s "$D/port" ] && [ $i -lt 100 ] && kill -0 $! 2>/dev/null; do sleep 0.1; i=$((i+1)); done\n'
         'if [ ! -s "$D/port" ]; then echo "server did not start: $(tail -c 300 "$D/log" | tr "\\n" " ")" >&2; '
         'kill $! 2>/dev/null; rm -rf "$D"; exit 91; fi\n'
         'read PORT PID <"$D/port"; echo "port $PORT"; echo "pid $PID"; echo "dir $D"\n'
@@ -132,6 +133,17 @@ def _config(site: Site, overrides: dict[str, Any]) -> dict[str, Any]:
     return cfg
 
 
+_PYTHON_RE = re.compile(r"^[A-Za-z0-9_./+-]{1,256}$")
+
+
+def python_command(value: Any) -> str:
+    """The interpreter the hosts run the job with: a command name or a path, nothing a shell would read."""
+    python = str(value or "python3")
+    if not _PYTHON_RE.match(python) or python.startswith("-"):
+        raise EfficiencyTestError(f"extensions.efficiency.python: {python[:60]!r} is not a command name or path")
+    return python
+
+
 def resolve_source(site: Site, source: Any) -> dict[str, Any]:
     """``{"kind": "tcp", "host": NAME, "address": ADDR}`` or ``{"kind": "path", "path": P}``.
 
@@ -144,7 +156,11 @@ def resolve_source(site: Site, source: Any) -> dict[str, Any]:
             return {"kind": "path", "path": str(source["path"])}
         if source.get("host"):
             h = site.host(str(source["host"]))
-            return {"kind": "tcp", "host": h.name, "address": str(source.get("address") or h.connect_address)}
+            try:
+                address = host_address(str(source.get("address") or h.connect_address))
+            except ValueError as exc:
+                raise EfficiencyTestError(f"{site.source or site.name}: extensions.efficiency.source.address: {exc}") from None
+            return {"kind": "tcp", "host": h.name, "address": address}
         raise EfficiencyTestError(f"{where}: efficiency.source needs 'host' or 'path'")
     if isinstance(source, str) and source:
         if source.startswith("path:"):
@@ -243,7 +259,7 @@ def run_efficiency_test(
     counts = sorted({int(c) for c in (clients or cfg.get("clients") or [1])})
     if not counts or counts[0] < 1:
         raise EfficiencyTestError(f"clients must be positive integers, got {counts}")
-    python = str(cfg.get("python") or "python3")
+    python = python_command(cfg.get("python"))
     mb_host = float(cfg["mb"])
     if mb_host <= 0:
         raise EfficiencyTestError(f"mb must be positive, got {mb_host:g}")
@@ -251,7 +267,10 @@ def run_efficiency_test(
     ra = int(cfg["readahead"])
     src_host = site.host(src["host"]) if src["kind"] == "tcp" else None
     if src["kind"] == "tcp" and cfg.get("address"):
-        src["address"] = str(cfg["address"])
+        try:
+            src["address"] = host_address(str(cfg["address"]))
+        except ValueError as exc:
+            raise EfficiencyTestError(f"{site.source or site.name}: extensions.efficiency.address: {exc}") from None
 
     schedule: list[dict[str, Any]] = []
     transports: dict[str, Transport] = {}

@@ -75,8 +75,12 @@ def ingest(
     max_errors: int = typer.Option(1000, "--max-errors", min=0, help="unparseable rows listed (all are counted)"),
     io_drop: float = typer.Option(0.2, "--io-drop", min=0.0, max=1.0, help="relative efficiency fall that flags EFF-IO-BOUND"),
     failed_share: float = typer.Option(0.05, "--failed-share", min=0.0, max=1.0, help="wasted core-hour share that flags EFF-FAILED-WALL"),
+    max_error_share: float = typer.Option(0.5, "--max-error-share", min=0.0, max=1.0,
+                                          help="exit 1 (after printing) when more than this share of rows is unparseable"),
 ) -> None:
     """Per-job efficiency from HTCondor, Slurm and CMSSW job reports, with distributions and findings.
+
+    Exits 1 when no record was parsed or more than --max-error-share of the rows were not.
 
     Example: storadvise efficiency ingest history.jsonl --by length --scan scan.json --json
     """
@@ -141,8 +145,24 @@ def ingest(
         if base_summary is not None:
             tail["baseline"] = base_summary.to_dict(groups)
         out.write(_dumps(tail)[1:] + "\n")
-        return
-    _print_human(sd, findings, issues, base_summary)
+    else:
+        _print_human(sd, findings, issues, base_summary)
+    _check_parsed_share(files, summary.records, issues.count, max_error_share)
+
+
+def _check_parsed_share(files: list[str], records: int, errors: int, max_share: float) -> None:
+    """The results are printed first (nothing is lost); then a run that read too little is an error."""
+    where = files[0] if len(files) == 1 else f"{len(files)} files"
+    if records == 0:
+        raise EfficiencyIngestShortfall(f"{where}: no job record parsed ({errors} unparseable row(s))")
+    share = errors / (records + errors)
+    if share > max_share:
+        raise EfficiencyIngestShortfall(
+            f"{where}: {errors} of {records + errors} rows unparseable ({share:.1%}), more than --max-error-share {max_share:g}")
+
+
+class EfficiencyIngestShortfall(StoradviseError):
+    """Too few rows of the accounting input were read for its summary to stand."""
 
 
 def _print_human(sd: dict[str, Any], findings: list[Any], issues: IssueLog, base: Summary | None) -> None:
@@ -262,3 +282,6 @@ def whatif(
 
 from advisor.efficiency.active_cli import register_active  # noqa: E402  (the active test job: `test`)
 register_active(app)
+
+from advisor.efficiency.placement_cli import register_placement  # noqa: E402  (the mesh-based `what-if`)
+register_placement(app)

@@ -22,8 +22,6 @@ from typing import Callable
 from advisor.errors import StoradviseError
 from advisor.lab import hosts as hostmod
 from advisor.lab import netns as nx
-from advisor.lab.emulators import gpfs as gpfs_emu
-from advisor.lab.emulators import san as san_emu
 from advisor.lab.records import (
     LabRecord,
     allocate_index,
@@ -215,7 +213,7 @@ def _build(rec: LabRecord, sc: Scenario, progress: Progress) -> None:
     t = time.monotonic()
     _apply_path_faults(rec, sc)
     # 5. host faults: sysctls, firewalls
-    progress("injecting faults (sysctls, firewalls, emulated GPFS/SAN settings)")
+    progress("injecting faults (sysctls, firewalls, emulated storage systems)")
     for h in sc.hosts:
         ns = rec.hosts[h.name]["ns"]
         if h.sysctls:
@@ -226,14 +224,9 @@ def _build(rec: LabRecord, sc: Scenario, progress: Progress) -> None:
             if h.firewall.iptables:
                 nx.in_ns(ns, ["iptables-restore"], input=_fill(h.firewall.iptables, rec, sc, h.name))
     emu = d / "emu"
-    if sc.gpfs:
-        g = sc.gpfs
-        gpfs_emu.setup_state(emu, gpfs_emu.initial_cluster(
-            g.cluster_name, g.cluster_id, sc.gpfs_hosts, g.node_classes, g.config,
-            [(s.nodes, s.config) for s in g.scoped], g.filesystems))
-    if sc.san:
-        s = sc.san
-        san_emu.setup_state(emu, s.array_name, s.controllers, s.logical_drives, s.settings.model_dump())
+    emulated = sc.emulated()
+    for emulation, spec in emulated:
+        emulation.setup(emu, spec, sc)
     rec.timings["faults"] = round(time.monotonic() - t, 3)
     # 6. host files and processes
     t = time.monotonic()
@@ -253,8 +246,10 @@ def _build(rec: LabRecord, sc: Scenario, progress: Progress) -> None:
             persisted[p.file] = text
         pub = hostmod.prepare_host_dir(hdir, d, h.name, info["address"], persisted)
         known.append(f"{info['address']} {' '.join(pub.split()[:2])}")
-        emus = hostmod.install_emulators(hdir, emu, gpfs=h.name in sc.gpfs_hosts,
-                                         smcli=bool(sc.san and sc.san.host == h.name))
+        emus: dict[str, Path] = {}
+        for emulation, spec in emulated:
+            if h.name in emulation.hosts(spec, sc):
+                emus.update(emulation.install(hdir, emu))
         (hdir / "boot.sh").write_text(hostmod.boot_script(d, hdir, h.name, info["address"], emus, h.iperf3))
     (d / "known_hosts").write_text("\n".join(known) + "\n")
     for h in sc.hosts:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from advisor.lab.netns import run
@@ -30,7 +29,6 @@ from advisor.lab.netns import run
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 IPERF3 = shutil.which("iperf3") or "/usr/bin/iperf3"
 
-EMULATOR_TARGETS = {"gpfs": "/usr/lpp/mmfs/bin", "smcli": "/opt/SMgr/client"}
 
 
 def keygen(path: Path, comment: str) -> str:
@@ -84,8 +82,7 @@ def boot_script(lab_dir: Path, hdir: Path, host: str, address: str, emulators: d
     if Path("/root/.bashrc").exists():
         lines.append(f"mount -n --bind {q(H + '/empty-bashrc')} /root/.bashrc")
     overlays: dict[str, int] = {}
-    for kind, src in emulators.items():
-        target = EMULATOR_TARGETS[kind]
+    for target, src in emulators.items():
         if not Path(target).is_dir():
             anc = _deepest_existing(target)
             if anc == "/":
@@ -148,30 +145,3 @@ def spawn_host(ns: str, hdir: Path) -> subprocess.Popen:
         log.close()
 
 
-def emulator_python() -> str:
-    return sys.executable
-
-
-def package_root() -> str:
-    import advisor
-
-    return str(Path(advisor.__file__).resolve().parent.parent)
-
-
-def install_emulators(hdir: Path, emu_state: Path, gpfs: bool, smcli: bool) -> dict[str, Path]:
-    from advisor.lab.emulators import gpfs as gpfs_mod
-    from advisor.lab.emulators.common import write_wrapper
-
-    out: dict[str, Path] = {}
-    if gpfs:
-        d = hdir / "emu" / "gpfs"
-        for tool in gpfs_mod.TOOLS:
-            write_wrapper(d / tool, emulator_python(), package_root(), "advisor.lab.emulators.gpfs", tool, emu_state,
-                          f"emulates GPFS {tool} for the storadvise lab")
-        out["gpfs"] = d
-    if smcli:
-        d = hdir / "emu" / "smcli"
-        write_wrapper(d / "SMcli", emulator_python(), package_root(), "advisor.lab.emulators.san", "SMcli", emu_state,
-                      "emulates the DS4000/SANtricity SMcli for the storadvise lab")
-        out["smcli"] = d
-    return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -170,43 +170,6 @@ class PathFault(_Strict):
         return parse_delay_ms(v)
 
 
-class GpfsScope(_Strict):
-    nodes: list[str] = Field(min_length=1, description="node names and/or node classes, as in [a,b]")
-    config: dict[str, Any]
-
-
-class GpfsEmulation(_Strict):
-    cluster_name: str
-    cluster_id: str = "13882457537419371234"
-    #: hosts running GPFS (selectors: group, role or host name)
-    nodes: list[str] = Field(min_length=1)
-    node_classes: dict[str, list[str]] = Field(default_factory=dict)
-    config: dict[str, Any] = Field(default_factory=dict, description="cluster-wide persisted attributes")
-    scoped: list[GpfsScope] = Field(default_factory=list)
-    filesystems: list[str] = Field(default_factory=lambda: ["/dev/fs1"])
-
-
-class LogicalDriveSettings(_Strict):
-    read_cache: bool = True
-    prefetch: bool = True
-    write_cache: bool = False
-    write_cache_mirroring: bool = False
-    write_cache_without_batteries: bool = False
-    flush_after: float = 10.0
-    modification_priority: Literal["lowest", "low", "medium", "high", "highest"] = "low"
-    raid_level: int = 5
-    capacity: str = "2,000.000 GB"
-    status: str = "Optimal"
-
-
-class SanEmulation(_Strict):
-    host: str = Field(description="the SAN management host (carries SMcli)")
-    array_name: str = "DS4700"
-    controllers: list[str] = Field(min_length=1)
-    logical_drives: list[str] = Field(min_length=1, description="names; ranges like data[01:04] allowed")
-    settings: LogicalDriveSettings = Field(default_factory=LogicalDriveSettings)
-
-
 class SiteSection(_Strict):
     description: str | None = None
     storage_kind: str = "other"
@@ -227,11 +190,27 @@ class Scenario(_Strict):
     controller_switch: str | None = None
     hosts: list[ScenarioHost] = Field(min_length=1)
     paths: list[PathFault] = Field(default_factory=list)
-    gpfs: GpfsEmulation | None = None
-    san: SanEmulation | None = None
+    #: emulated storage systems (advisor.lab.emulation): a top-level key naming a registered
+    #: emulation's section (``gpfs:``, ``san:``) is validated by it and kept here
+    emulations: dict[str, Any] = Field(default_factory=dict)
     site: SiteSection = Field(default_factory=SiteSection)
     #: where the scenario came from (not part of the file)
     source: str | None = Field(None, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _emulation_sections(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        from advisor.lab.emulation import lab_emulations
+
+        known = lab_emulations()
+        found = {k: data[k] for k in known if k in data}
+        if not found:
+            return data
+        rest = {k: v for k, v in data.items() if k not in found}
+        rest["emulations"] = {**found, **(data.get("emulations") or {})}
+        return rest
 
     @field_validator("name")
     @classmethod
@@ -291,15 +270,16 @@ class Scenario(_Strict):
             for sel in p.src + p.dst:
                 if not self.select(sel):
                     raise ValueError(f"paths[{i}]: selector {sel!r} matches no host, group or role")
-        if self.gpfs:
-            for sel in self.gpfs.nodes:
-                if not self.select(sel):
-                    raise ValueError(f"gpfs.nodes: selector {sel!r} matches no host, group or role")
-        if self.san:
-            if self.san.host not in names:
-                raise ValueError(f"san.host: unknown host {self.san.host!r}")
-            drives = [d for pat in self.san.logical_drives for d in expand_host_pattern(pat)]
-            self.san.logical_drives = drives
+        from advisor.lab.emulation import lab_emulations
+
+        known = lab_emulations()
+        for section, spec in list(self.emulations.items()):
+            if section not in known:
+                raise ValueError(f"emulations: no storage kind emulates {section!r} (known: {', '.join(known) or 'none'})")
+            e = known[section]
+            model = spec if isinstance(spec, e.model) else e.model.model_validate(spec)
+            e.check(model, self)
+            self.emulations[section] = model
         return self
 
     def select(self, selector: str) -> list[ScenarioHost]:
@@ -318,9 +298,12 @@ class Scenario(_Strict):
                 seen.setdefault(h.name, h)
         return list(seen.values())
 
-    @property
-    def gpfs_hosts(self) -> list[str]:
-        return [h.name for h in self.select_all(self.gpfs.nodes)] if self.gpfs else []
+    def emulated(self) -> list[tuple[Any, Any]]:
+        """(emulation, its validated section) for every emulated storage system of the scenario."""
+        from advisor.lab.emulation import lab_emulations
+
+        known = lab_emulations()
+        return [(known[k], spec) for k, spec in self.emulations.items()]
 
     @property
     def needs_delay(self) -> bool:

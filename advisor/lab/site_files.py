@@ -43,10 +43,8 @@ def site_document(rec: LabRecord, sc: Scenario) -> dict[str, Any]:
             "groups": list(h.groups),
             "link_rate": rate_text(h.link_rate),
         }
-        if sc.san and sc.san.host == h.name:
-            entry["san_controllers"] = list(sc.san.controllers)
-        if sc.gpfs and h.name in sc.gpfs_hosts:
-            entry["gpfs_node"] = h.name
+        for emulation, spec in sc.emulated():
+            entry.update(emulation.site_host_settings(spec, sc, h.name))
         # the apply roles keep their backups per host; lab hosts share the real /var/lib
         entry["vars"] = {"storadvise_backup_dir": str(d / "backup" / h.name), **dict(h.vars)}
         hosts.append(entry)

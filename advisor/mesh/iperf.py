@@ -22,6 +22,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from probes.json_text import MAX_JSON_DEPTH, json_depth
+
 #: first line of ``iperf3 --version``: "iperf 3.12 (cJSON 1.7.15)"
 _VERSION_RE = re.compile(r"\biperf\s+(\d+)\.(\d+)(?:\.(\d+))?")
 
@@ -263,6 +265,8 @@ def parse_client_json(text: str, rc: int | None = 0, stderr: str = "") -> IperfR
     if not text:
         why = (stderr or "").strip().splitlines()
         return IperfResult(error=f"no output from iperf3 (exit {rc}){': ' + why[-1] if why else ''}")
+    if json_depth(text) > MAX_JSON_DEPTH:
+        return IperfResult(error=f"iperf3 output is JSON nested deeper than {MAX_JSON_DEPTH}")
     try:
         doc = json.loads(text)
     except json.JSONDecodeError:

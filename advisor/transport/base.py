@@ -11,6 +11,11 @@ from abc import ABC, abstractmethod
 from pydantic import BaseModel
 
 
+#: the most bytes of stdout (and of stderr) kept from one command; more is cut and the result
+#: marked ``truncated`` (a host that streams without end must not fill the controller's memory)
+MAX_OUTPUT_BYTES = 8 << 20
+
+
 class Command(BaseModel):
     #: identifies the command in a batch; the probe name for probe scripts
     key: str
@@ -41,6 +46,8 @@ class CommandResult(BaseModel):
     stderr: str = ""
     duration_s: float = 0.0
     timed_out: bool = False
+    #: the output was longer than MAX_OUTPUT_BYTES and was cut
+    truncated: bool = False
 
 
 class TransportError(Exception):

@@ -36,6 +36,7 @@ import paramiko
 
 from advisor.site import Host
 from advisor.transport.base import (
+    MAX_OUTPUT_BYTES,
     AuthenticationFailed,
     Command,
     CommandResult,
@@ -178,7 +179,11 @@ SA_UID=$(id -u 2>/dev/null) || SA_UID=unknown
 if timeout -k 1 5 true >/dev/null 2>&1; then SA_TO=1; else SA_TO=0; fi
 if command -v setsid >/dev/null 2>&1; then SA_SETSID=1; else SA_SETSID=0; fi
 if command -v base64 >/dev/null 2>&1; then SA_ENC=b64; else SA_ENC=hex; fi
-sa_enc() { if [ "$SA_ENC" = b64 ]; then base64 <"$1"; else od -An -v -tx1 <"$1"; fi; }
+SA_CAP=@CAP@
+if command -v head >/dev/null 2>&1; then SA_HEAD=1; else SA_HEAD=0; fi
+sa_cut() { if [ "$SA_HEAD" = 1 ]; then head -c "$SA_CAP" "$1"; else cat "$1"; fi; }
+sa_enc() { if [ "$SA_ENC" = b64 ]; then sa_cut "$1" | base64; else sa_cut "$1" | od -An -v -tx1; fi; }
+sa_size() { sa_n=$(wc -c <"$1" 2>/dev/null) && echo $((sa_n)) || echo -; }
 sa_now() { date +%s.%N 2>/dev/null || echo -; }
 sa_watch() {
   # no coreutils timeout: a sh watchdog; with setsid the command gets its own process group
@@ -208,7 +213,7 @@ sa_run() {
     sa_watch "$@"
   fi
   sa_e=$(sa_now)
-  sa_mark R "$sa_i" "$sa_rc" "$sa_s" "$sa_e" "$sa_su"
+  sa_mark R "$sa_i" "$sa_rc" "$sa_s" "$sa_e" "$sa_su" "$(sa_size "$SA_T/$sa_i.out")" "$(sa_size "$SA_T/$sa_i.err")"
   sa_mark O; sa_enc "$SA_T/$sa_i.out"; sa_mark E; sa_enc "$SA_T/$sa_i.err"; sa_mark Z "$sa_i"
   rm -f "$SA_T/$sa_i.sh" "$SA_T/$sa_i.out" "$SA_T/$sa_i.err" "$SA_T/$sa_i.to"
 }
@@ -243,7 +248,7 @@ class BatchScript:
         delim = f"SA_EOF_{token}"
         timeouts = [float(command_timeout if command_timeout is not None else c.timeout) for c in commands]
         sudo = [sudo_flag(c, host_sudo) for c in commands]
-        parts = [_PROLOGUE.replace("@TOKEN@", token)]
+        parts = [_PROLOGUE.replace("@TOKEN@", token).replace("@CAP@", str(int(MAX_OUTPUT_BYTES)))]
         for i, c in enumerate(commands):
             script = c.script if c.script.endswith("\n") else c.script + "\n"
             if delim in script:  # cannot happen by chance (96 random bits); refuse rather than guess
@@ -269,6 +274,10 @@ class _Partial:
     err: list[bytes] = field(default_factory=list)
     arrived: float = 0.0
     complete: bool = False
+    #: sizes the host reported (before its own cut) and encoded bytes received here
+    sizes: tuple[int, int] = (0, 0)
+    received: int = 0
+    truncated: bool = False
 
 
 class BatchParser:
@@ -288,11 +297,17 @@ class BatchParser:
         self._parts: dict[int, _Partial] = {}
         self._cur: _Partial | None = None
         self._section: str | None = None
-        self.noise: list[bytes] = []  # lines before BEGIN (login-shell chatter)
+        self.noise: list[bytes] = []  # lines before BEGIN (login-shell chatter); the first 50
+        self.garbled = 0  # frames that could not be read
+        self.completed = 0  # commands whose results arrived
+        self.last_progress: float | None = None  # when BEGIN or the last result frame arrived
 
     def feed(self, data: bytes) -> None:
         self._buf += data
         *lines, self._buf = self._buf.split(b"\n")
+        if len(self._buf) > _MAX_LINE:  # a line without end: nothing the wrapper writes
+            self._buf = b""
+            self.garbled += 1
         for line in lines:
             self._line(line)
 
@@ -304,18 +319,24 @@ class BatchParser:
             if kind == "BEGIN":
                 self.began = True
                 self._began_at = now
+                self.last_progress = now
                 self.info = dict(a.split("=", 1) for a in args if "=" in a)
             elif kind == "FATAL":
                 self.fatal = " ".join(args)
             elif kind == "R" and len(args) >= 5:
                 p = _Partial(start=args[2], end=args[3], used_sudo=args[4] == "1", arrived=now)
-                try:
-                    p.rc = int(args[1])
-                except ValueError:
-                    p.rc = None
+                p.rc = _small_int(args[1])
+                index = _small_int(args[0])
+                sizes = [_small_int(a) for a in args[5:7]]
+                p.truncated = any(n is not None and n > MAX_OUTPUT_BYTES for n in sizes)
+                if index is None or not 0 <= index < len(self.script.commands):
+                    self.garbled += 1  # a forged or damaged frame: ignored, its command stays missing
+                    self._cur, self._section = None, None
+                    return
                 self._cur = p
-                self._parts[int(args[0])] = p
+                self._parts[index] = p
                 self._section = None
+                self.last_progress = now
             elif kind == "O":
                 self._section = "out"
             elif kind == "E":
@@ -323,21 +344,30 @@ class BatchParser:
             elif kind == "Z":
                 if self._cur is not None:
                     self._cur.complete = True
+                    self.completed += 1
                 self._cur, self._section = None, None
+                self.last_progress = now
             elif kind == "DONE":
                 self.done = True
             return
         if not self.began:
-            self.noise.append(line)
+            if len(self.noise) < 50:
+                self.noise.append(line[:400])
             return
         if self._cur is not None and self._section is not None:
+            self._cur.received += len(line) + 1
+            if self._cur.received > _MAX_ENCODED:
+                self._cur.truncated = True  # more than the wrapper would ever send: a forged stream
+                return
             getattr(self._cur, self._section).append(line)
+        elif len(self.noise) < 50:
+            self.noise.append(line[:400])
 
     def _decode(self, lines: list[bytes]) -> bytes:
         data = b"".join(lines)
         if self.info.get("enc") == "hex":
-            return bytes.fromhex(data.decode("ascii", "replace"))
-        return base64.b64decode(data)
+            return bytes.fromhex(data.decode("ascii", "replace"))[:MAX_OUTPUT_BYTES]
+        return base64.b64decode(data)[:MAX_OUTPUT_BYTES]
 
     def results(self, missing_reason: str = "not run", missing_timed_out: bool = False) -> list[CommandResult]:
         out: list[CommandResult] = []
@@ -370,10 +400,40 @@ class BatchParser:
                 stderr = _explain_sudo(stderr, rc, self.host_label, self.user) or stderr
             out.append(
                 CommandResult(
-                    key=cmd.key, rc=rc, stdout=stdout, stderr=stderr, duration_s=round(duration, 6), timed_out=timed_out
+                    key=cmd.key, rc=rc, stdout=stdout, stderr=stderr, duration_s=round(duration, 6), timed_out=timed_out,
+                    truncated=p.truncated,
                 )
             )
         return out
+
+
+#: base64 of MAX_OUTPUT_BYTES of stdout and of stderr, with its line breaks, and some slack
+_MAX_ENCODED = 2 * (MAX_OUTPUT_BYTES * 4 // 3 + MAX_OUTPUT_BYTES // 38 + 4096)
+#: the longest line the wrapper writes (base64 wraps at 76; od lines are shorter; frames are short)
+_MAX_LINE = 1 << 16
+
+
+#: seconds past a command's own timeout before a silent host counts as frozen (the wrapper's
+#: ``timeout -k 2`` kill, then encoding and sending the result)
+STALL_GRACE = 5.0
+
+
+def stall_limit(script: "BatchScript", parser: "BatchParser", connect_timeout: float) -> float:
+    """How long the host may send nothing: until the wrapper begins, the connect timeout (plus the
+    grace); then the timeout of the command it is running (plus the grace). A host frozen mid-scan
+    is given up after that, not after the whole batch's budget."""
+    if not parser.began:
+        return float(connect_timeout) + STALL_GRACE
+    running = min(parser.completed, len(script.timeouts) - 1)
+    return script.timeouts[running] + STALL_GRACE
+
+
+def _small_int(text: str) -> int | None:
+    """An int from a frame field, or None (never a ValueError from a forged frame)."""
+    t = text.strip()
+    if not t.lstrip("-").isdigit() or len(t) > 20:
+        return None
+    return int(t)
 
 
 def _explain_sudo(stderr: str, rc: int | None, host_label: str, user: str) -> str | None:
@@ -657,9 +717,20 @@ class SshTransport(Transport):
         payload = script.text.encode()
         send_error: list[BaseException] = []
 
+        sent_at = [time.monotonic()]  # when the last piece of the script went out (the host is reading)
+
         def _send() -> None:
             try:
-                chan.sendall(payload)
+                view = memoryview(payload)
+                while view:
+                    try:
+                        n = chan.send(view[:1 << 16])
+                    except socket.timeout:  # the reader's 0.2 s timeout applies to the channel: retry
+                        continue
+                    if n <= 0:
+                        raise EOFError("channel closed")
+                    view = view[n:]
+                    sent_at[0] = time.monotonic()
                 chan.shutdown_write()
             except (OSError, EOFError, paramiko.SSHException) as e:  # session went away: the reader sees it
                 send_error.append(e)
@@ -667,13 +738,23 @@ class SshTransport(Transport):
         sender = threading.Thread(target=_send, name=f"ssh-send-{self.host.name}", daemon=True)
         sender.start()
         err = bytearray()
-        deadline = time.monotonic() + budget
+        started = last_data = time.monotonic()
+        deadline = started + budget
         timed_out = False
+        stalled: float | None = None
         chan.settimeout(0.2)
         try:
             while True:
-                if time.monotonic() > deadline:
+                now = time.monotonic()
+                if now > deadline:
                     timed_out = True
+                    break
+                silence = stall_limit(script, parser, self.options.connect_timeout)
+                # before the wrapper begins, login chatter is no progress (a shell rc file that
+                # prints without end): the limit runs from the start
+                since = max(last_data, sent_at[0]) if parser.began else started
+                if now - since > silence:
+                    stalled = silence
                     break
                 try:
                     data = chan.recv(1 << 16)
@@ -687,9 +768,10 @@ class SshTransport(Transport):
                     continue
                 if not data:
                     break
+                last_data = time.monotonic()
                 parser.feed(data)
             status = None
-            if not timed_out:
+            if not timed_out and stalled is None:
                 end = time.monotonic() + 2.0
                 while not chan.exit_status_ready() and time.monotonic() < end:
                     time.sleep(0.01)
@@ -701,6 +783,12 @@ class SshTransport(Transport):
         wrapper_err = _one_line(err.decode("utf-8", "replace"))[-300:]
         if parser.fatal:
             raise TransportError(f"{label}: the batch could not start: {parser.fatal}")
+        if stalled is not None:
+            self._close_hops()  # the connection is dead or frozen: never reused
+            if not parser.began:
+                raise HostUnreachable(f"{label}: no answer from the remote shell within {stalled:g}s")
+            return parser.results(f"storadvise: {label} stopped answering (nothing for {stalled:g}s)",
+                                  missing_timed_out=True)
         if timed_out:
             if not parser.began:
                 raise HostUnreachable(f"{label}: no answer from the remote shell within {budget:g}s")

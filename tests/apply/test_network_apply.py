@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-import yaml
+from advisor.apply.ansible_data import load_data
 
 from tests.apply.conftest import (ANSIBLE_PLAYBOOK, STORADVISE, file_digests, load_json, play_recap,
                                   requirements_missing, root_sysctls, start_ns_host)
@@ -56,20 +56,21 @@ def test_plan_writes_the_project(world):
                  "host_vars/st01.yml", "roles/network_tuning/tasks/main.yml", "module_utils/storadvise_state.py"):
         assert (d / name).exists(), name
     assert "host_key_checking = True" in (d / "ansible.cfg").read_text()
-    inv = yaml.safe_load((d / "inventory.yml").read_text())
+    inv = load_data((d / "inventory.yml").read_text())
     hv = inv["all"]["hosts"]["st01"]
     assert hv["ansible_host"] == "127.0.0.1" and hv["ansible_port"] == 22 and hv["ansible_user"] == "root"
     assert f"UserKnownHostsFile={host.known_hosts}" in hv["ansible_ssh_common_args"]
     assert "StrictHostKeyChecking=yes" in hv["ansible_ssh_common_args"]
     assert "st01" in inv["all"]["children"]["storadvise_network_tuning"]["hosts"]
-    vars_ = yaml.safe_load((d / "host_vars" / "st01.yml").read_text())
+    vars_ = load_data((d / "host_vars" / "st01.yml").read_text())
     sysctls = vars_["network_tuning_sysctls"]
     assert sysctls["net.ipv4.tcp_sack"] == "1"
     assert "net.core.rmem_max" not in sysctls  # waived: never planned
     sack = [c for c in summary["changes"] if c["setting"] == "net.ipv4.tcp_sack"]
-    assert sack == [{"host": "st01", "role": "network_tuning", "setting": "net.ipv4.tcp_sack", "old": "0", "new": "1",
-                     "rules": ["NET-TCP-SACK"]}]
-    assert "| network_tuning | net.ipv4.tcp_sack | 0 | 1 | NET-TCP-SACK |" in (d / "PLAN.md").read_text()
+    assert sack == [{"host": "st01", "adapter": "sysctl", "role": "network_tuning", "key": "net.ipv4.tcp_sack",
+                     "setting": "net.ipv4.tcp_sack", "runtime": "0", "persisted": "0", "target": "1", "scope": "both",
+                     "old": "0", "new": "1", "rules": ["NET-TCP-SACK"]}]
+    assert "| network_tuning | net.ipv4.tcp_sack | 0 | 0 | 1 | runtime and persisted | NET-TCP-SACK |" in (d / "PLAN.md").read_text()
 
 
 def test_check_mode_changes_nothing(world):
@@ -89,7 +90,7 @@ def test_apply_fixes_exactly_the_namespace_and_persists(world):
     recap = play_recap(cp.stdout)["st01"]
     assert recap["changed"] == 1 and recap["failed"] == 0
     assert host.sysctl("net.ipv4.tcp_sack") == "1"
-    planned = yaml.safe_load((world["plan"] / "host_vars" / "st01.yml").read_text())["network_tuning_sysctls"]
+    planned = load_data((world["plan"] / "host_vars" / "st01.yml").read_text())["network_tuning_sysctls"]
     for k, v in planned.items():
         assert " ".join(host.sysctl(k).split()) == v
     # persisted in this host's private sysctl.d, the conflicting line commented out with the marker

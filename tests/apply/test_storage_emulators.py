@@ -37,7 +37,8 @@ def world():
     from advisor.apply.planner import Plan
     from advisor.apply.project import write_project
     from advisor.lab.emulators import gpfs, san
-    from advisor.lab.hosts import install_emulators
+    from advisor.lab.emulators.gpfs_lab import EMULATION as GPFS_LAB
+    from advisor.lab.emulators.san_lab import EMULATION as SAN_LAB
     from advisor.site_file import load_site
 
     host, cleanup = start_ns_host("st01", {})
@@ -49,7 +50,8 @@ def world():
                     "write_cache_without_batteries": False, "flush_after": 10.0, "modification_priority": "high",
                     "raid_level": 5, "capacity": "2,000.000 GB", "status": "Optimal"}
         san.setup_state(state, "DS4700", ["ctl-a", "ctl-b"], ["data01", "data02"], settings)
-        dirs = install_emulators(host.dir / "emuhost", state, gpfs=True, smcli=True)
+        dirs = {"gpfs": GPFS_LAB.install(host.dir / "emuhost", state)["/usr/lpp/mmfs/bin"],
+                "smcli": SAN_LAB.install(host.dir / "emuhost", state)["/opt/SMgr/client"]}
         site = load_site(str(host.site_file(host.dir / "site.yml", ["storage", "san-controller"])))
         plan = Plan(site="applytest", scan_started_at="-")
         plan.host_vars["st01"] = {

@@ -51,7 +51,7 @@ rules:
     expected: "${sack_expected}"
     severity: high
     rationale: IFCA
-    remediation: {text: set it, role: network_tuning, vars: {network_tuning_sysctls: {net.ipv4.tcp_sack: "1"}}}
+    remediation: {text: set it, changes: [{adapter: sysctl, key: net.ipv4.tcp_sack, target: "1"}]}
 """
 
 
@@ -109,7 +109,11 @@ def test_check_rule_statuses_and_grouping(tmp_path):
     fail = by[FindingStatus.fail]
     assert fail.hosts == ["gpfs01", "gpfs02"]  # grouped: same observation on two hosts
     assert fail.observed == "0" and fail.expected == 1
-    assert fail.remediation.vars == {"network_tuning_sysctls": {"net.ipv4.tcp_sack": "1"}}
+    # one change per host, with the value the scan saw and what must change
+    assert [(c.host, c.adapter, c.key, c.runtime, c.persisted, c.target, c.scope.value) for c in fail.changes] == [
+        ("gpfs01", "sysctl", "net.ipv4.tcp_sack", "0", None, "1", "both"),
+        ("gpfs02", "sysctl", "net.ipv4.tcp_sack", "0", None, "1", "both")]
+    assert fail.remediation.role == "network_tuning"
     assert any(e.startswith("gpfs01:") for e in fail.evidence)
     assert by[FindingStatus.passed].hosts == ["wn01"]
     errors = [f for f in findings if f.status == FindingStatus.error]
@@ -220,7 +224,7 @@ def test_analytic_rule_registration_and_context(tmp_path):
     def pair(ctx):
         hosts = ctx.hosts()
         yield ctx.finding([h.name for h in hosts], FindingStatus.fail, observed=len(hosts), expected=0,
-                          evidence=["x"], remediation_vars={"k": ctx.vars["v"]})
+                          evidence=["x"], subject="eth0", values={"k": ctx.vars["v"]})
 
     pack = """
     vars: {v: 7}
@@ -232,11 +236,15 @@ def test_analytic_rule_registration_and_context(tmp_path):
         roles: [worker]
         severity: medium
         rationale: because
+        remediation:
+          text: set it
+          changes: [{adapter: sysctl, key: "net.core.{subject}_{k}", target: "${v}"}]
     """
     catalog = load_catalog(write_rules(tmp_path, pack))
     fs = FactSet(site="t", hosts={"a": host("a", roles=("worker",)), "b": host("b", roles=("storage",))})
     f = evaluate(fs, profiles=["generic"], catalog=catalog).findings
-    assert f[0].hosts == ["a"] and f[0].remediation.vars == {"k": 7} and f[0].severity.value == "medium"
+    assert f[0].hosts == ["a"] and f[0].severity.value == "medium"
+    assert [(c.host, c.key, c.target) for c in f[0].changes] == [("a", "net.core.eth0_7", "7")]
 
 
 def test_shipped_rules_lint_clean():
@@ -251,3 +259,55 @@ def test_null_fact_is_not_applicable_not_error(tmp_path):
     fs = FactSet(site="t", hosts={"g": host("g", probes={"network.sysctl": ok("network.sysctl", {"sysctls": {"net.ipv4.tcp_sack": {"runtime": None}}})})})
     (f,) = evaluate(fs, profiles=["generic"], catalog=catalog).findings
     assert f.status == FindingStatus.not_applicable and "null" in f.message
+
+
+def test_lint_names_bad_change_templates(tmp_path):
+    from advisor.rules_lint import change_template_problems
+
+    pack = """
+    vars: {known: 1}
+    rules:
+      - id: T-BAD
+        title: t
+        probe: network.sysctl
+        fact: x
+        operator: eq
+        expected: 1
+        severity: low
+        rationale: r
+        remediation:
+          changes:
+            - {adapter: nosuch, key: "{subject}", target: "${unknown}"}
+            - {adapter: sysctl, key: "{device}", target: "${known}"}
+    """
+    catalog = load_catalog(write_rules(tmp_path, pack))
+    problems = change_template_problems(catalog.rules["T-BAD"], catalog.pack_vars)
+    assert any("unknown adapter 'nosuch'" in p for p in problems)
+    assert any("variable 'unknown' has no default" in p for p in problems)
+    assert any("not device" in p for p in problems)
+
+
+def test_a_template_substitutes_host_text_once_and_never_evaluates_it():
+    from advisor.change_templates import ChangeTemplate, render_changes
+
+    t = ChangeTemplate(adapter="sysctl", key="{subject}", target="{observed} ${v}")
+    out = render_changes([t], ["h"], {"subject": "{observed}", "observed": "${v} {{7*7}}", "expected": None},
+                         {"v": "X"})
+    assert out == [{"host": "h", "adapter": "sysctl", "key": "{observed}", "target": "${v} {{7*7}} X"}]
+
+
+def test_active_efficiency_findings_come_from_the_rule_engine(tmp_path):
+    """EFF-ACTIVE-LOW is a rule like any other: profile variables, severities and waivers reach it."""
+    from advisor.facts import FactSet as FS
+
+    fs = FS(site="t", hosts={"wn01": host("wn01", roles=("worker",)), "wn02": host("wn02", roles=("worker",))},
+            efficiency={"mean": 0.5, "hosts": {"wn01": {"efficiency": 0.35, "cpu_seconds": 1.0, "wall_seconds": 2.9},
+                                               "wn02": {"efficiency": 0.66, "cpu_seconds": 1.0, "wall_seconds": 1.5}}})
+    only = lambda r: r.id == "EFF-ACTIVE-LOW"  # noqa: E731
+    site = Site(name="t", hosts=[Host(name="wn01", roles=["worker"]), Host(name="wn02", roles=["worker"])],
+                waivers=[Waiver(rule="EFF-ACTIVE-LOW", hosts="wn01", justification="known slow disk")])
+    by = {f.hosts[0]: f for f in evaluate(fs, site, rule_filter=only).findings}
+    assert by["wn01"].status == FindingStatus.waived and by["wn02"].status == FindingStatus.fail
+    site.vars["efficiency_active_min"] = 0.6
+    by = {f.hosts[0]: f for f in evaluate(fs, site, rule_filter=only).findings}
+    assert by["wn02"].status == FindingStatus.passed and by["wn02"].observed == 0.66

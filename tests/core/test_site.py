@@ -57,6 +57,8 @@ def test_load_site_by_path_and_defaults(tmp_path):
     assert site.hosts_in("gpfs") == [g] and site.hosts_in("worker") == [w]
     assert site.waivers[0].expires.isoformat() == "2027-01-31"
     assert site.mesh.pairs[1].b == "gpfs"
+    # a storage kind's host setting written at host level is kept in the host's vars
+    assert g.setting("san_controllers") == ["ds4700-a", "ds4700-b"] and "san_controllers" in g.vars
 
 
 def test_site_found_by_name(tmp_path, monkeypatch):
@@ -190,3 +192,27 @@ def test_inventory_errors_are_one_line(tmp_path):
 def test_local_site():
     s = local_site()
     assert s.transport == "local" and len(s.hosts) == 1
+
+
+def test_immutable_settings_and_waiver_settings(tmp_path):
+    p = tmp_path / "s.yml"
+    p.write_text("""name: s
+hosts: [{name: st01}, {name: wn01}]
+immutable:
+  - net.core.rmem_max
+  - {key: "gpfs:pagepool", hosts: "st*", reason: sized by the vendor}
+waivers:
+  - {settings: [net.core.wmem_max], hosts: "wn*", justification: kernel team}
+""")
+    site = load_site(str(p))
+    a, b = site.immutable
+    assert a.covers("sysctl", "net.core.rmem_max", "wn01") and not a.covers("sysctl", "net.core.wmem_max", "wn01")
+    assert b.covers("gpfs", "pagepool", "st01") and not b.covers("gpfs", "pagepool", "wn01")
+    assert not b.covers("sysctl", "pagepool", "st01") and b.reason == "sized by the vendor"
+    w = site.waivers[0]
+    assert w.covers_setting("sysctl", "net.core.wmem_max", "wn01") and not w.covers_setting("sysctl", "net.core.wmem_max", "st01")
+    assert not w.matches("NET-CORE-BUFFER-MAX", "wn01")  # settings only: it waives no finding
+    p.write_text("name: s\nhosts: [{name: st01}]\nwaivers:\n  - {hosts: '*', justification: why}\n")
+    with pytest.raises(SiteFileError) as e:
+        load_site(str(p))
+    assert "names a 'rule'" in str(e.value) and "\n" not in str(e.value)

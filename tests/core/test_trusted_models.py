@@ -15,10 +15,10 @@ def test_trusted_equals_validated_and_dumps_the_same():
     t = trusted(ProbeResult, dict(fields))
     v = ProbeResult(**fields)
     assert t == v and t.model_dump_json() == v.model_dump_json() and t.model_fields_set == v.model_fields_set
-    rem = {"text": "do", "role": "network_tuning", "vars": {"k": 1}}
+    rem = {"text": "do", "role": "network_tuning"}
     f = {"rule_id": "R", "title": "t", "hosts": ["a"], "status": FindingStatus.fail, "severity": Severity.high,
          "observed": 1, "expected": 0, "evidence": ["a: x"], "rationale": "r", "references": [],
-         "remediation": trusted(Remediation, dict(rem)), "subject": None, "message": None}
+         "remediation": trusted(Remediation, dict(rem)), "changes": [], "subject": None, "message": None}
     built = trusted(Finding, dict(f))
     assert built == Finding(**{**f, "remediation": Remediation(**rem)})
     assert built.model_copy(deep=True) == built

@@ -161,7 +161,7 @@ def test_site_file_and_inventory(small_lab: dict) -> None:
     st1 = site.host("st1")
     assert st1.address == addr(small_lab, "st1") and st1.port == 22 and st1.user == "root"
     assert st1.key and st1.key.stat().st_mode & 0o777 == 0o600
-    assert st1.san_controllers == ["ctl-a", "ctl-b"] and st1.link_rate == 10**9
+    assert st1.setting("san_controllers") == ["ctl-a", "ctl-b"] and st1.link_rate == 10**9
     assert site.storage_network.prefixes == [small_lab["subnet"]]
     assert site.mesh and site.mesh.congestion == "cubic"
     inv = (small_lab["dir"] / "inventory.ini").read_text()

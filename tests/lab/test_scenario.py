@@ -19,8 +19,10 @@ def test_builtins_load() -> None:
     gp = {h.name: h for h in sc.hosts}
     assert gp["gpfs01"].sysctls == {"net.ipv4.tcp_sack": 0} and gp["wn01"].sysctls == {}
     assert gp["gpfs02"].firewall and gp["gpfs02"].firewall.iptables and not gp["gpfs01"].firewall
-    assert sc.gpfs and sc.gpfs.config["pagepool"] == "512M"
-    assert sc.san and sc.san.settings.modification_priority == "high" and not sc.san.settings.prefetch
+    gpfs, san = sc.emulations["gpfs"], sc.emulations["san"]
+    assert gpfs.config["pagepool"] == "512M"
+    assert san.settings.modification_priority == "high" and not san.settings.prefetch
+    assert san.logical_drives == ["gpfs_data01", "gpfs_data02", "gpfs_data03", "gpfs_data04"]
     assert load_scenario("clean").hosts
 
 

@@ -38,13 +38,15 @@ def test_ifca_findings():
     assert sorted(f.hosts[0] for f in asym) == GPFS
     for f in asym:
         assert "tcp_sack=0" in f.message and f.severity.value == "high"
-        assert f.remediation.vars["network_tuning_sysctls"] == {"net.ipv4.tcp_sack": "1"}
+        assert [(c.host, c.key, c.runtime, c.target) for c in f.changes if c.adapter == "sysctl"] == [
+            (f.hosts[0], "net.ipv4.tcp_sack", "0", "1")]
         assert "IFCA" in f.rationale
     assert len(fails["MESH-LOSS"]) == 8
     failed = fails["MESH-TEST-FAILED"]
     assert sorted(f.subject for f in failed) == ["gpfs01->gpfs02", "gpfs02->gpfs01"]
     assert all("gpfs02" in f.message and "firewall" in f.message for f in failed)
-    assert failed[0].remediation.vars["firewall_remove_rules"]
+    # the cut is gpfs02's firewall: the change names that host and the rule as the scan saw it
+    assert failed[0].changes and {(c.host, c.adapter, c.target) for c in failed[0].changes} == {("gpfs02", "firewall", "absent")}
     assert "MESH-BUFFER-LIMITED" not in fails
     passes = by_rule(ev.findings, "pass")
     assert len(passes["MESH-PATH-SLOW"]) == len(fs.mesh["paths"]) - 10

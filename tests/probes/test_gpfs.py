@@ -228,7 +228,7 @@ def test_script_with_fake_tool(tmp_path):
     tool = tmp_path / "mmlsconfig"
     tool.write_text(f"#!/bin/sh\ncat {tmp_path / 'data'}\n")
     tool.chmod(0o755)
-    out = subprocess.run(["sh", "-c", MMLS.script(ProbeContext(host="x", gpfs_node="stor1"))], capture_output=True,
+    out = subprocess.run(["sh", "-c", MMLS.script(ProbeContext(host="x", vars={"gpfs_node": "stor1"}))], capture_output=True,
                          text=True, env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
     f = MMLS.parse(out.stdout)
     assert f.node == "stor1" and f.cluster_name == "storage-scale.storage"

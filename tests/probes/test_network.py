@@ -253,6 +253,9 @@ def test_sysctl_script_in_a_namespace_with_its_own_config(netns):
     assert facts.sysctls["net.ipv4.tcp_wmem"].persisted_ints == [4096, 65536, 33554432]
     assert facts.sysctls["net.core.netdev_max_backlog"].absent
     assert facts.sysctls["net.core.netdev_max_backlog"].persisted_file == "/etc/sysctl.conf"
+    # a network namespace cannot change the init-namespace-only keys: read without writing them
+    assert facts.sysctls["net.core.wmem_max"].writable is False
+    assert facts.sysctls["net.ipv4.tcp_sack"].writable is True
 
 
 # --- network.nic -----------------------------------------------------------------------------
@@ -335,3 +338,37 @@ def test_nic_script_in_a_namespace_with_a_veth_pair(netns):
     assert st0.mtu == 9000 and st0.driver == "veth" and "198.18.0.7/24" in st0.addresses
     assert facts.interfaces["st1"].operstate == "down"
     assert facts.interfaces["lo"].is_loopback
+
+
+# --- which keys the host can change ---------------------------------------------------------
+
+#: the probe's own script run in a fresh ``ip netns`` on a 6.18 kernel (this project's CI box):
+#: net.core.rmem_max/wmem_max are mode 0444 there, the per-namespace tcp_* keys 0644
+MODES_CAPTURE = (FIXTURES / "network" / "sysctl-netns-modes.txt").read_text()
+
+
+def test_read_only_entries_of_a_namespace_are_not_writable():
+    facts = NetworkSysctlProbe().parse(MODES_CAPTURE)
+    wmem = facts.sysctls["net.core.wmem_max"]
+    assert wmem.writable is False and "mode 444" in wmem.read_only_reason
+    assert facts.sysctls["net.core.rmem_max"].writable is False
+    assert facts.sysctls["net.ipv4.tcp_sack"].writable is True and facts.sysctls["net.ipv4.tcp_sack"].read_only_reason is None
+    assert facts.sysctls["net.core.default_qdisc"].absent and facts.sysctls["net.core.default_qdisc"].writable is None
+
+
+def test_read_only_proc_sys_mount_makes_every_key_read_only():
+    container = MODES_CAPTURE.replace("/proc rw,relatime", "/proc rw,relatime\n/proc/sys ro,nosuid,nodev,noexec,relatime")
+    facts = NetworkSysctlProbe().parse(container)
+    sack = facts.sysctls["net.ipv4.tcp_sack"]
+    assert sack.writable is False and "mounted read-only" in sack.read_only_reason
+
+
+def test_captures_without_modes_leave_writability_unknown():
+    facts = NetworkSysctlProbe().parse(SYSCTL_CAPTURE)
+    assert {s.writable for s in facts.sysctls.values()} == {None}
+
+
+def test_a_mode_that_is_not_one_is_a_parse_error():
+    bad = MODES_CAPTURE.replace("net.ipv4.tcp_sack\t1\t644", "net.ipv4.tcp_sack\t1\trw-r--r--")
+    with pytest.raises(ProbeParseError, match="is not a file mode"):
+        NetworkSysctlProbe().parse(bad)

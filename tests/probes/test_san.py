@@ -74,7 +74,7 @@ def test_rule_logic():
 def test_script_not_applicable_without_controllers_or_tool():
     out = subprocess.run(["sh", "-c", PROBE.script(ProbeContext(host="m"))], capture_output=True, text=True)
     assert out.stdout.startswith(NOT_APPLICABLE_MARKER) and "san_controllers" in out.stdout
-    out = subprocess.run(["sh", "-c", PROBE.script(ProbeContext(host="m", san_controllers=["10.0.0.1", "b; rm -rf /"]))],
+    out = subprocess.run(["sh", "-c", PROBE.script(ProbeContext(host="m", vars={"san_controllers": ["10.0.0.1", "b; rm -rf /"]}))],
                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
     assert out.returncode == 0 and out.stdout.startswith(NOT_APPLICABLE_MARKER + " SMcli not found")
 
@@ -88,7 +88,7 @@ def test_script_falls_back_to_allVolumes(tmp_path):
         f"cat {vols}\n"
     )
     tool.chmod(0o755)
-    out = subprocess.run(["sh", "-c", PROBE.script(ProbeContext(host="m", san_controllers=["ctl a", "ctl-b"]))],
+    out = subprocess.run(["sh", "-c", PROBE.script(ProbeContext(host="m", vars={"san_controllers": ["ctl a", "ctl-b"]}))],
                          capture_output=True, text=True, env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
     f = PROBE.parse(out.stdout)
     assert f.generation == "volume" and f.command == "show allVolumes;"

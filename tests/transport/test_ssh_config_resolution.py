@@ -13,7 +13,7 @@ import pytest
 from advisor.site import Host
 from advisor.transport.base import TransportError
 from advisor.transport.ssh import append_known_host, fingerprint, read_known_hosts
-from advisor.transport.ssh_config import SshConfig, load_ssh_config, parse_jump_spec, resolve_host
+from advisor.transport.ssh_config import SshConfig, load_ssh_config, parse_jump_spec, resolve_endpoint, resolve_host
 
 CONFIG = """
 Host gpfs*
@@ -135,8 +135,9 @@ def test_include_and_match_mean_what_they_mean_to_ssh(tmp_path):
 def test_hostile_host_name_is_not_an_ssh_option(tmp_path):
     p = tmp_path / "config"
     p.write_text("Host *\n    User x\n")
+    # the site model refuses such an address; a ProxyJump spec in a config reaches ssh -G as a target
     with pytest.raises(TransportError):
-        resolve_host(Host(name="h1", address="-oProxyCommand=touch /tmp/pwned"), load_ssh_config(p))
+        resolve_endpoint("h1", "-oProxyCommand=touch /tmp/pwned", config=load_ssh_config(p))
     assert not Path("/tmp/pwned").exists()
 
 

@@ -52,7 +52,6 @@ not_found:
 """
 
 import re
-import shlex
 
 from ansible.module_utils.storadvise_state import load_backup, retire_backup, run_backed_module, save_backup
 
@@ -83,9 +82,37 @@ def ipt_bin(module, family):
     return module.get_bin_path(name, required=True)
 
 
+def ipt_save_tokens(text):
+    """Words of an iptables-save line. Quoting as libxtables writes it: a word with blanks or
+    quotes is put in double quotes and every backslash escapes the next character (``\\'`` is
+    ``'``); shlex would keep the backslash, so a comment holding a quote could not be deleted."""
+    tokens, cur, in_word, quoted, i = [], [], False, False, 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text):
+            cur.append(text[i + 1])
+            in_word, i = True, i + 2
+            continue
+        if c == '"':
+            quoted, in_word = not quoted, True
+        elif c.isspace() and not quoted:
+            if in_word:
+                tokens.append("".join(cur))
+            cur, in_word = [], False
+        else:
+            cur.append(c)
+            in_word = True
+        i += 1
+    if quoted:
+        raise ValueError("unbalanced quote in iptables rule text: %r" % text)
+    if in_word:
+        tokens.append("".join(cur))
+    return tokens
+
+
 def ipt_spec(rule):
     """The rule specification after ``-A CHAIN``."""
-    tokens = shlex.split(rule["text"])
+    tokens = ipt_save_tokens(rule["text"])
     if len(tokens) < 2 or tokens[0] not in ("-A", "--append"):
         raise ValueError("iptables rule text must be an iptables-save line starting with -A CHAIN: %r" % rule["text"])
     return tokens[1], tokens[2:]

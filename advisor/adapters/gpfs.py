@@ -1,0 +1,55 @@
+"""IBM Storage Scale (GPFS) configuration attributes: role ``gpfs_tuning``, variables ``gpfs_config``
+{attr: value}, ``gpfs_tuning_node_name``, ``gpfs_tuning_pending_attrs``, ``gpfs_tuning_group`` and
+``gpfs_tuning_runner``. The persisted value is ``mmlsconfig``'s effective one for the node, the
+runtime value the daemon's (``mmdiag --config``). ``mmchconfig`` is cluster-wide: hosts that need
+the same values form one group whose first host runs it for all (``finish``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from advisor.adapters.base import Adapter, HostProbeFacts
+from advisor.findings import Change, ChangeScope
+
+PERSISTED = "gpfs.mmlsconfig"
+ACTIVE = "gpfs.mmdiag"
+
+
+class GpfsAdapter(Adapter):
+    name = "gpfs"
+    role = "gpfs_tuning"
+
+    def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:
+        p = ((facts.get(PERSISTED) or {}).get("effective") or {}).get(key) or {}
+        a = ((facts.get(ACTIVE) or {}).get("active") or {}).get(key) or {}
+        return a.get("value"), p.get("value")
+
+    def normalize_target(self, key: str, target: Any) -> Any:
+        return str(target)
+
+    def label(self, key: str) -> str:
+        return f"gpfs {key}"
+
+    def role_vars(self, changes: list[Change], facts: HostProbeFacts, host_vars: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "gpfs_config": {c.key: str(c.target) for c in changes},
+            "gpfs_tuning_node_name": host_vars.get("gpfs_node") or host_vars["inventory_name"],
+        }
+        pending = sorted(c.key for c in changes if c.scope == ChangeScope.runtime)
+        if pending:
+            out["gpfs_tuning_pending_attrs"] = pending
+        return out
+
+    def finish(self, plan_vars: dict[str, dict[str, Any]]) -> None:
+        groups: dict[str, list[str]] = {}
+        for host in sorted(plan_vars):
+            groups.setdefault(repr(sorted(plan_vars[host]["gpfs_config"].items())), []).append(host)
+        for members in groups.values():
+            runner = members[0]
+            for h in members:
+                plan_vars[h]["gpfs_tuning_runner"] = runner
+            plan_vars[runner]["gpfs_tuning_group"] = members
+
+
+ADAPTER = GpfsAdapter()

@@ -1,0 +1,50 @@
+"""Kernel network settings (``/proc/sys/net``): role ``network_tuning``, variable
+``network_tuning_sysctls`` {key: value}. Current values from the ``network.sysctl`` probe
+(runtime from /proc/sys, persisted from the sysctl.d files as ``sysctl --system`` applies them)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from advisor.adapters.base import Adapter, HostProbeFacts
+from advisor.findings import Change
+
+PROBE = "network.sysctl"
+
+
+def _entry(facts: HostProbeFacts, key: str) -> dict[str, Any] | None:
+    return ((facts.get(PROBE) or {}).get("sysctls") or {}).get(key)
+
+
+class SysctlAdapter(Adapter):
+    touches_network = True
+    name = "sysctl"
+    role = "network_tuning"
+
+    def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:
+        e = _entry(facts, key) or {}
+        return e.get("runtime"), e.get("persisted")
+
+    def normalize_target(self, key: str, target: Any) -> Any:
+        return " ".join(str(target).split())
+
+    def cannot_change(self, facts: HostProbeFacts, change: Change, host_vars: Mapping[str, Any]) -> str | None:
+        key = change.key
+        if PROBE not in facts:
+            return None
+        e = _entry(facts, key)
+        if e is None:
+            return None  # a key the probe did not track: the role will say if it cannot be set
+        if e.get("absent"):
+            return f"{key} does not exist on this host (no /proc/sys entry: another kernel, or a network namespace)"
+        if e.get("writable") is False:
+            why = e.get("read_only_reason") or "read-only /proc/sys entry"
+            return f"{key} cannot be changed on this host: {why}"
+        return None
+
+    def role_vars(self, changes: list[Change], facts: HostProbeFacts, host_vars: Mapping[str, Any]) -> dict[str, Any]:
+        return {"network_tuning_sysctls": {c.key: str(c.target) for c in changes}}
+
+
+ADAPTER = SysctlAdapter()

@@ -1,0 +1,95 @@
+"""What a plan holds (plan.json, PLAN.md): the changes it makes, per-host role variables, and
+what it leaves out and why. Built by advisor.apply.planner; written by advisor.apply.project."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.errors import StoradviseError
+from advisor.findings import ChangeScope
+
+SCOPE_TEXT = {
+    ChangeScope.both: "runtime and persisted",
+    ChangeScope.runtime: "runtime only (the persisted value is already right)",
+    ChangeScope.persisted: "persisted file only (the runtime value is already right)",
+}
+
+
+def registered_roles() -> list[str]:
+    from advisor.adapters import adapters
+
+    return list(dict.fromkeys(a.role for a in adapters().values()))
+
+
+@dataclass
+class PlannedChange:
+    host: str
+    adapter: str
+    role: str
+    key: str
+    #: how PLAN.md names the setting
+    setting: str
+    runtime: Any
+    persisted: Any
+    target: Any
+    scope: ChangeScope
+    rule_ids: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"host": self.host, "adapter": self.adapter, "role": self.role, "key": self.key,
+                "setting": self.setting, "runtime": self.runtime, "persisted": self.persisted,
+                "target": self.target, "scope": self.scope.value,
+                # the names plan.json had before runtime/persisted/target (kept for readers of it)
+                "old": self.persisted if self.scope == ChangeScope.persisted else self.runtime, "new": self.target,
+                "rules": self.rule_ids}
+
+
+@dataclass
+class Plan:
+    site: str
+    scan_started_at: str
+    #: the ordered roles of the registered adapters (apply-tuning.yml's order)
+    role_order: list[str] = field(default_factory=lambda: registered_roles())
+    #: host -> role -> variables (what host_vars/<host>.yml holds)
+    host_vars: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    changes: list[PlannedChange] = field(default_factory=list)
+    #: changes that never reach Ansible: {host, adapter, key, target, rules, reason}
+    cannot_apply: list[dict[str, Any]] = field(default_factory=list)
+    #: findings that failed but name no change to make: {rule, hosts, severity, subject, text}
+    manual: list[dict[str, Any]] = field(default_factory=list)
+    #: failed findings below --min-severity: {rule, hosts, severity, subject}
+    below_min_severity: list[dict[str, Any]] = field(default_factory=list)
+    min_severity: str = "low"
+    #: hosts left out: {host, reason}
+    refused: list[dict[str, str]] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def hosts(self) -> list[str]:
+        return sorted(self.host_vars)
+
+    def roles_of(self, host: str) -> list[str]:
+        return [r for r in self.role_order if r in self.host_vars.get(host, {})]
+
+    def flat_vars(self, host: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for role in self.roles_of(host):
+            out.update(self.host_vars[host][role])
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "site": self.site, "scan_started_at": self.scan_started_at,
+            "hosts": {h: {"roles": self.roles_of(h), "vars": self.flat_vars(h)} for h in self.hosts},
+            "changes": [c.as_dict() for c in self.changes],
+            "cannot_apply": self.cannot_apply,
+            "manual": self.manual,
+            "min_severity": self.min_severity,
+            "below_min_severity": self.below_min_severity,
+            "refused": self.refused, "notices": self.notices,
+        }
+
+
+class PlanError(StoradviseError):
+    pass

@@ -1,0 +1,348 @@
+"""Generic CSV transfer log: one read per row, columns mapped by header name.
+
+Columns (names are options): ``timestamp`` (epoch seconds, integer or decimal, or ISO 8601
+``YYYY-MM-DD[T ]HH:MM:SS[.fff][Z]`` in UTC), ``file``, ``size`` (bytes), ``server`` (optional:
+one server for all rows when the header has none), ``bytes`` (optional: bytes read; default the
+file size) and ``op`` (optional: rows whose op is not a read -- ``read``, ``r``, ``get`` or empty --
+are counted and skipped). Fields may be double-quoted (no newline inside). The file is read in
+blocks of 16 MiB and each block parsed by a compiled loop (numba) that also hashes the names
+into the trace's key table, so memory holds one block plus the distinct names. A row with too
+few fields, a field that is not a number or an empty file name is a bad line, counted with its
+line number.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+from numba import njit
+
+from advisor.cache.keytable import fnv1a, lookup_or_insert
+from advisor.cache.trace import CacheInputError, InputIssues, RequestBatch, Trace
+
+BAD_REASONS = {1: "too few fields", 2: "timestamp: not a number or ISO 8601 time", 3: "size: not a byte count",
+               4: "bytes: not a byte count", 5: "file: empty name"}
+_OPS_READ = (b"read", b"r", b"get", b"rd", b"")
+
+
+@dataclass
+class CsvColumns:
+    time: str = "timestamp"
+    file: str = "file"
+    size: str = "size"
+    server: str | None = "server"
+    nbytes: str | None = None
+    op: str | None = None
+    delimiter: str = ","
+
+
+@njit(cache=True)
+def _int(buf, a, b):
+    while a < b and (buf[a] == 32 or buf[a] == 9):
+        a += 1
+    while b > a and (buf[b - 1] == 32 or buf[b - 1] == 9 or buf[b - 1] == 13):
+        b -= 1
+    if a == b:
+        return -1
+    v = 0
+    for i in range(a, b):
+        c = buf[i] - 48
+        if c < 0 or c > 9:
+            return -1
+        v = v * 10 + c
+    return v
+
+
+@njit(cache=True)
+def _days_from_civil(y, m, d):
+    y -= m <= 2
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+@njit(cache=True)
+def _dig(buf, a, n):
+    v = 0
+    for i in range(a, a + n):
+        c = buf[i] - 48
+        if c < 0 or c > 9:
+            return -1
+        v = v * 10 + c
+    return v
+
+
+@njit(cache=True)
+def _time(buf, a, b):
+    """Epoch seconds from a decimal number or an ISO 8601 UTC time; NaN when neither."""
+    while a < b and (buf[a] == 32 or buf[a] == 9):
+        a += 1
+    while b > a and (buf[b - 1] == 32 or buf[b - 1] == 9 or buf[b - 1] == 13 or buf[b - 1] == 90):
+        b -= 1
+    if a == b:
+        return np.nan
+    if b - a >= 19 and buf[a + 4] == 45 and buf[a + 7] == 45 and buf[a + 13] == 58:
+        y, mo, d = _dig(buf, a, 4), _dig(buf, a + 5, 2), _dig(buf, a + 8, 2)
+        h, mi, s = _dig(buf, a + 11, 2), _dig(buf, a + 14, 2), _dig(buf, a + 17, 2)
+        if y < 0 or mo < 1 or mo > 12 or d < 1 or d > 31 or h < 0 or h > 23 or mi < 0 or mi > 59 or s < 0 or s > 60:
+            return np.nan
+        frac, scale = 0.0, 0.1
+        if b - a > 19:
+            if buf[a + 19] != 46:
+                return np.nan
+            for i in range(a + 20, b):
+                c = buf[i] - 48
+                if c < 0 or c > 9:
+                    return np.nan
+                frac += c * scale
+                scale /= 10
+        return _days_from_civil(y, mo, d) * 86400.0 + h * 3600 + mi * 60 + s + frac
+    v, seen, dot, scale = 0.0, False, False, 0.1
+    for i in range(a, b):
+        c = buf[i]
+        if c == 46 and not dot:
+            dot = True
+            continue
+        c -= 48
+        if c < 0 or c > 9:
+            return np.nan
+        seen = True
+        if dot:
+            v += c * scale
+            scale /= 10
+        else:
+            v = v * 10 + c
+    return v if seen else np.nan
+
+
+@njit(cache=True)
+def _is_read(buf, a, b, ops, op_off):
+    while a < b and (buf[a] == 32 or buf[a] == 9):
+        a += 1
+    while b > a and (buf[b - 1] == 32 or buf[b - 1] == 9 or buf[b - 1] == 13):
+        b -= 1
+    for j in range(len(op_off) - 1):
+        lo, hi = op_off[j], op_off[j + 1]
+        if hi - lo != b - a:
+            continue
+        same = True
+        for i in range(b - a):
+            c = buf[a + i]
+            if 65 <= c <= 90:
+                c += 32
+            if c != ops[lo + i]:
+                same = False
+                break
+        if same:
+            return True
+    return False
+
+
+@njit(cache=True)
+def parse_block(buf, n, delim, cols, line0, ktab, kcount, stab, scount,
+                out_t, out_k, out_s, out_b, out_v, new_off, new_len, snew_off, snew_len,
+                bad_line, bad_code, ops, op_off):
+    """Parse complete lines of ``buf[:n]``. ``cols``: field index of time, file, size, server,
+    bytes, op (-1 absent) and the number of fields needed. Returns (rows, new keys, new servers,
+    bad lines, skipped not-reads)."""
+    ncol = cols[6]
+    starts = np.empty(ncol + 1, dtype=np.int64)
+    ends = np.empty(ncol + 1, dtype=np.int64)
+    nrow = 0
+    nnew = 0
+    snew = 0
+    nbad = 0
+    nskip = 0
+    line = line0
+    p = 0
+    while p < n:
+        q = p
+        f = 0
+        # split one line into fields
+        while True:
+            if q < n and buf[q] == 34:  # quoted field
+                q += 1
+                fa = q
+                while q < n and buf[q] != 34 and buf[q] != 10:
+                    q += 1
+                fb = q
+                if q < n and buf[q] == 34:
+                    q += 1
+                while q < n and buf[q] != delim and buf[q] != 10:
+                    q += 1
+            else:
+                fa = q
+                while q < n and buf[q] != delim and buf[q] != 10:
+                    q += 1
+                fb = q
+            if f <= ncol:
+                starts[f] = fa
+                ends[f] = fb
+            f += 1
+            if q >= n or buf[q] == 10:
+                break
+            q += 1
+        eol = q
+        empty = eol - p == 0 or (eol - p == 1 and buf[p] == 13)
+        if not empty:
+            code = 0
+            if f < ncol:
+                code = 1
+            t = 0.0
+            s = 0
+            nb = 0
+            if code == 0:
+                t = _time(buf, starts[cols[0]], ends[cols[0]])
+                if np.isnan(t):
+                    code = 2
+            if code == 0:
+                s = _int(buf, starts[cols[2]], ends[cols[2]])
+                if s < 0:
+                    code = 3
+            if code == 0:
+                if cols[4] >= 0:
+                    nb = _int(buf, starts[cols[4]], ends[cols[4]])
+                    if nb < 0:
+                        code = 4
+                else:
+                    nb = s
+            fa, fb = starts[cols[1]], ends[cols[1]]
+            if code == 0:
+                while fa < fb and (buf[fa] == 32 or buf[fa] == 9):
+                    fa += 1
+                while fb > fa and (buf[fb - 1] == 32 or buf[fb - 1] == 9 or buf[fb - 1] == 13):
+                    fb -= 1
+                if fa == fb:
+                    code = 5
+            if code != 0:
+                bad_line[nbad] = line
+                bad_code[nbad] = code
+                nbad += 1
+            elif cols[5] >= 0 and not _is_read(buf, starts[cols[5]], ends[cols[5]], ops, op_off):
+                nskip += 1
+            else:
+                k, new = lookup_or_insert(ktab, kcount, fnv1a(buf, fa, fb))
+                if new:
+                    new_off[nnew] = fa
+                    new_len[nnew] = fb - fa
+                    nnew += 1
+                sv = 0
+                if cols[3] >= 0:
+                    sa, sb = starts[cols[3]], ends[cols[3]]
+                    while sb > sa and buf[sb - 1] == 13:
+                        sb -= 1
+                    sv, snw = lookup_or_insert(stab, scount, fnv1a(buf, sa, sb))
+                    if snw:
+                        snew_off[snew] = sa
+                        snew_len[snew] = sb - sa
+                        snew += 1
+                out_t[nrow] = t
+                out_k[nrow] = k
+                out_s[nrow] = s
+                out_b[nrow] = nb
+                out_v[nrow] = sv
+                nrow += 1
+        line += 1
+        p = eol + 1
+    return nrow, nnew, snew, nbad, nskip
+
+
+def _op_table() -> tuple[np.ndarray, np.ndarray]:
+    off = np.zeros(len(_OPS_READ) + 1, dtype=np.int64)
+    for i, o in enumerate(_OPS_READ):
+        off[i + 1] = off[i] + len(o)
+    return np.frombuffer(b"".join(_OPS_READ), dtype=np.uint8).copy(), off
+
+
+def _header(path: str, cols: CsvColumns) -> tuple[list[str], int]:
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline()
+    except FileNotFoundError:
+        raise CacheInputError(path, "no such file") from None
+    except IsADirectoryError:
+        raise CacheInputError(path, "is a directory, not a CSV log") from None
+    except OSError as e:
+        raise CacheInputError(path, e.strerror or "cannot be read") from None
+    text = first.decode("utf-8", "replace").rstrip("\r\n")
+    header = [h.strip() for h in next(csv.reader(io.StringIO(text), delimiter=cols.delimiter), [])]
+    if not header or header == [""]:
+        raise CacheInputError(path, "empty: no header row", line=1)
+    return header, len(first)
+
+
+def read_csv_log(path: str, trace: Trace, cols: CsvColumns, issues: InputIssues,
+                 block_bytes: int = 16 << 20) -> Iterator[RequestBatch]:
+    header, skip = _header(path, cols)
+    want = [cols.time, cols.file, cols.size]
+    missing = [c for c in want + [c for c in (cols.nbytes, cols.op) if c] if c not in header]
+    if cols.server and cols.server not in header and cols.server != "server":
+        missing.append(cols.server)
+    if missing:
+        raise CacheInputError(path, f"no column {', '.join(map(repr, missing))} in the header "
+                                    f"({', '.join(header)}); map columns with --csv-* options", line=1)
+    idx = [header.index(c) for c in want]
+    idx.append(header.index(cols.server) if cols.server and cols.server in header else -1)
+    idx.append(header.index(cols.nbytes) if cols.nbytes else -1)
+    idx.append(header.index(cols.op) if cols.op else -1)
+    need = max(idx) + 1
+    colarr = np.asarray(idx + [need], dtype=np.int64)
+    if idx[3] < 0:
+        trace.server_of("")
+    delim = ord(cols.delimiter)
+    ops, op_off = _op_table()
+    line = 2
+    carry = b""
+    with open(path, "rb") as fh:
+        fh.seek(skip)
+        while True:
+            chunk = fh.read(block_bytes)
+            data = carry + chunk
+            if not data:
+                break
+            if chunk:
+                cut = data.rfind(b"\n") + 1
+                if cut == 0:
+                    carry = data
+                    continue
+                carry, data = data[cut:], data[:cut]
+            else:
+                carry = b""
+            buf = np.frombuffer(data, dtype=np.uint8)
+            newlines = data.count(b"\n")
+            rows = newlines + 1
+            kt, st = trace.key_table, trace.server_table
+            kt.reserve(rows)
+            st.reserve(rows if idx[3] >= 0 else 0)
+            k0, s0 = len(kt), len(st)
+            out_t = np.empty(rows, np.float64)
+            out_k, out_s, out_b, out_v = (np.empty(rows, np.int64) for _ in range(4))
+            new_off, new_len = np.empty(rows, np.int64), np.empty(rows, np.int64)
+            snew_off, snew_len = np.empty(rows, np.int64), np.empty(rows, np.int64)
+            bad_line, bad_code = np.empty(rows, np.int64), np.empty(rows, np.int64)
+            nrow, nnew, snew, nbad, nskip = parse_block(
+                buf, len(buf), delim, colarr, line, kt.slots, kt.count, st.slots, st.count,
+                out_t, out_k, out_s, out_b, out_v, new_off, new_len, snew_off, snew_len, bad_line, bad_code,
+                ops, op_off)
+            line += newlines
+            trace.new_keys(k0, [data[o:o + n].decode("utf-8", "surrogateescape")
+                                for o, n in zip(new_off[:nnew].tolist(), new_len[:nnew].tolist())])
+            for o, n in zip(snew_off[:snew].tolist(), snew_len[:snew].tolist()):
+                trace.server_names.append(data[o:o + n].decode("utf-8", "surrogateescape"))
+            assert len(st) == s0 + snew
+            for ln, code in zip(bad_line[:nbad].tolist(), bad_code[:nbad].tolist()):
+                issues.bad(ln, BAD_REASONS[code])
+            issues.skip("not a read (op column)", int(nskip))
+            if nrow:
+                issues.records += nrow
+                keys = out_k[:nrow]
+                yield RequestBatch(out_t[:nrow], keys, out_s[:nrow], out_b[:nrow], out_v[:nrow],
+                                   trace.types_of(keys))
+            if not chunk:
+                break

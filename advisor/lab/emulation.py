@@ -1,0 +1,64 @@
+"""The lab side of a storage kind: a scenario section that emulates the system's administration
+CLIs in lab hosts (advisor.storage_kinds: a kind's ``lab_emulation`` module holds ``EMULATION``).
+
+The lab knows no storage system by name: a scenario's top-level key that names a registered
+emulation's ``section`` is validated by that emulation's model, and the emulation sets up its
+state, installs its tools in the hosts that carry them, and says what the site file records about
+those hosts (the storage kind's host settings)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+
+class LabEmulation:
+    #: the scenario's top-level key
+    section: str = ""
+    #: the pydantic model of that section
+    model: type[BaseModel]
+
+    def check(self, spec: Any, scenario: Any) -> None:
+        """Raise ValueError when the section does not fit the scenario (unknown hosts ...)."""
+
+    def hosts(self, spec: Any, scenario: Any) -> list[str]:
+        """The lab hosts that carry the emulated tools."""
+        raise NotImplementedError
+
+    def setup(self, state_dir: Path, spec: Any, scenario: Any) -> None:
+        """Write the emulated system's initial state under the lab's emulator state directory."""
+        raise NotImplementedError
+
+    def install(self, host_dir: Path, state_dir: Path) -> dict[str, Path]:
+        """Write the tools' wrappers for one host; returns {path in the host: directory to bind there}."""
+        raise NotImplementedError
+
+    def site_host_settings(self, spec: Any, scenario: Any, host: str) -> dict[str, Any]:
+        """What the lab's site file records about ``host`` (the storage kind's host settings)."""
+        return {}
+
+
+def lab_emulations() -> dict[str, LabEmulation]:
+    """Section name -> emulation, for every registered storage kind that has one."""
+    from advisor.storage_kinds import storage_kinds
+
+    out: dict[str, LabEmulation] = {}
+    for kind in storage_kinds().values():
+        if kind.lab_emulation:
+            e = importlib.import_module(kind.lab_emulation).EMULATION
+            out[e.section] = e
+    return out
+
+
+def emulator_python() -> str:
+    return sys.executable
+
+
+def package_root() -> str:
+    import advisor
+
+    return str(Path(advisor.__file__).resolve().parent.parent)

@@ -1,0 +1,101 @@
+"""The storage-kind plug-in registry (docs/architecture.md, "Adding a storage system").
+
+A storage system is one probe module, one rule pack and one Ansible role with its remediation
+adapter. ``STORAGE_KINDS`` below is the one place that names them; nothing else in the collector,
+the rule engine, the planner, the lab or the site model knows a storage system by name.
+
+``storage_kind`` in a site file names an entry; a site that gives no ``profiles`` gets that
+entry's ``default_profile``. Entries without modules (``dcache``, ``eos``, ...) are known kinds whose
+plug-in is not written yet: their sites get the generic rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class StorageKind:
+    name: str
+    description: str = ""
+    #: the module holding the kind's probes (``Probe`` subclasses with a ``name``)
+    probe_module: str | None = None
+    #: the rule pack: a file name under the shipped rules/ directory, or a path
+    rule_pack: str | None = None
+    #: the Ansible role: a name under the shipped playbooks/roles/, or a path to a role directory
+    role: str | None = None
+    #: the module holding the remediation adapter (``ADAPTER``, an advisor.adapters.Adapter)
+    adapter_module: str | None = None
+    #: the profile a site of this kind gets when its site file names none
+    default_profile: str = "generic"
+    #: per-host settings a site file may give at host level (kept in the host's ``vars``; the
+    #: probes read them from ``ProbeContext.vars``, the adapter from the planner's host settings)
+    host_settings: tuple[str, ...] = field(default_factory=tuple)
+    #: the title of the role's play in apply-tuning.yml (for a role not in the shipped playbook)
+    play_title: str = ""
+    #: the module whose ``EMULATION`` (advisor.lab.emulation.LabEmulation) emulates the system in the lab
+    lab_emulation: str | None = None
+
+    @property
+    def role_name(self) -> str | None:
+        return Path(self.role).name if self.role else None
+
+
+_BUILTIN = (
+    StorageKind("gpfs", "IBM Storage Scale (GPFS): mmlsconfig/mmdiag, mmchconfig",
+                probe_module="probes.gpfs", rule_pack="gpfs.yml", role="gpfs_tuning",
+                adapter_module="advisor.adapters.gpfs", default_profile="gpfs-site", host_settings=("gpfs_node",),
+                play_title="Change GPFS configuration with mmchconfig", lab_emulation="advisor.lab.emulators.gpfs_lab"),
+    StorageKind("san", "SAN logical drives behind the storage servers (DS/SANtricity SMcli)",
+                probe_module="probes.san", rule_pack="san.yml", role="san_cache",
+                adapter_module="advisor.adapters.san", host_settings=("san_controllers",),
+                play_title="Set SAN logical drive cache settings with SMcli", lab_emulation="advisor.lab.emulators.san_lab"),
+    StorageKind("xrootd", "XRootD servers and XCache proxies",
+                probe_module="probes.xcache", rule_pack="xcache.yml", role="xcache",
+                adapter_module="advisor.adapters.xcache",
+                play_title="Set XCache pfc directives and restart the instance when they changed"),
+    StorageKind("dcache"), StorageKind("eos"), StorageKind("ceph"), StorageKind("lustre"), StorageKind("beegfs"),
+    StorageKind("nfs"), StorageKind("hdfs"), StorageKind("other"),
+)
+
+_REGISTRY: dict[str, StorageKind] = {k.name: k for k in _BUILTIN}
+
+
+def storage_kinds() -> dict[str, StorageKind]:
+    return dict(_REGISTRY)
+
+
+def get_storage_kind(name: str) -> StorageKind | None:
+    return _REGISTRY.get(name)
+
+
+def register_storage_kind(kind: StorageKind) -> StorageKind:
+    """Add a storage kind (a plug-in, or a test): its adapter, rule pack and role are found through
+    this registry; its probe module is added to the probes' discovery."""
+    _REGISTRY[kind.name] = kind
+    if kind.probe_module:
+        from probes import add_probe_module
+
+        add_probe_module(kind.probe_module)
+    return kind
+
+
+def unregister_storage_kind(name: str) -> None:
+    kind = _REGISTRY.pop(name, None)
+    if kind and kind.probe_module:
+        from probes import remove_probe_module
+
+        remove_probe_module(kind.probe_module)
+
+
+def host_setting_names() -> set[str]:
+    return {s for k in _REGISTRY.values() for s in k.host_settings}
+
+
+def probe_modules() -> list[str]:
+    return [k.probe_module for k in _REGISTRY.values() if k.probe_module]
+
+
+def rule_packs() -> list[str]:
+    return [k.rule_pack for k in _REGISTRY.values() if k.rule_pack]

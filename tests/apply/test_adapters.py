@@ -1,0 +1,129 @@
+"""Each remediation adapter: the current value from the scan's facts, whether the host can make
+a change, and the role variables it writes (the names the roles read, playbooks/roles/*/defaults)."""
+
+from __future__ import annotations
+
+from advisor.adapters import adapters, get_adapter
+from advisor.findings import Change, ChangeScope
+from probes.firewall import FirewallProbe
+from probes.network import NetworkSysctlProbe
+from probes.xcache import parse_xrootd_files
+from tests.probes.conftest import FIXTURES
+from tests.probes.test_firewall import FULL
+
+
+def change(adapter, key, target, host="h1", scope=ChangeScope.both, runtime=None, persisted=None):
+    return Change(host=host, adapter=adapter, key=key, target=target, scope=scope, runtime=runtime, persisted=persisted)
+
+
+def test_the_registry_holds_the_six_adapters_in_play_order():
+    reg = adapters()
+    assert list(reg)[:6] == ["firewall", "sysctl", "block", "gpfs", "san", "xcache"]
+    assert [a.role for a in reg.values()][:6] == ["firewall", "network_tuning", "block_tuning", "gpfs_tuning",
+                                                  "san_cache", "xcache"]
+
+
+def test_sysctl_adapter_on_a_namespace_capture():
+    facts = {"network.sysctl": NetworkSysctlProbe().parse(
+        (FIXTURES / "network" / "sysctl-netns-modes.txt").read_text()).model_dump(mode="json")}
+    a = get_adapter("sysctl")
+    assert a.current(facts, "net.ipv4.tcp_rmem") == ("4096 131072 33554432", None)
+    assert a.cannot_change(facts, change("sysctl", "net.ipv4.tcp_sack", "1"), {}) is None
+    assert "read-only /proc/sys entry (mode 444)" in a.cannot_change(facts, change("sysctl", "net.core.wmem_max", "1"), {})
+    assert "does not exist on this host" in a.cannot_change(facts, change("sysctl", "net.core.default_qdisc", "fq"), {})
+    assert a.resolve("net.ipv4.tcp_wmem", "4096 16384 4194304", "4096 65536 1048576") == "4096 65536 4194304"
+    assert a.resolve("net.core.default_qdisc", "fq", "fq_codel") is None
+    assert a.same("4096\t87380  16777216", "4096 87380 16777216") and not a.same("1", "0")
+    assert a.role_vars([change("sysctl", "net.ipv4.tcp_sack", "1")], facts, {}) == {
+        "network_tuning_sysctls": {"net.ipv4.tcp_sack": "1"}}
+
+
+def test_firewall_adapter_finds_the_rule_it_removes():
+    from advisor.adapters.firewall import rule_key
+
+    fw = FirewallProbe().parse(FULL).model_dump(mode="json")
+    facts = {"firewall": fw}
+    a = get_adapter("firewall")
+    dropping = next(r for r in fw["rules"] if str(r.get("verdict")).lower() == "drop")
+    key = rule_key(dropping)
+    assert a.current(facts, key) == ("present", None)
+    assert a.current(facts, "nft inet filter input: tcp dport 1 drop") == ("absent", None)
+    assert a.cannot_change(facts, change("firewall", key, "absent"), {}) is None
+    assert "not in the ruleset" in a.cannot_change(facts, change("firewall", "nft x y z: nothing", "absent"), {})
+    out = a.role_vars([change("firewall", key, "absent")], facts, {})["firewall_remove_rules"]
+    assert out == [{k: dropping[k] for k in ("backend", "family", "table", "chain", "text", "handle") if dropping.get(k) is not None}]
+
+
+def test_block_adapter_keys_are_device_and_attribute():
+    facts = {"block.queue": {"devices": {"vda": {"read_ahead_kb": 128, "scheduler": "none",
+                                                 "schedulers": ["mq-deadline", "kyber", "none"]}}}}
+    a = get_adapter("block")
+    assert a.current(facts, "vda/read_ahead_kb") == (128, None)
+    assert a.normalize_target("vda/read_ahead_kb", "1024") == 1024
+    assert a.cannot_change(facts, change("block", "vda/scheduler", "mq-deadline"), {}) is None
+    assert "offers no scheduler bfq" in a.cannot_change(facts, change("block", "vda/scheduler", "bfq"), {})
+    assert "not 'vda/nr_requests'" in a.cannot_change(facts, change("block", "vda/nr_requests", "64"), {})
+    assert a.role_vars([change("block", "vda/read_ahead_kb", 1024), change("block", "vda/scheduler", "mq-deadline")],
+                       facts, {}) == {"block_tuning_devices": {"vda": {"read_ahead_kb": 1024, "scheduler": "mq-deadline"}}}
+
+
+def test_gpfs_adapter_runtime_from_mmdiag_persisted_from_mmlsconfig_and_groups():
+    facts = {"gpfs.mmlsconfig": {"effective": {"pagepool": {"value": "1G"}}},
+             "gpfs.mmdiag": {"active": {"pagepool": {"value": "536870912"}}}}
+    a = get_adapter("gpfs")
+    assert a.current(facts, "pagepool") == ("536870912", "1G")
+    # persisted right, daemon not: a restart-pending attribute
+    pending = a.role_vars([change("gpfs", "pagepool", "1G", scope=ChangeScope.runtime)], facts,
+                          {"inventory_name": "st01", "gpfs_node": "st01-ib"})
+    assert pending == {"gpfs_config": {"pagepool": "1G"}, "gpfs_tuning_node_name": "st01-ib",
+                       "gpfs_tuning_pending_attrs": ["pagepool"]}
+    members = {h: a.role_vars([change("gpfs", "pagepool", v, host=h)], facts, {"inventory_name": h})
+               for h, v in (("st01", "1G"), ("st02", "1G"), ("st03", "2G"))}
+    a.finish(members)
+    assert members["st01"]["gpfs_tuning_group"] == ["st01", "st02"] and members["st02"]["gpfs_tuning_runner"] == "st01"
+    assert members["st03"]["gpfs_tuning_group"] == ["st03"]
+
+
+def test_san_adapter_needs_controllers():
+    facts = {"san.logical_drives": {"generation": "DS4000", "controllers": [],
+                                    "drives": {"data01": {"name": "data01", "read_cache": False}}}}
+    a = get_adapter("san")
+    assert a.current(facts, "data01/readCacheEnabled") == ("FALSE", "FALSE")
+    c = change("san", "data01/readCacheEnabled", "TRUE")
+    assert "no SAN controllers known" in a.cannot_change(facts, c, {})
+    assert a.cannot_change(facts, c, {"san_controllers": ["ctl-a"]}) is None
+    assert a.role_vars([c], facts, {"san_controllers": ["ctl-a", "ctl-b"]}) == {
+        "san_logical_drives": {"data01": {"readCacheEnabled": "TRUE"}}, "san_controllers": ["ctl-a", "ctl-b"]}
+    assert a.resolve("data01/writeCacheEnabled", "TRUE", "FALSE") is None
+
+
+def test_xcache_adapter_on_the_osg_configuration():
+    cfg = "/etc/xrootd/xrootd-xcache.cfg"
+    lines = (FIXTURES / "samples" / "xcache-osg-40-osg-xcache.cfg").read_text().splitlines()
+    inst = parse_xrootd_files([(cfg, list(enumerate(lines, start=1)))], cfg)
+    facts = {"xcache.config": {"cache": inst.model_dump(mode="json")}}
+    a = get_adapter("xcache")
+    c = change("xcache", "pfc.diskusage", "0.90 0.95")
+    assert a.cannot_change(facts, c, {}) is None
+    v = a.role_vars([c], facts, {})
+    assert v["xcache_directives"] == {"pfc.diskusage": "0.90 0.95"} and v["xcache_config_file"] == cfg
+    assert v["xcache_service"] == "xrootd@xcache"
+    assert "names no XCache configuration file" in a.cannot_change({}, c, {})
+
+
+def test_verify_measures_the_mesh_again_when_a_change_acts_on_the_network():
+    from advisor.apply.verify import network_touched
+    from advisor.findings import Finding, FindingStatus, Severity
+    from advisor.report.model import ScanReport, ScanSummary
+
+    def report(*changes):
+        f = Finding(rule_id="X-Y", hosts=["h1"], status=FindingStatus.fail, severity=Severity.high, changes=list(changes))
+        s = ScanSummary(hosts=1, unreachable=0, probe_errors=0, by_status={}, failed_by_severity={},
+                        worst_failed_severity=None, incomplete=False)
+        return ScanReport(tool_version="t", site="s", profiles=[], started_at="-", finished_at="-", duration_s=0,
+                          hosts=[], findings=[f], summary=s)
+
+    assert network_touched(report(change("sysctl", "net.ipv4.tcp_sack", "1")))
+    assert network_touched(report(change("firewall", "nft inet filter input: drop", "absent")))
+    assert not network_touched(report(change("block", "sda/read_ahead_kb", 1024)))
+    assert not network_touched(report())

@@ -1,0 +1,83 @@
+"""What a host or a site file says reaches Ansible as data, never as a template.
+
+A real host (a namespace of this test's own with sshd, tests/apply/conftest.py) carries iptables rules
+whose comments are Jinja2 (``x{{ 7*7 }}`` and a ``lookup('pipe', 'touch ...')``) and a site file
+whose host vars hold ``lookup('pipe', ...)`` (one of them an XCache config path). ``scan``, ``plan`` and a real
+``ansible-playbook --check`` then a real apply must run none of the lookups, and the rule whose
+comment is ``x{{ 7*7 }}`` must really be removed (before, Ansible templated it into ``x49``, did
+not find it, and reported success with the rule still in place).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from advisor.apply.ansible_data import load_data
+from tests.apply.conftest import ANSIBLE_PLAYBOOK, STORADVISE, play_recap, requirements_missing, start_ns_host
+
+pytestmark = [pytest.mark.root, pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing()))]
+
+
+def _pipe(mark) -> str:
+    return "{{ lookup('pipe', 'touch " + str(mark) + "') }}"
+
+
+def _rules(host) -> list[str]:
+    return [ln for ln in host.on_host("iptables -w -S INPUT").stdout.splitlines() if ln.startswith("-A ")]
+
+
+@pytest.fixture(scope="module")
+def world():
+    host, cleanup = start_ns_host("inj01", {})
+    try:
+        marks = {k: host.dir / f"pwned-{k}" for k in ("comment", "hostvar", "xcache")}
+        limit = "-p tcp -m hashlimit --hashlimit-above 40000/sec --hashlimit-burst 4000 --hashlimit-mode srcip"
+        host.on_host("iptables -w -A INPUT -p tcp --dport 22 -j ACCEPT\n"
+                     f"iptables -w -A INPUT -s 10.77.0.5/32 {limit} --hashlimit-name g5"
+                     " -m comment --comment 'x{{ 7*7 }}' -j DROP\n"
+                     f"iptables -w -A INPUT -s 10.77.0.7/32 {limit} --hashlimit-name g7"
+                     f" -m comment --comment \"{_pipe(marks['comment'])}\" -j DROP\n")
+        site = host.site_file(host.dir / "site.yml", ["storage"],
+                              extra={"waivers": [{"rule": "NET-*", "justification": "this test is about the firewall"}]},
+                              host_vars={"site_note": _pipe(marks["hostvar"]),
+                                         "xcache_config": "/etc/xrootd/" + _pipe(marks["xcache"]) + ".cfg"})
+        scan = host.dir / "scan.json"
+        host.controller([STORADVISE, "scan", "--site", str(site), "--sample-seconds", "0.2", "-o", str(scan), "--json"],
+                        check=False)
+        plan = host.dir / "plan"
+        host.controller([STORADVISE, "plan", "--site", str(site), "--scan", str(scan), "--out", str(plan), "--json"])
+        yield {"host": host, "plan": plan, "marks": marks, "before": _rules(host)}
+    finally:
+        cleanup()
+
+
+def _playbook(world, *args):
+    return world["host"].controller([ANSIBLE_PLAYBOOK, "apply-tuning.yml", *args], cwd=world["plan"])
+
+
+def test_plan_holds_the_values_verbatim(world):
+    inv = load_data((world["plan"] / "inventory.yml").read_text())["all"]["hosts"]["inj01"]
+    assert inv["site_note"] == _pipe(world["marks"]["hostvar"])
+    assert "!unsafe" in (world["plan"] / "inventory.yml").read_text()
+    hv = load_data((world["plan"] / "host_vars" / "inj01.yml").read_text())
+    texts = sorted(r["text"] for r in hv["firewall_remove_rules"])
+    assert len(texts) == 2 and "x{{ 7*7 }}" in texts[0] and "lookup(" in texts[1], texts
+
+
+def test_check_then_apply_runs_no_template_and_removes_the_rules(world):
+    host, marks = world["host"], world["marks"]
+    cp = _playbook(world, "--check", "--diff")
+    assert play_recap(cp.stdout)["inj01"]["failed"] == 0
+    assert not [m for m in marks.values() if m.exists()], "a lookup in a scanned or site value ran on the controller"
+    assert _rules(host) == world["before"]
+    cp = _playbook(world)
+    recap = play_recap(cp.stdout)["inj01"]
+    assert recap["failed"] == 0 and recap["changed"] == 1
+    assert not [m for m in marks.values() if m.exists()]
+    after = _rules(host)
+    assert after == [r for r in world["before"] if "10.77.0." not in r] and len(after) == 1, after
+    assert "x49" not in cp.stdout
+    backup = json.loads((host.backup_dir / "firewall.json").read_text())
+    assert any('x{{ 7*7 }}' in r["text"] for r in backup["removed"])
