@@ -24,8 +24,11 @@ def finding_changes(rule: Any, factset: FactSet, hosts: list[str], fields: dict[
         raise RuleDefinitionError(f"{rule.pack}: rule {rule.id}: remediation.changes: {exc}") from None
     out: list[Change] = []
     seen: set[tuple] = set()  # a set, not `in out`: a finding of 10,000 hosts has as many changes
+    by_name: dict[str, Adapter | None] = {}  # the registry is looked up once per adapter, not per host
     for r in rendered:
-        adapter = get_adapter(r["adapter"])
+        if r["adapter"] not in by_name:
+            by_name[r["adapter"]] = get_adapter(r["adapter"])
+        adapter = by_name[r["adapter"]]
         if adapter is None:
             raise RuleDefinitionError(f"{rule.pack}: rule {rule.id}: unknown adapter {r['adapter']!r}")
         if r["target"] is None or r["key"] in ("", "None"):

@@ -14,11 +14,16 @@ from pydantic import BaseModel
 
 M = TypeVar("M", bound=BaseModel)
 _set = object.__setattr__
+#: each model class's field names (pydantic computes ``model_fields`` anew on every access)
+_FIELDS: dict[type, frozenset[str]] = {}
 
 
 def trusted(cls: type[M], fields: dict[str, Any]) -> M:
     """An instance of ``cls`` holding ``fields`` (every field of ``cls``, values of the right types)."""
-    if fields.keys() != cls.model_fields.keys():
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = frozenset(cls.model_fields)
+    if fields.keys() != names:
         raise TypeError(f"{cls.__name__}: trusted() needs every field; got {sorted(fields)}")
     m = cls.__new__(cls)
     _set(m, "__dict__", fields)
