@@ -47,7 +47,8 @@ def interpret(probe: Probe, result: CommandResult, store: OutputStore | None = N
 
     With a ``store``, an output already seen (same probe, same text, same exit) is not parsed
     again: its stored outcome and text are reused (advisor.output_store)."""
-    base = dict(probe=probe.name, raw=result.stdout, duration_s=round(result.duration_s, 3))
+    duration = round(result.duration_s, 3)
+    base = dict(probe=probe.name, raw=result.stdout, duration_s=duration)
     if result.timed_out:
         said = next((ln.strip() for ln in result.stderr.splitlines() if ln.startswith("storadvise: ")), "")
         return ProbeResult(status=ProbeStatus.error,
@@ -66,7 +67,7 @@ def interpret(probe: Probe, result: CommandResult, store: OutputStore | None = N
         status, facts, message = store.outcome(key, lambda: _outcome(probe, result, stderr_line))
     # built without re-validation: the outcome's facts are plain data, possibly shared with other hosts
     return trusted(ProbeResult, {"probe": probe.name, "status": ProbeStatus(status), "facts": facts, "raw": raw,
-                                 "message": message, "duration_s": base["duration_s"]})
+                                 "message": message, "duration_s": duration})
 
 
 def _outcome(probe: Probe, result: CommandResult, stderr_line: str) -> tuple[str, dict, str | None]:

@@ -30,6 +30,7 @@ from urllib.parse import quote
 
 from advisor.transport.base import Command, CommandResult, HostUnreachable, Transport
 from advisor.transport.capture_objects import CaptureObjectError, CaptureObjects
+from advisor.trusted_models import trusted
 
 #: the per-host index of a format-2 capture
 INDEX = "outputs.json"
@@ -82,6 +83,7 @@ def write_capture(
             "rc": r.rc,
             "duration_s": r.duration_s,
             "timed_out": r.timed_out,
+            "truncated": r.truncated,
             "sudo": cmd.sudo if cmd else False,
             "script": objects.put(cmd.script if cmd else ""),
             "stdout": objects.put(r.stdout),
@@ -161,14 +163,15 @@ class CapturedTransport(Transport):
             return CommandResult(key=cmd.key, rc=None, stderr=f"{self.host_dir / INDEX}: output {cmd.key!r}: {exc}")
         rc = entry.get("rc")
         duration = entry.get("duration_s")
-        return CommandResult.model_construct(
-            key=cmd.key,
-            rc=rc if isinstance(rc, int) and not isinstance(rc, bool) else None,
-            stdout=stdout,
-            stderr=stderr,
-            duration_s=float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else 0.0,
-            timed_out=entry.get("timed_out") is True,
-        )
+        return trusted(CommandResult, {  # every field set here: no second validation per host and probe
+            "key": cmd.key,
+            "rc": rc if isinstance(rc, int) and not isinstance(rc, bool) else None,
+            "stdout": stdout,
+            "stderr": stderr,
+            "duration_s": float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else 0.0,
+            "timed_out": entry.get("timed_out") is True,
+            "truncated": entry.get("truncated") is True,
+        })
 
     def run_batch(self, commands: list[Command]) -> list[CommandResult]:
         try:

@@ -118,3 +118,13 @@ def test_format_1_capture_still_replays(tmp_path: Path):
                                                        "timed_out": False, "script": "sysctl -a", "sudo": False}))
     (r,) = CapturedTransport(tmp_path, "gpfs01").run_batch([Command(key="network.sysctl", script="")])
     assert (r.rc, r.stdout, r.duration_s) == (0, "net.ipv4.tcp_sack = 1\n", 0.5)
+
+
+def test_truncated_output_replays_truncated(tmp_path: Path):
+    """An output cut at collection is replayed as cut (never parsed as if whole)."""
+    from advisor.transport.base import CommandResult
+
+    cmd = Command(key="mounts", script="cat /proc/mounts")
+    write_capture(tmp_path, "h1", [cmd], [CommandResult(key="mounts", rc=0, stdout="x" * 10, truncated=True)])
+    (r,) = CapturedTransport(tmp_path, "h1").run_batch([cmd])
+    assert r.truncated and r.stdout == "x" * 10
