@@ -1,8 +1,8 @@
 """Every probe over the corpus of real outputs in tests/fixtures/real/<probe>/.
 
 Each input file ``NAME`` has ``NAME.expected.json``: ``{"error": "..."}`` (the probe must refuse it with a
-ProbeParseError containing that text) or ``{"count": {path: n}, "facts": {path: value}}`` (fact paths as the
-rules write them, list items by index). ``SOURCES.md`` names each file's public source on a line
+ProbeParseError containing that text) or ``{"count": {path: n}, "facts": {path: value}, "rounded": {path: value}}`` (fact paths as the
+rules write them, list items by index; "rounded" compares to the given value's decimals). ``SOURCES.md`` names each file's public source on a line
 ``- `NAME`: <source> ...`` where <source> is ``github:owner/name`` or a URL; a probe with fewer than three
 inputs or fewer than two independent sources says why on a line starting ``Not found publicly:``.
 """
@@ -79,3 +79,6 @@ def test_probe_on_real_output(probe_name, path):
         assert value is not MISSING and len(value) == n, f"{fact_path}: {value!r}"
     for fact_path, want in expected.get("facts", {}).items():
         assert get_path(facts, fact_path) == want, fact_path
+    for fact_path, want in expected.get("rounded", {}).items():
+        decimals = len(str(want).partition(".")[2])
+        assert round(get_path(facts, fact_path), decimals) == want, fact_path
