@@ -67,7 +67,7 @@ def gpfs_drift(persisted: dict[str, Any], active: dict[str, Any], attributes: li
     out = []
     for attr in attributes:
         p, a = eff.get(attr), act.get(attr)
-        if p is None or a is None:
+        if p is None or a is None or p.get("value") is None:  # unknown persisted value: no drift claimed
             continue
         if _same_value(p, a) is False:
             out.append({"attribute": attr, "persisted": p.get("value"), "persisted_bytes": p.get("bytes"),
