@@ -17,9 +17,11 @@ wrappers around these.
   that bound it (sender tcp_wmem max, receiver tcp_rmem max, the receiver's advertised window,
   64 KiB when either end has tcp_window_scaling=0: RFC 7323 needs both SYNs to carry the option,
   so the host with it off is named, never the other end's buffers); the bandwidth-delay product
-  (expected rate x idle RTT / 8) says how far to raise it. The idle RTT is the minimum RTT of the
-  test: the mean during the transfer includes the bottleneck's queue, and a window that fills a
-  queue is not what limits the path (the queueing delay, mean - minimum, is reported apart). A
+  (expected rate x idle RTT / 8) says how far to raise it. The idle RTT is the minimum of three
+  pings sent just before the test (else the test's minimum RTT, which iperf3 samples from the
+  smoothed RTT and may already include a queue): the mean during the transfer includes the
+  bottleneck's queue, and a window that fills a queue is not what limits the path (the queueing
+  delay, mean - idle, is reported apart). A
   buffer already at the recommended size is never blamed (no change that changes nothing);
 * failed tests, with a firewall hint when an end has rules that drop, reject or limit.
 """
@@ -61,18 +63,24 @@ def describe_path(p: dict) -> str:
         bits.append(f"rtt {p['rtt_us'] / 1000:.2f} ms")
     queue = queueing_delay_us(p)
     if queue is not None:
-        bits.append(f"idle rtt {p['min_rtt_us'] / 1000:.2f} ms, queueing delay {queue / 1000:.2f} ms")
+        bits.append(f"idle rtt {idle_rtt_us(p) / 1000:.2f} ms, queueing delay {queue / 1000:.2f} ms")
     rt = p.get("retest")
     if rt and not rt.get("error"):
         bits.append(f"measured alone (in round {rt.get('round')}: {format_bps(rt.get('concurrent_bps'))})")
     return ", ".join(bits)
 
 
+def idle_rtt_us(p: dict) -> float | None:
+    """The path's RTT without our queue: pings just before the test, else the test's minimum RTT."""
+    return p.get("idle_rtt_us") or p.get("min_rtt_us")
+
+
 def queueing_delay_us(p: dict) -> float | None:
-    """Mean RTT during the test minus the idle (minimum) RTT: time spent in queues on the path."""
-    if p.get("rtt_us") is None or p.get("min_rtt_us") is None:
+    """Mean RTT during the test minus the idle RTT: time spent in queues on the path."""
+    idle = idle_rtt_us(p)
+    if p.get("rtt_us") is None or idle is None:
         return None
-    return max(0.0, float(p["rtt_us"]) - float(p["min_rtt_us"]))
+    return max(0.0, float(p["rtt_us"]) - float(idle))
 
 
 def is_slow(p: dict, min_ratio: float) -> bool:
@@ -402,7 +410,7 @@ def buffer_limited(paths: Iterable[dict], facts: HostFactsMap, min_ratio: float,
     for p in paths:
         if not is_slow(p, min_ratio):
             continue
-        rtt = p.get("min_rtt_us") or p.get("rtt_us")
+        rtt = idle_rtt_us(p) or p.get("rtt_us")
         if not rtt or not p.get("measured_bps"):
             continue
         streams = int(p.get("streams") or 1)  # windows are per stream; the mesh reports the sum

@@ -235,3 +235,14 @@ def test_deep_queue_is_not_a_buffer_limit_and_is_reported_apart():
     assert dg.buffer_limited([p], facts, 0.8) == []
     assert dg.queueing_delay_us(p) == 39_000.0
     assert "idle rtt 2.00 ms, queueing delay 39.00 ms" in dg.describe_path(p)
+
+
+def test_pinged_idle_rtt_beats_iperf3_minimum():
+    # as measured in the lab: iperf3's minimum RTT (sampled from the smoothed RTT) already holds the
+    # queue (36 ms); the pings before the test saw the idle 2 ms
+    p = path("stor01", "wn03", 95, rtt=41_000.0, wnd=512_000)
+    p["min_rtt_us"], p["idle_rtt_us"] = 36_000.0, 2_050.0
+    judge_paths([p])
+    facts = {"stor01": {"network.sysctl": sysctl_facts()}, "wn03": {"network.sysctl": sysctl_facts()}}
+    assert dg.buffer_limited([p], facts, 0.8) == []
+    assert dg.queueing_delay_us(p) == 41_000.0 - 2_050.0
