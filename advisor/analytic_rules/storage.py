@@ -160,7 +160,7 @@ def write_cache_risk(drive: dict[str, Any]) -> str | None:
                 "are lost on a power failure")
     mirroring = drive.get("write_cache_mirroring")
     if mirroring is False:
-        return ("write-cache mirroring is off: writes acknowledged from one controller's cache are lost if that "
+        return ("write-cache mirroring is off: acknowledged writes still in one controller's cache are lost if that "
                 "controller fails (dual-controller array)")
     if mirroring is None:
         return ("write-cache mirroring is not reported: whether acknowledged writes survive a controller failure "
