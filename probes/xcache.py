@@ -615,9 +615,11 @@ def parse_df_sections(text: str) -> XCacheUsageFacts:
         got = False
         for ln in rows:
             if ln.startswith("Filesystem"):
-                m = re.search(r"(\d+)([KMG]?)B?-blocks", ln)
+                # df -B: "1K"/"2M" are powers of 1024, "1KB"/"2MB" powers of 1000 (GNU coreutils)
+                m = re.search(r"(\d+)([KMGT]?)(B?)-blocks", ln)
                 if m:
-                    unit = int(m.group(1)) * {"": 1, "K": 1024, "M": 2**20, "G": 2**30}[m.group(2)]
+                    exp = "_KMGT".index(m.group(2) or "_")
+                    unit = int(m.group(1)) * ((1000 if m.group(3) else 1024) ** exp)
                 continue
             parts = ln.split()
             if len(parts) >= 6 and all(re.fullmatch(r"\d+", p) for p in parts[1:4]):
