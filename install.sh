@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 APT_PACKAGES=(python3 python3-venv python3-pip openssh-server openssh-client iperf3 nftables iptables
-              ethtool iproute2 procps kmod sudo util-linux coreutils
+              ethtool iproute2 procps kmod sudo util-linux coreutils iputils-ping
               xrootd-server xrootd-server-plugins xrootd-client)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -210,7 +210,7 @@ class MeshRunner:
                 cmd = iperf.client_command(
                     mesh_address(dst_host), used_port, self.opts.duration, self.opts.omit, self.opts.streams,
                     self.opts.congestion, bidir=bidir, connect_timeout_ms=connect_ms,
-                    hard_limit_s=self.opts.test_timeout - 1,
+                    hard_limit_s=self.opts.test_timeout - 1, idle_rtt=True,
                 )
                 r = self.hosts.run(src, cmd, timeout=self.opts.test_timeout)
             except TransportError as e:
