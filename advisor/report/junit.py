@@ -15,14 +15,9 @@ import xml.etree.ElementTree as ET
 
 from advisor.findings import Finding, FindingStatus, Severity
 from advisor.report.model import ScanReport
+from advisor.report.safe_text import xml_text
 
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff\ud800-\udfff]")
 SITE_SUITE = "site"
-
-
-def xml_text(value: object) -> str:
-    """``value`` as text XML 1.0 can carry: control characters become ``\\xNN``."""
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
 
 
 def iso8601(stamp: str) -> str:
