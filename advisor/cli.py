@@ -71,7 +71,9 @@ def _fail_on(value: str) -> str:
 
 @app.command(epilog="Examples:\n\n  storadvise scan                      # the local host\n\n"
              "  storadvise scan --site ifca --json > scan.json\n\n"
-             "  storadvise scan --inventory hosts.ini --role-map gpfs=storage --role-map wn=worker")
+             "  storadvise scan --inventory hosts.ini --role-map gpfs=storage --role-map wn=worker\n\n"
+             "  storadvise scan --site ifca --html ifca.html --prometheus /var/lib/node_exporter/storadvise.prom\n\n"
+             "  storadvise scan --site ifca --fail-on-new     # CI: fail only on what is new since the last scan")
 @scan_options()
 def scan(
     site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name (sites/NAME.yml, ~/.config/storadvise/sites, lab) or path; none = the local host."),
@@ -80,35 +82,64 @@ def scan(
     json_out: bool = typer.Option(False, "--json", help="Print the JSON report to stdout."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the JSON report to FILE."),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Write findings as JUnit XML to FILE."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Write a self-contained HTML report to FILE."),
+    prometheus: Optional[Path] = typer.Option(None, "--prometheus", help="Write node_exporter textfile metrics to FILE."),
     fail_on: str = typer.Option("high", "--fail-on", help="Exit 2 when a failed finding is at least this severe."),
+    fail_on_new: bool = typer.Option(False, "--fail-on-new", help="Exit 2 only for failures (at or above --fail-on) absent from the last stored scan of the site."),
+    history: Optional[Path] = typer.Option(None, "--history", help="Scan history database (default $STORADVISE_HISTORY, else $XDG_DATA_HOME/storadvise/history.db)."),
+    no_history: bool = typer.Option(False, "--no-history", help="Do not store this scan in the history."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list passed findings."),
     *,
     options: ScanOptions,
 ) -> None:
-    """Probe every host of a site, evaluate the rules, report findings with evidence."""
+    """Probe every host of a site, evaluate the rules, report findings with evidence; store the scan in the history."""
     from advisor.report.console import render_scan
-    from advisor.report.junit import junit_xml
     from advisor.report.model import exit_code
+    from advisor.report.outputs import ReportFiles, write_report_files
     from advisor.report.progress import ScanProgress
     from advisor.scan import open_scan, run_scan
 
     _fail_on(fail_on)
+    if fail_on_new and no_history:
+        raise UsageError("--fail-on-new compares with the stored history; it does not go with --no-history")
     target = open_scan(options, site, inventory, role_map)
     with ScanProgress(len(target.hosts), f"scanning {target.site.name}", enabled=not json_out, console=err) as bar:
         run = run_scan(target, options, progress=bar.host_done, quiet=json_out, console=err)
     report = run.report
-    text = report.model_dump_json(indent=2)
-    if output:
-        _write(output, text + "\n")
-    if junit:
-        _write(junit, junit_xml(report))
+    write_report_files(report, ReportFiles(json=output, junit=junit, html=html, prometheus=prometheus))
+    new = _store_scan(report, history, no_history, fail_on if fail_on_new else None)
     if json_out:
-        print(text)
+        print(report.model_dump_json(indent=2))
     else:
         render_scan(report, out, verbose=verbose)
         if target.site.mesh and run.factset.mesh:
             _render_mesh(run.factset.mesh)
+    if new is not None:
+        if not json_out:
+            for r in new:
+                out.print(f"[red]new since the last stored scan:[/red] {r['rule_id']} {r['host']} {r['subject'] or ''}")
+        raise typer.Exit(2 if new else 3 if report.summary.incomplete else 0)
     raise typer.Exit(exit_code(report.summary, fail_on))
+
+
+def _store_scan(report, history: Optional[Path], no_history: bool, fail_on_new: Optional[str]):
+    """Store the scan; with ``fail_on_new`` return the failures absent from the site's last stored scan."""
+    if no_history:
+        return None
+    from advisor.history.compare import new_failures
+    from advisor.history.store import HistoryStore, history_path
+
+    where = history_path(history)
+    try:
+        with HistoryStore(where) as store:
+            new = new_failures(store.last(report.site), report, fail_on_new) if fail_on_new else None
+            store.record(report)
+    except StoradviseError as exc:
+        if fail_on_new:
+            raise
+        err.print(f"storadvise: warning: scan not stored in the history: {exc}")
+        return None
+    return new
 
 
 def _render_mesh(mesh: dict) -> None:
@@ -117,12 +148,28 @@ def _render_mesh(mesh: dict) -> None:
     render_grid(mesh, out)
 
 
-def _write(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    except OSError as exc:
-        raise StoradviseError(f"{path}: cannot write: {exc.strerror or exc}") from None
+@app.command("report", epilog="Examples:\n\n  storadvise report scan.json --html scan.html\n\n"
+             "  storadvise report scan.json --junit scan.xml --prometheus /var/lib/node_exporter/storadvise.prom")
+def report_cmd(
+    scan_json: Path = typer.Argument(..., help="A scan JSON written by 'storadvise scan --json' or '--output'."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Write a self-contained HTML report to FILE."),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="Write findings as JUnit XML to FILE."),
+    prometheus: Optional[Path] = typer.Option(None, "--prometheus", help="Write node_exporter textfile metrics to FILE."),
+    json_out: bool = typer.Option(False, "--json", help="Print the files written as JSON."),
+) -> None:
+    """Render a saved scan as HTML, JUnit or Prometheus metrics (no host is contacted)."""
+    from advisor.report.model import load_report
+    from advisor.report.outputs import ReportFiles, write_report_files
+
+    if not (html or junit or prometheus):
+        raise UsageError("say what to write: --html FILE, --junit FILE and/or --prometheus FILE")
+    rep = load_report(scan_json)
+    write_report_files(rep, ReportFiles(junit=junit, html=html, prometheus=prometheus))
+    written = {k: str(v) for k, v in (("html", html), ("junit", junit), ("prometheus", prometheus)) if v}
+    if json_out:
+        print(json.dumps({"scan": str(scan_json), "written": written}, indent=2))
+    else:
+        out.print("wrote " + ", ".join(written.values()))
 
 
 # --------------------------------------------------------------------------- collect
@@ -273,7 +320,7 @@ def rules_lint(
 
 
 def _mount_subapps() -> None:
-    for module, name in (("advisor.lab.cli", "lab"), ("advisor.mesh.cli", "mesh"),
+    for module, name in (("advisor.history.cli", "history"), ("advisor.lab.cli", "lab"), ("advisor.mesh.cli", "mesh"),
                          ("advisor.efficiency.cli", "efficiency"), ("advisor.apply.cli", None), ("advisor.cache.cli", "cache")):
         try:
             mod = __import__(module, fromlist=["app"])
