@@ -30,12 +30,14 @@ app = typer.Typer(
     help="Tuning advisor and diagnostics for grid-site storage: scan a site, see the evidence, "
     "get an Ansible fix, prove it.\n\nExample: storadvise scan --site ifca",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-probe_app = typer.Typer(help="Inspect probes: list them, parse a saved output.", no_args_is_help=True)
-rules_app = typer.Typer(help="Rule packs, profiles and waivers.", no_args_is_help=True)
+probe_app = typer.Typer(help="Inspect probes: list them, parse a saved output.\n\nExample: storadvise probe list",
+                        no_args_is_help=True)
+rules_app = typer.Typer(help="Rule packs, profiles and waivers.\n\nExample: storadvise rules lint --site ifca",
+                        no_args_is_help=True)
 app.add_typer(probe_app, name="probe")
 app.add_typer(rules_app, name="rules")
 
@@ -219,7 +221,7 @@ def collect(
 # --------------------------------------------------------------------------- probe
 
 
-@probe_app.command("list")
+@probe_app.command("list", epilog="Example: storadvise probe list --json")
 def probe_list(json_out: bool = typer.Option(False, "--json")) -> None:
     """List the probes, the roles they apply to and whether they need root."""
     from probes import all_probes
@@ -267,12 +269,13 @@ def probe_parse(
 # --------------------------------------------------------------------------- rules
 
 
-@rules_app.command("list")
+@rules_app.command("list", epilog="Examples:\n\n  storadvise rules list --profile pre-deployment\n\n  storadvise rules list --wide")
 def rules_list(
     profile: list[str] = typer.Option([], "--profile", "-p", help="Only rules these profiles select."),
+    wide: bool = typer.Option(False, "--wide", help="Use 200 columns whatever the terminal's width (no wrapping)."),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
-    """List rules with id, severity, roles and title."""
+    """List rules with id, severity, roles and title (rule ids are never cut; other columns wrap)."""
     from advisor.rule_specs import load_catalog, resolve_profiles
 
     catalog = load_catalog()
@@ -287,12 +290,17 @@ def rules_list(
         return
     from rich.table import Table
 
+    from rich.markup import escape
+
+    # the rule id is what people copy into waivers and --profile files: never cut, the other columns wrap
     t = Table(header_style="bold")
-    for c in ("rule", "severity", "roles", "title"):
-        t.add_column(c)
+    t.add_column("rule", no_wrap=True, min_width=max((len(r["id"]) for r in rows), default=4))
+    t.add_column("severity", no_wrap=True)
+    t.add_column("roles", overflow="fold")
+    t.add_column("title", overflow="fold", ratio=1)
     for r in rows:
-        t.add_row(r["id"], r["severity"], ",".join(r["roles"]) or "all", r["title"])
-    out.print(t)
+        t.add_row(escape(r["id"]), r["severity"], ",".join(r["roles"]) or "all", escape(r["title"]))
+    (Console(width=max(out.width, 200)) if wide else out).print(t)
 
 
 @rules_app.command("lint", epilog="Example: storadvise rules lint --site ifca")
@@ -321,7 +329,8 @@ def rules_lint(
 
 def _mount_subapps() -> None:
     for module, name in (("advisor.history.cli", "history"), ("advisor.lab.cli", "lab"), ("advisor.mesh.cli", "mesh"),
-                         ("advisor.efficiency.cli", "efficiency"), ("advisor.apply.cli", None), ("advisor.cache.cli", "cache")):
+                         ("advisor.efficiency.cli", "efficiency"), ("advisor.apply.cli", None), ("advisor.cache.cli", "cache"),
+                         ("advisor.audit.cli", None)):
         try:
             mod = __import__(module, fromlist=["app"])
         except ModuleNotFoundError as exc:

@@ -32,7 +32,7 @@ def _scan(target, options, quiet: bool, label: str, mesh_wanted=None):
 def plan(
     site: str = typer.Option(..., "--site", "-s", help="Site name or site file path."),
     scan: Optional[Path] = typer.Option(None, "--scan", help="A scan JSON ('storadvise scan --json') of this site; none = scan now."),
-    out_dir: Path = typer.Option(..., "--out", "-o", help="Directory to write the Ansible project into."),
+    out_dir: Path = typer.Option(..., "--out", "--output", "-o", help="Directory to write the Ansible project into."),
     json_out: bool = typer.Option(False, "--json", help="Print the plan summary as JSON."),
     min_severity: str = typer.Option("low", "--min-severity", help=f"Plan only findings at or above this severity ({', '.join(SEVERITY_ORDER)}); PLAN.md lists what was left out."),
     *,

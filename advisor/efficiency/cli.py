@@ -17,7 +17,8 @@ from advisor.efficiency.records import EfficiencyInputError
 
 app = typer.Typer(
     name="efficiency",
-    help="CPU efficiency (CPU time / wall time x cores) from job accounting, tied to storage findings.",
+    help="CPU efficiency (CPU time / wall time x cores) from job accounting, tied to storage findings.\n\n"
+    "Example: storadvise efficiency ingest history.jsonl --by length",
     no_args_is_help=True,
 )
 

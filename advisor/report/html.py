@@ -178,13 +178,25 @@ def _verify(result: dict[str, Any]) -> str:
     return html + "</section>"
 
 
-def scan_html(report: ScanReport, verify: dict[str, Any] | None = None) -> str:
-    """The whole page for a scan (the scan after the change, and its comparison, for a verify)."""
+def _audit(items: list) -> str:
+    failed = [i for i in items if not i.passed]
+    verdict = ("<p class='bad'>NOT ACCEPTED: " + f"{len(failed)} of {len(items)} checks fail</p>" if failed
+               else f"<p class='ok'>ACCEPTED: all {len(items)} checks pass</p>")
+    rows = "".join(f"<tr class='{'bad' if not i.passed else ''}'><td>{'FAIL' if not i.passed else 'pass'}</td>"
+                   f"<td>{escape(i.check)}</td><td>{escape(i.subject)}</td><td>{escape(i.message)}</td></tr>"
+                   for i in sorted(items, key=lambda i: i.passed))
+    return (f"<section id='audit'><h2>Acceptance checklist</h2>{verdict}<table><thead><tr><th>result</th><th>check</th>"
+            f"<th>subject</th><th>detail</th></tr></thead><tbody>{rows}</tbody></table></section>")
+
+
+def scan_html(report: ScanReport, verify: dict[str, Any] | None = None, audit: list | None = None) -> str:
+    """The whole page for a scan (the scan after the change, and its comparison, for a verify;
+    the acceptance checklist, for an audit)."""
     title = f"storadvise — {report.site}"
-    head = (f"<header><h1>{escape(title)}</h1><p class='meta'>{'verify' if verify else 'scan'} started "
+    head = (f"<header><h1>{escape(title)}</h1><p class='meta'>{'verify' if verify else 'audit' if audit is not None else 'scan'} started "
             f"{escape(report.started_at)} · {report.duration_s:.1f} s · profiles {escape(', '.join(report.profiles))}"
             f" · storadvise {escape(report.tool_version)}</p></header>")
-    body = [head, _summary(report), _failing(report), _verify(verify) if verify else "", _mesh(report),
+    body = [head, _audit(audit) if audit is not None else "", _summary(report), _failing(report), _verify(verify) if verify else "", _mesh(report),
             _efficiency(report), _hosts(report), _others(report)]
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'; "

@@ -71,3 +71,31 @@ def junit_xml(report: ScanReport) -> str:
     for k in ("tests", "failures", "errors"):
         root.set(k, str(total[k]))
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def checklist_junit(site: str, items: list, started_at: str, duration_s: float) -> str:
+    """An audit checklist (``advisor.audit.checklist.CheckItem``s) as JUnit: one suite per check, one case per item."""
+    root = ET.Element("testsuites", name=xml_text(f"storadvise.audit.{site}"), time=f"{max(duration_s, 0):.3f}")
+    suites: dict[str, ET.Element] = {}
+    total = {"tests": 0, "failures": 0}
+    for item in items:
+        suite = suites.get(item.check)
+        if suite is None:
+            suite = suites[item.check] = ET.SubElement(root, "testsuite", name=xml_text(f"audit.{item.check}"),
+                                                       timestamp=iso8601(started_at), time="0", errors="0", skipped="0")
+        case = ET.SubElement(suite, "testcase", classname=xml_text(f"storadvise.audit.{item.check}"),
+                             name=xml_text(item.subject), time="0")
+        total["tests"] += 1
+        if not item.passed:
+            total["failures"] += 1
+            ET.SubElement(case, "failure", type=item.check, message=xml_text(item.message))
+        else:
+            ET.SubElement(case, "system-out").text = xml_text(item.message)
+    for suite in suites.values():
+        cases = suite.findall("testcase")
+        suite.set("tests", str(len(cases)))
+        suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
+    root.set("tests", str(total["tests"]))
+    root.set("failures", str(total["failures"]))
+    root.set("errors", "0")
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

@@ -30,9 +30,9 @@ def write_text(path: Path, text: str) -> None:
 
 
 def write_report_files(report: ScanReport, files: ReportFiles, verify: dict[str, Any] | None = None,
-                       junit_text: str | None = None) -> None:
+                       junit_text: str | None = None, audit: list | None = None) -> None:
     """Write each file asked for. ``verify``: the before -> after shown in the HTML; ``junit_text``: a
-    JUnit document other than the scan's findings (``audit`` writes its checklist)."""
+    JUnit document other than the scan's findings and ``audit`` the checklist (``audit`` writes both)."""
     if files.json:
         write_text(files.json, report.model_dump_json(indent=2) + "\n")
     if files.junit:
@@ -42,7 +42,7 @@ def write_report_files(report: ScanReport, files: ReportFiles, verify: dict[str,
     if files.html:
         from advisor.report.html import scan_html
 
-        write_text(files.html, scan_html(report, verify=verify))
+        write_text(files.html, scan_html(report, verify=verify, audit=audit))
     if files.prometheus:
         from advisor.report.prometheus import write_prometheus
 
