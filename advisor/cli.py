@@ -95,6 +95,7 @@ def scan(
     options: ScanOptions,
 ) -> None:
     """Probe every host of a site, evaluate the rules, report findings with evidence; store the scan in the history."""
+    from advisor.history.store import store_scan
     from advisor.report.console import render_scan
     from advisor.report.model import exit_code
     from advisor.report.outputs import ReportFiles, write_report_files
@@ -109,7 +110,7 @@ def scan(
         run = run_scan(target, options, progress=bar.host_done, quiet=json_out, console=err)
     report = run.report
     write_report_files(report, ReportFiles(json=output, junit=junit, html=html, prometheus=prometheus))
-    new = _store_scan(report, history, no_history, fail_on if fail_on_new else None)
+    new = store_scan(report, history, no_history, fail_on if fail_on_new else None, warn=err.print)
     if json_out:
         print(report.model_dump_json(indent=2))
     else:
@@ -122,26 +123,6 @@ def scan(
                 out.print(f"[red]new since the last stored scan:[/red] {r['rule_id']} {r['host']} {r['subject'] or ''}")
         raise typer.Exit(2 if new else 3 if report.summary.incomplete else 0)
     raise typer.Exit(exit_code(report.summary, fail_on))
-
-
-def _store_scan(report, history: Optional[Path], no_history: bool, fail_on_new: Optional[str]):
-    """Store the scan; with ``fail_on_new`` return the failures absent from the site's last stored scan."""
-    if no_history:
-        return None
-    from advisor.history.compare import new_failures
-    from advisor.history.store import HistoryStore, history_path
-
-    where = history_path(history)
-    try:
-        with HistoryStore(where) as store:
-            new = new_failures(store.last(report.site), report, fail_on_new) if fail_on_new else None
-            store.record(report)
-    except StoradviseError as exc:
-        if fail_on_new:
-            raise
-        err.print(f"storadvise: warning: scan not stored in the history: {exc}")
-        return None
-    return new
 
 
 def _render_mesh(mesh: dict) -> None:

@@ -134,7 +134,7 @@ def verify(
     """
     from advisor.apply.planner import check_report_matches
     from advisor.apply.verify import network_touched, verify_result
-    from advisor.history.store import HistoryStore, history_path
+    from advisor.history.store import store_scan
     from advisor.report.outputs import ReportFiles, write_report_files
     from advisor.scan import open_scan
     from advisor.site_file import load_site
@@ -153,9 +153,7 @@ def verify(
                            hosts={h.name for h in target.hosts} if options.hosts else None)
     result["before_source"] = before_source
     write_report_files(after, ReportFiles(json=output, html=html), verify=result)
-    if not no_history:
-        with HistoryStore(history_path(history)) as store:
-            store.record(after)
+    store_scan(after, history, no_history, None, warn=err.print)
     if json_out:
         print(json.dumps(result, indent=2, default=str))
     else:

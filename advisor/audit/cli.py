@@ -36,7 +36,7 @@ def audit(
     Profile: pre-deployment unless --profile is given. Exit 0 accepted, 2 a check failed, 1 usage or tool error.
     """
     from advisor.audit.checklist import DEFAULT_PROFILE, audit_checklist
-    from advisor.cli import _store_scan
+    from advisor.history.store import store_scan
     from advisor.report.junit import checklist_junit
     from advisor.report.outputs import ReportFiles, write_report_files
     from advisor.report.progress import ScanProgress
@@ -54,7 +54,7 @@ def audit(
     items = audit_checklist(report, target.site, target.catalog, threshold=threshold)
     write_report_files(report, ReportFiles(json=output, junit=junit, html=html), audit=items,
                        junit_text=checklist_junit(report.site, items, report.started_at, report.duration_s))
-    _store_scan(report, history, no_history, None)
+    store_scan(report, history, no_history, None, warn=err.print)
     accepted = all(i.passed for i in items)
     if json_out:
         print(json.dumps({"site": report.site, "profiles": report.profiles, "accepted": accepted,

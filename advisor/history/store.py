@@ -217,8 +217,22 @@ def _ratio(p: dict[str, Any]) -> float | None:
     return path_ratio(p)
 
 
-def record_scan(report: ScanReport, path: str | Path | None = None) -> tuple[Path, int]:
-    """Store ``report`` in the history at ``path`` (or the default); returns (database, scan id)."""
-    where = history_path(path)
-    with HistoryStore(where) as store:
-        return where, store.record(report)
+def store_scan(report: ScanReport, history: str | Path | None, no_history: bool, fail_on_new: str | None,
+               warn: Callable[[str], None]) -> list[dict[str, Any]] | None:
+    """What a command that scans does with its report: store it (unless ``no_history``); with
+    ``fail_on_new`` (a severity) return the failures at or above it absent from the site's last stored
+    scan. A history that cannot be written is a warning, unless the exit code depends on it."""
+    if no_history:
+        return None
+    from advisor.history.compare import new_failures
+
+    try:
+        with HistoryStore(history_path(history)) as store:
+            new = new_failures(store.last(report.site), report, fail_on_new) if fail_on_new else None
+            store.record(report)
+    except StoradviseError as exc:
+        if fail_on_new:
+            raise
+        warn(f"storadvise: warning: scan not stored in the history: {exc}")
+        return None
+    return new
