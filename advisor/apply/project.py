@@ -15,10 +15,10 @@ DIR/
 from __future__ import annotations
 
 import json
-import sys
 import os
 import shlex
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
