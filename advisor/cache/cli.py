@@ -51,7 +51,7 @@ def _human(n: float) -> str:
 def simulate_cmd(
     logs: list[str] = typer.Argument(..., help="Transfer logs, replayed in the order given."),
     capacity: list[str] = typer.Option(..., "--capacity", "-c", help="Capacities per cache area, e.g. 1T,10T (binary units)."),
-    policy: list[str] = typer.Option(["lru"], "--policy", "-p", help="lru, lfu, arc, xcache (comma-separated)."),
+    policy: list[str] = typer.Option(["lru"], "--policy", help="lru, lfu, arc, xcache (comma-separated)."),
     areas: str = typer.Option("shared", "--areas", help="shared (one cache) or per-server (one area per file server)."),
     curve: bool = typer.Option(False, "--curve", help="Whole LRU curve over all capacities in one pass, and its knee."),
     sample: float = typer.Option(1.0, "--sample", help="SHARDS spatial sampling rate for the curve (0 < R <= 1)."),

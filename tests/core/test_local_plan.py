@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,9 +24,9 @@ def test_plan_site_local_with_role(tmp_path):
     assert r.returncode == 0, r.stderr
     before = json.loads((out / "scan-before.json").read_text())
     assert before["site"] == "local" and before["hosts"][0]["roles"] == ["storage"]
-    inv = yaml.safe_load((out / "inventory.yml").read_text())
-    for host in inv["all"]["hosts"].values():
-        assert host["ansible_connection"] == "local" and "ansible_host" not in host
+    inv = (out / "inventory.yml").read_text()
+    hosts = [line for line in inv.splitlines() if line.strip().startswith(("ansible_connection", "ansible_host"))]
+    assert hosts and all(re.fullmatch(r"\s*ansible_connection: (!unsafe )?'?local'?", h) for h in hosts), inv
     # the project runs against this machine with real ansible-playbook; --check changes nothing
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     p = subprocess.run(["ansible-playbook", "apply-tuning.yml", "--check"], cwd=out, capture_output=True, text=True,

@@ -27,8 +27,8 @@ def run(*args, env=None, timeout=120):
 
 WRITER = """
 import sys
-sys.path.insert(0, {tests!r})
-from report.conftest import make_report
+sys.path.insert(0, {repo!r})
+from tests.report.conftest import make_report
 from advisor.findings import Finding, FindingStatus, Severity
 from advisor.history.store import HistoryStore
 n, rows = int(sys.argv[2]), int(sys.argv[3])
@@ -42,7 +42,7 @@ with HistoryStore(sys.argv[1]) as store:
 
 
 def _writer(db, n, rows=0, site="demo"):
-    return subprocess.Popen([sys.executable, "-c", WRITER.format(tests=str(REPO / "tests")), str(db), str(n), str(rows), site],
+    return subprocess.Popen([sys.executable, "-c", WRITER.format(repo=str(REPO)), str(db), str(n), str(rows), site],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
 
 
