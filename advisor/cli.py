@@ -132,22 +132,27 @@ def _render_mesh(mesh: dict) -> None:
 
 
 @app.command("report", epilog="Examples:\n\n  storadvise report scan.json --html scan.html\n\n"
-             "  storadvise report scan.json --junit scan.xml --prometheus /var/lib/node_exporter/storadvise.prom")
+             "  storadvise report scan.json --junit scan.xml --prometheus /var/lib/node_exporter/storadvise.prom\n\n"
+             "  storadvise report scan.json --html site.html --cache-simulation sim.json")
 def report_cmd(
     scan_json: Path = typer.Argument(..., help="A scan JSON written by 'storadvise scan --json' or '--output'."),
     html: Optional[Path] = typer.Option(None, "--html", help="Write a self-contained HTML report to FILE."),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Write findings as JUnit XML to FILE."),
     prometheus: Optional[Path] = typer.Option(None, "--prometheus", help="Write node_exporter textfile metrics to FILE."),
+    cache_sim: Optional[Path] = typer.Option(None, "--cache-simulation", help="A 'storadvise cache simulate --output' result: its curves go into the HTML."),
     json_out: bool = typer.Option(False, "--json", help="Print the files written as JSON."),
 ) -> None:
     """Render a saved scan as HTML, JUnit or Prometheus metrics (no host is contacted)."""
     from advisor.report.model import load_report
-    from advisor.report.outputs import ReportFiles, write_report_files
+    from advisor.report.outputs import ReportFiles, load_cache_simulation, write_report_files
 
     if not (html or junit or prometheus):
         raise UsageError("say what to write: --html FILE, --junit FILE and/or --prometheus FILE")
+    if cache_sim and not html:
+        raise UsageError("--cache-simulation goes into the HTML report: add --html FILE")
     rep = load_report(scan_json)
-    write_report_files(rep, ReportFiles(junit=junit, html=html, prometheus=prometheus))
+    sim = load_cache_simulation(cache_sim) if cache_sim else None
+    write_report_files(rep, ReportFiles(junit=junit, html=html, prometheus=prometheus), cache=sim)
     written = {k: str(v) for k, v in (("html", html), ("junit", junit), ("prometheus", prometheus)) if v}
     if json_out:
         print(json.dumps({"scan": str(scan_json), "written": written}, indent=2))

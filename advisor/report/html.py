@@ -16,7 +16,7 @@ from advisor.findings import SEVERITY_ORDER, Finding, FindingStatus
 from advisor.report.html_style import PAGE_SCRIPT, PAGE_STYLE
 from advisor.report.model import ScanReport
 from advisor.report.safe_text import xml_text
-from advisor.report.svg import distribution, heatmap, heatmap_legend
+from advisor.report.svg import distribution, heatmap, heatmap_legend, line_plot
 
 
 def escape(v: object) -> str:
@@ -134,6 +134,36 @@ def _efficiency(report: ScanReport) -> str:
             "hover a bar for the hosts.</p>" + distribution(values) + "</section>")
 
 
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{n:.3g} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _cache(sim: dict[str, Any] | None) -> str:
+    """Hit and transfer efficiency vs capacity per policy, from a 'storadvise cache simulate' result."""
+    if not sim:
+        return ""
+    plots = []
+    for metric, title in (("hit_efficiency", "hit efficiency (hits / accesses)"),
+                          ("transfer_efficiency", "transfer efficiency (bytes from cache / bytes read)")):
+        series: dict[str, list[tuple[float, float]]] = {}
+        for c in sim.get("configurations") or []:
+            name = "XCache purge" if c["policy"] == "xcache" else str(c["policy"]).upper()
+            series.setdefault(name, []).append((float(c["capacity_bytes"]), float(c[metric])))
+        curve = sim.get("curve")
+        if curve and curve.get(metric):
+            series["LRU, one pass"] = list(zip(map(float, curve["capacities_bytes"]), map(float, curve[metric])))
+        plots.append(line_plot(series, title=title, x_label=f"capacity per cache area ({sim.get('areas', 'shared')})",
+                               x_format=_size, lines_only=("LRU, one pass",)))
+    head = (f"{int(sim.get('requests', 0)):,} reads of {int(sim.get('distinct_files', 0)):,} files"
+            if sim.get("requests") is not None else "")
+    return ("<section id='cache'><h2>Cache simulation</h2><p class='note'>" + escape(head)
+            + "; hover a point for its value.</p><div class='plot'>" + "".join(plots) + "</div></section>")
+
+
 def _others(report: ScanReport) -> str:
     rest = [f for f in report.findings if f.status != FindingStatus.fail]
     if not rest:
@@ -189,15 +219,16 @@ def _audit(items: list) -> str:
             f"<th>subject</th><th>detail</th></tr></thead><tbody>{rows}</tbody></table></section>")
 
 
-def scan_html(report: ScanReport, verify: dict[str, Any] | None = None, audit: list | None = None) -> str:
+def scan_html(report: ScanReport, verify: dict[str, Any] | None = None, audit: list | None = None,
+              cache: dict[str, Any] | None = None) -> str:
     """The whole page for a scan (the scan after the change, and its comparison, for a verify;
-    the acceptance checklist, for an audit)."""
+    the acceptance checklist, for an audit; ``cache``: a 'storadvise cache simulate' result to plot)."""
     title = f"storadvise — {report.site}"
     head = (f"<header><h1>{escape(title)}</h1><p class='meta'>{'verify' if verify else 'audit' if audit is not None else 'scan'} started "
             f"{escape(report.started_at)} · {report.duration_s:.1f} s · profiles {escape(', '.join(report.profiles))}"
             f" · storadvise {escape(report.tool_version)}</p></header>")
     body = [head, _audit(audit) if audit is not None else "", _summary(report), _failing(report), _verify(verify) if verify else "", _mesh(report),
-            _efficiency(report), _hosts(report), _others(report)]
+            _efficiency(report), _cache(cache), _hosts(report), _others(report)]
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'; "
             "script-src 'unsafe-inline'; img-src data:\">"

@@ -116,3 +116,49 @@ def distribution(values: dict[str, float], *, lo: float = 0.0, hi: float = 1.0, 
     parts.append(f'<text x="{w - pad:.1f}" y="{h - pad + 14}" text-anchor="middle">{f"{hi:.0%}" if percent else f"{hi:g}"}</text>')
     parts.append(f'<text x="{w / 2:.0f}" y="{h - 2}" text-anchor="middle" class="axis-label">{escape(label)}</text></svg>')
     return "".join(parts)
+
+
+CURVE_COLOURS = ("#3a6ea5", "#c62828", "#2e9d4f", "#f2a900", "#6a3d9a", "#555555")
+
+
+def line_plot(series: dict[str, list[tuple[float, float]]], *, title: str, x_label: str, log_x: bool = True,
+              x_format=lambda v: f"{v:g}", lines_only: tuple[str, ...] = ()) -> str:
+    """Lines (name -> [(x, y)], y in [0, 1]) on a log or linear x axis; points show their values on hover.
+    Series named in ``lines_only`` (dense curves) are drawn as a line alone and put no tick on the x axis."""
+    import math
+
+    w, h, left, right, top, bottom = 460, 250, 40, 110, 22, 38
+    xs = [x for pts in series.values() for x, _ in pts if x > 0 or not log_x]
+    if not xs:
+        return ""
+    fx = (lambda v: math.log10(v)) if log_x else (lambda v: v)
+    lo, hi = fx(min(xs)), fx(max(xs))
+    span = (hi - lo) or 1.0
+
+    def px(x: float) -> float:
+        return left + (fx(x) - lo) / span * (w - left - right)
+
+    def py(y: float) -> float:
+        return top + (1 - max(0.0, min(1.0, y))) * (h - top - bottom)
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="curves" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
+             f'role="img" aria-label="{escape(title)}"><text x="{left}" y="14">{escape(title)}</text>']
+    for t in (0, 0.25, 0.5, 0.75, 1.0):
+        parts.append(f'<line x1="{left}" x2="{w - right}" y1="{py(t):.1f}" y2="{py(t):.1f}" stroke="#e5e5e5"/>'
+                     f'<text x="{left - 4}" y="{py(t) + 4:.1f}" text-anchor="end">{t:.0%}</text>')
+    ticks = sorted({x for name, pts in series.items() if name not in lines_only for x, _ in pts if x > 0 or not log_x})
+    for x in ticks[:: max(1, len(ticks) // 8)]:
+        parts.append(f'<text x="{px(x):.1f}" y="{h - bottom + 14}" text-anchor="middle">{escape(x_format(x))}</text>')
+    parts.append(f'<text x="{(left + w - right) / 2:.0f}" y="{h - 4}" text-anchor="middle">{escape(x_label)}</text>')
+    for i, (name, pts) in enumerate(series.items()):
+        colour = CURVE_COLOURS[i % len(CURVE_COLOURS)]
+        pts = sorted(p for p in pts if p[0] > 0 or not log_x)
+        path = " ".join(f"{'M' if j == 0 else 'L'}{px(x):.1f},{py(y):.1f}" for j, (x, y) in enumerate(pts))
+        parts.append(f'<path class="curve" d="{path}" fill="none" stroke="{colour}" stroke-width="1.6"/>')
+        if name not in lines_only:
+            parts.extend(f'<circle class="point" cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="{colour}">'
+                         f'<title>{escape(name)}: {escape(x_format(x))} → {y:.1%}</title></circle>' for x, y in pts)
+        parts.append(f'<rect x="{w - right + 10}" y="{top + 16 * i}" width="10" height="10" fill="{colour}"/>'
+                     f'<text x="{w - right + 24}" y="{top + 9 + 16 * i}">{escape(name)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)

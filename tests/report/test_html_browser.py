@@ -82,3 +82,46 @@ def test_verify_section(report, tmp_path):
         text = page.locator("#verify").inner_text()
         assert "fixed 1, still failing 0, new 0" in text and "310 Mb/s" in text and "940 Mb/s" in text and "3.03" in text
     assert problems == []
+
+
+def test_cache_curves_from_a_real_simulation(report, tmp_path):
+    import json
+    import random
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    rng = random.Random(7)
+    rows = ["timestamp,file,size,server"]
+    for i in range(3000):
+        f = int(rng.paretovariate(1.2)) % 400
+        rows.append(f"{1700000000 + i},/store/data/f{f}.root,{(f % 7 + 1) * 2**20},se{f % 2}")
+    log = tmp_path / "transfers.csv"
+    log.write_text("\n".join(rows) + "\n")
+    repo = Path(__file__).resolve().parents[2]
+    sim = tmp_path / "sim.json"
+    r = subprocess.run([sys.executable, "-m", "advisor.cli", "cache", "simulate", str(log), "--capacity", "64M,256M,1G",
+                        "--policy", "lru,arc", "--curve", "--output", str(sim)], capture_output=True, text=True, cwd=repo)
+    assert r.returncode == 0, r.stderr
+    configs = json.loads(sim.read_text())["configurations"]
+    scan = tmp_path / "scan.json"
+    scan.write_text(report.model_dump_json())
+    html = tmp_path / "site.html"
+    r = subprocess.run([sys.executable, "-m", "advisor.cli", "report", str(scan), "--html", str(html),
+                        "--cache-simulation", str(sim)], capture_output=True, text=True, cwd=repo)
+    assert r.returncode == 0, r.stderr
+    with open_page(html) as (page, problems):
+        assert page.locator("#cache svg.curves").count() == 2
+        # one point per simulated configuration in each plot, plus the one-pass LRU curve as a line
+        assert page.locator("#cache svg.curves").first.locator("circle.point").count() >= len(configs)
+        assert page.locator("#cache svg.curves").first.locator("path.curve").count() == 3
+        tips = page.eval_on_selector_all("#cache svg.curves >> nth=0 >> circle.point title", "els => els.map(e => e.textContent)")
+        c = configs[0]
+        name = c["policy"].upper()
+        assert any(t.startswith(f"{name}: ") and t.endswith(f"{c['hit_efficiency']:.1%}") for t in tips), tips
+    assert problems == []
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"configurations": [{"policy": "lru"}]}')
+    r = subprocess.run([sys.executable, "-m", "advisor.cli", "report", str(scan), "--html", str(html),
+                        "--cache-simulation", str(bad)], capture_output=True, text=True, cwd=repo)
+    assert r.returncode == 1 and "configurations[0]: needs" in r.stderr and r.stderr.count("\n") == 1
