@@ -87,6 +87,12 @@ def test_audit_command_for_ci(tmp_path):
     assert schema.validate(doc), schema.error_log.last_error
     assert int(doc.get("failures")) == sum(1 for c in d["checks"] if not c["passed"]) > 0
     assert {s.get("name") for s in doc.findall("testsuite")} >= {"audit.reachable", "audit.waiver", "audit.setting"}
-    assert "NOT ACCEPTED" in (tmp_path / "a.html").read_text()
+    from .browser import open_page
+
+    with open_page(tmp_path / "a.html") as (page, problems):
+        verdict = page.locator("#audit p.bad")
+        assert verdict.inner_text().startswith("NOT ACCEPTED") and verdict.bounding_box()["y"] < 200
+        assert page.locator("#audit tbody tr").count() == len(d["checks"])
+    assert problems == []
     r = run("audit", "--site", site, "--from", cap, "--threshold", "bogus")
     assert r.returncode == 1 and "--threshold must be one of" in r.stderr and "Traceback" not in r.stderr
