@@ -48,3 +48,22 @@ class ScanProgress:
 
     def host_done(self, host: str, finished: bool, message: str) -> None:
         self.progress.update(self.task, advance=1 if finished else 0, last=f"{host}: {message}")
+
+
+class StepProgress:
+    """A bar over steps whose count is known once the operation starts (``update(done, total, what)``)."""
+
+    def __init__(self, label: str, enabled: bool, console: Console | None = None):
+        self.progress = Progress(*progress_columns("dim"), console=console or Console(stderr=True), transient=True,
+                                 disable=not enabled)
+        self.task = self.progress.add_task(label, total=None, last="")
+
+    def __enter__(self) -> "StepProgress":
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.__exit__(*exc)
+
+    def update(self, done: int, total: int, what: str) -> None:
+        self.progress.update(self.task, completed=done, total=total, last=what)
