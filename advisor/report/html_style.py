@@ -26,6 +26,7 @@ th{background:#f6f7f7}
 .bad,.outcome-new td:first-child,.outcome-still_failing td:first-child{color:#b32d2e;font-weight:600}
 .outcome-fixed td:first-child{color:#00803c;font-weight:600}
 .ok{color:#00803c}
+#others td:nth-child(2),#verify td:nth-child(2){white-space:nowrap}
 svg text{font-size:11px;fill:#1d2327}
 svg .cell-text{font-size:10px;fill:#fff;pointer-events:none}
 svg .cell{cursor:crosshair}
