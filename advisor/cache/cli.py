@@ -76,10 +76,13 @@ def simulate_cmd(
     Example: storadvise cache simulate transfers.csv --capacity 1T,10T,100T --policy lru,lfu,arc,xcache
     --areas per-server --curve --output sim.json
     """
+    from advisor.report.progress import InputFilesProgress
+
     try:
-        result = _run(logs, capacity, policy, areas, curve, sample, fmt, year, file_type,
-                      (csv_time, csv_file, csv_size, csv_server, csv_bytes, csv_op, csv_delimiter),
-                      high, low, purge_interval, output)
+        with InputFilesProgress(logs, "replaying transfer logs", enabled=not json_out):
+            result = _run(logs, capacity, policy, areas, curve, sample, fmt, year, file_type,
+                          (csv_time, csv_file, csv_size, csv_server, csv_bytes, csv_op, csv_delimiter),
+                          high, low, purge_interval, output)
     except StoradviseError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(e.exit_code) from None

@@ -119,7 +119,10 @@ def ingest(
         listed = state["listed"]
         out.write("\n],")
     else:
-        ingest_into(files, format, summary, issues)
+        from advisor.report.progress import InputFilesProgress
+
+        with InputFilesProgress(files, "reading job records", enabled=True):
+            ingest_into(files, format, summary, issues)
 
     base_summary = None
     if baseline:

@@ -52,3 +52,24 @@ def test_mesh_has_a_whole_mesh_bar_with_time_left():
     overall = bar.progress.tasks[0]
     assert overall.description == "mesh" and overall.total == 5 and overall.completed == 2
     assert "~0:00:30 left" in _text(bar.progress, console)  # 3 rounds of 10 s to go
+
+
+def test_input_files_progress_follows_the_reader(tmp_path):
+    from advisor.report.progress import InputFilesProgress
+
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    a.write_bytes(b"x" * 1_000_000)
+    b.write_bytes(b"y" * 3_000_000)
+    console = Console(file=io.StringIO(), width=160, color_system=None)
+    bar = InputFilesProgress([str(a), str(b)], "ingest", enabled=True, console=console)
+    assert bar.poll() == 0
+    with open(a, "rb", buffering=0) as f:
+        f.read(400_000)
+        assert bar.poll() == 400_000
+    with open(b, "rb", buffering=0) as f:
+        f.read(1_500_000)
+        assert bar.poll() == 1_000_000 + 1_500_000  # the first file counts as read
+    assert bar.poll() == 1_000_000  # nothing open: the files before the last one seen
+    assert bar.progress.tasks[0].total == 4_000_000
+    with bar:  # the watcher thread starts and stops cleanly
+        pass
