@@ -36,9 +36,13 @@ def run_site_measurements(site: Site, factory: Callable[[Host], Transport], fact
     if with_efficiency and (site.extensions.get("efficiency") or efficiency_settings):
         from advisor.efficiency.active import EfficiencyTestError, run_efficiency_test
 
+        from advisor.report.progress import StepProgress
+
         if console is not None and not quiet:
             console.print("running the active CPU-efficiency test (one worker at a time) ...")
         try:
-            factset.efficiency = run_efficiency_test(site, factory, **(efficiency_settings or {}))
+            with StepProgress("efficiency test", enabled=console is not None and not quiet, console=console) as bar:
+                factset.efficiency = run_efficiency_test(site, factory, step_progress=bar.update,
+                                                         **(efficiency_settings or {}))
         except EfficiencyTestError as exc:  # recorded, and the scan is incomplete
             factset.efficiency = {"mean": None, "hosts": {}, "error": str(exc), "failed": True}
