@@ -77,9 +77,11 @@ class FileTypes:
         parts = []
         for i, (name, rx) in enumerate(patterns):
             try:
-                re.compile(rx)
+                named = re.compile(rx).groupindex
             except re.error as e:
                 raise StoradviseError(f"file type {name!r}: bad pattern {rx!r}: {e}") from None
+            if named:
+                raise StoradviseError(f"file type {name!r}: pattern {rx!r} has named groups: use (...) or (?:...)")
             self.names.append(name)
             parts.append(f"(?P<t{i}>{rx})")
         self.names.append(OTHER_TYPE)
