@@ -42,6 +42,10 @@ _USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\$?$")
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
 
+#: host variables that name an address other hosts connect to (the mesh's storage-network address)
+ADDRESS_VARS = ("mesh_address",)
+
+
 def host_address(v: str) -> str:
     """``v`` if it is an IP address or a DNS name; a ValueError otherwise (never an ssh option or shell text)."""
     try:
@@ -152,6 +156,17 @@ class Host(StrictModel):
     def _valid_path(cls, v: Path | None) -> Path | None:
         if v is not None and (_CONTROL_CHARS.search(str(v)) or str(v).startswith("-") or '"' in str(v)):
             raise ValueError(f"{str(v)[:60]!r}: a path may not start with '-' or hold '\"' or control characters")
+        return v
+
+    @field_validator("vars")
+    @classmethod
+    def _valid_address_vars(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for key in ADDRESS_VARS:
+            if v.get(key) is not None:
+                try:
+                    host_address(str(v[key]))
+                except ValueError as exc:
+                    raise ValueError(f"vars.{key}: {exc}") from None
         return v
 
     @field_validator("groups")

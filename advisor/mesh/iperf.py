@@ -58,20 +58,24 @@ def version_missing(stdout: str) -> bool:
 # ----------------------------------------------------------------------------- server
 
 
-def server_start_script(port: int, lifetime_s: float) -> str:
+def server_start_script(port: int, lifetime_s: float, bind: str | None = None) -> str:
     """Start a one-shot server on ``port`` in the background and wait until it listens.
+
+    ``bind``: the address the test's client connects to; the server listens there only (``-B``),
+    not on every address of the host.
 
     Prints ``READY <pid> <dir>`` when listening, ``INUSE`` when the port is taken,
     ``NOSTART <log>`` for any other failure. ``timeout`` (coreutils), when present, bounds the
     server's life even if the controller dies before stopping it.
     """
     life = max(1, int(lifetime_s + 0.999))
+    bind_opt = f" -B {shlex.quote(bind)}" if bind else ""
     wait_steps = int(SERVER_READY_WAIT / 0.05)
     return f"""\
 command -v iperf3 >/dev/null 2>&1 || {{ echo {_MISSING}; exit 127; }}
 d=$(mktemp -d "${{TMPDIR:-/tmp}}/storadvise-iperf3.XXXXXX") || exit 1
 if command -v timeout >/dev/null 2>&1; then lim="timeout {life}"; else lim=""; fi
-nohup $lim iperf3 -s -1 -p {int(port)} --forceflush >"$d/log" 2>&1 </dev/null &
+nohup $lim iperf3 -s -1 -p {int(port)}{bind_opt} --forceflush >"$d/log" 2>&1 </dev/null &
 pid=$!
 i=0
 while [ $i -lt {wait_steps} ]; do

@@ -172,7 +172,8 @@ class MeshRunner:
             p = port + k * stride
             if p > 65535:
                 break
-            r = self.hosts.run(dst, iperf.server_start_script(p, life), timeout=iperf.SERVER_READY_WAIT + 15)
+            r = self.hosts.run(dst, iperf.server_start_script(p, life, bind=mesh_address(self.site.host(dst))),
+                               timeout=iperf.SERVER_READY_WAIT + 15)
             if r.timed_out:
                 return iperf.ServerStart(False, message=f"{dst}: starting the iperf3 server timed out"), p
             start = iperf.parse_server_start(r.stdout)
