@@ -42,7 +42,8 @@ _USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\$?$")
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
 
-#: host variables that name an address other hosts connect to (the mesh's storage-network address)
+#: host variables that name an address other hosts connect to (the mesh's storage-network
+#: address); storage kinds' host settings (gpfs_node, san_controllers) are checked in Host too
 ADDRESS_VARS = ("mesh_address",)
 
 
@@ -162,11 +163,14 @@ class Host(StrictModel):
     @classmethod
     def _valid_address_vars(cls, v: dict[str, Any]) -> dict[str, Any]:
         for key in ADDRESS_VARS:
-            if v.get(key) is not None:
+            value = v.get(key)
+            if value is None:
+                continue
+            for one in value if isinstance(value, list) else [value]:
                 try:
-                    host_address(str(v[key]))
+                    host_address(str(one))
                 except ValueError as exc:
-                    raise ValueError(f"vars.{key}: {exc}") from None
+                    raise ValueError(f"{key}: {exc}") from None
         return v
 
     @field_validator("groups")
