@@ -37,5 +37,9 @@ def test_mesh_obeys_hosts(tmp_path):
     mesh = json.loads(cp.stdout)["mesh"]
     paths = sorted((p["src"], p["dst"]) for p in mesh["paths"])
     assert paths == [("a", "b"), ("b", "a")], paths
-    assert "c" not in json.dumps(mesh.get("hosts", {}))
+    assert sorted(mesh["hosts"]) == ["a", "b"]
+    help_text = subprocess.run(["iperf3", "--help"], capture_output=True, text=True)
+    if "rsa-public-key-path" in help_text.stdout + help_text.stderr:  # this iperf3 can authenticate: it did
+        assert all(h["auth"] for h in mesh["hosts"].values()), mesh["hosts"]
+    assert all(p["status"] == "ok" for p in mesh["paths"]), mesh["paths"]
     assert site_text == (tmp_path / "site.yml").read_text()

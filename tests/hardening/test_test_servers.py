@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -70,3 +71,32 @@ def test_efficiency_data_server_binds_to_the_source_address_and_stops():
     finally:
         _sh(active.server_stop_script(pid, token, kv.get("dir", "")))
     assert all(_gone(p) for p in tree)
+
+
+@pytest.mark.skipif(shutil.which("iperf3") is None or "rsa-public-key-path" not in subprocess.run(
+    ["iperf3", "--help"], capture_output=True, text=True).stdout + subprocess.run(
+    ["iperf3", "--help"], capture_output=True, text=True).stderr, reason="needs iperf3 with authentication")
+def test_mesh_iperf3_server_admits_only_our_client(tmp_path):
+    from advisor.mesh.iperf_auth import IperfAuth
+
+    auth = IperfAuth.new()
+    port = 47313
+    cp = _sh(iperf.server_start_script(port, 30, bind=ADDR, auth=auth))
+    start = iperf.parse_server_start(cp.stdout)
+    assert start.ready, cp.stdout + cp.stderr
+    tree = [p.pid for p in _tree(start.pid)]
+    try:
+        stranger = _sh(iperf.client_command(ADDR, port, 1, 0, 1))
+        assert iperf.parse_client_json(stranger.stdout, stranger.returncode, stranger.stderr).error == \
+            "test authorization failed"
+        wrong = IperfAuth("storadvise", "not-the-password", auth.private_pem, auth.public_pem)
+        bad = _sh(iperf.client_command(ADDR, port, 1, 0, 1, auth=wrong))
+        assert iperf.parse_client_json(bad.stdout, bad.returncode, bad.stderr).error == "test authorization failed"
+        ours = _sh(f"TMPDIR={tmp_path}\nexport TMPDIR\n" + iperf.client_command(ADDR, port, 1, 0, 1, auth=auth))
+        res = iperf.parse_client_json(ours.stdout, ours.returncode, ours.stderr)
+        assert res.ok, res.error
+        assert not list(tmp_path.iterdir())  # the client's key dir is removed
+    finally:
+        _sh(iperf.server_stop_script(start.pid, start.workdir or "/nonexistent"))
+    assert all(_gone(p) for p in tree)
+    assert not Path(start.workdir).exists()
