@@ -251,7 +251,7 @@ def run_scan(target: ScanTarget, options: ScanOptions, *, stages: tuple[str, ...
         settings = _efficiency_settings(target, options) if options.efficiency else None
         run_site_measurements(site, target.transports, factset, with_mesh=with_mesh,
                               with_efficiency=settings is not None, efficiency_settings=settings or {},
-                              quiet=quiet, console=console)
+                              quiet=quiet, console=console, hosts=target.hosts)
     run = ScanRun(site=site, factset=factset)
     if "evaluate" in stages:
         evaluation = evaluate(factset, site, profiles=target.profiles, catalog=target.catalog)

@@ -42,6 +42,11 @@ _USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\$?$")
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
 
+#: host variables that name an address other hosts connect to (the mesh's storage-network
+#: address); storage kinds' host settings (gpfs_node, san_controllers) are checked in Host too
+ADDRESS_VARS = ("mesh_address",)
+
+
 def host_address(v: str) -> str:
     """``v`` if it is an IP address or a DNS name; a ValueError otherwise (never an ssh option or shell text)."""
     try:
@@ -152,6 +157,20 @@ class Host(StrictModel):
     def _valid_path(cls, v: Path | None) -> Path | None:
         if v is not None and (_CONTROL_CHARS.search(str(v)) or str(v).startswith("-") or '"' in str(v)):
             raise ValueError(f"{str(v)[:60]!r}: a path may not start with '-' or hold '\"' or control characters")
+        return v
+
+    @field_validator("vars")
+    @classmethod
+    def _valid_address_vars(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for key in ADDRESS_VARS:
+            value = v.get(key)
+            if value is None:
+                continue
+            for one in value if isinstance(value, list) else [value]:
+                try:
+                    host_address(str(one))
+                except ValueError as exc:
+                    raise ValueError(f"{key}: {exc}") from None
         return v
 
     @field_validator("groups")

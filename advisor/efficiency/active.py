@@ -348,7 +348,8 @@ def run_efficiency_test(
             say(f"starting the data server on {src_host.name}")
 
             def start() -> dict[str, Any]:
-                r = transport(src_host).run(server_start_script(token, float(cfg["server_lifetime"]), python=python),
+                r = transport(src_host).run(server_start_script(token, float(cfg["server_lifetime"]), bind=src["address"],
+                                                                python=python),
                                             timeout=30)
                 kv = dict(line.split(" ", 1) for line in r.stdout.splitlines() if " " in line)
                 if r.rc != 0 or "port" not in kv or "pid" not in kv:

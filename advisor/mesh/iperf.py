@@ -22,6 +22,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor.mesh.iperf_auth import IperfAuth
 from probes.json_text import MAX_JSON_DEPTH, json_depth
 
 #: first line of ``iperf3 --version``: "iperf 3.12 (cJSON 1.7.15)"
@@ -58,20 +59,26 @@ def version_missing(stdout: str) -> bool:
 # ----------------------------------------------------------------------------- server
 
 
-def server_start_script(port: int, lifetime_s: float) -> str:
+def server_start_script(port: int, lifetime_s: float, bind: str | None = None, auth: IperfAuth | None = None) -> str:
     """Start a one-shot server on ``port`` in the background and wait until it listens.
+
+    ``bind``: the address the test's client connects to; the server listens there only (``-B``),
+    not on every address of the host. ``auth``: only a client with these credentials may test.
 
     Prints ``READY <pid> <dir>`` when listening, ``INUSE`` when the port is taken,
     ``NOSTART <log>`` for any other failure. ``timeout`` (coreutils), when present, bounds the
     server's life even if the controller dies before stopping it.
     """
     life = max(1, int(lifetime_s + 0.999))
+    bind_opt = f" -B {shlex.quote(bind)}" if bind else ""
+    auth_files = auth.server_files("$d") if auth else ""
+    auth_opt = auth.server_options("$d") if auth else ""
     wait_steps = int(SERVER_READY_WAIT / 0.05)
     return f"""\
 command -v iperf3 >/dev/null 2>&1 || {{ echo {_MISSING}; exit 127; }}
 d=$(mktemp -d "${{TMPDIR:-/tmp}}/storadvise-iperf3.XXXXXX") || exit 1
-if command -v timeout >/dev/null 2>&1; then lim="timeout {life}"; else lim=""; fi
-nohup $lim iperf3 -s -1 -p {int(port)} --forceflush >"$d/log" 2>&1 </dev/null &
+{auth_files}if command -v timeout >/dev/null 2>&1; then lim="timeout {life}"; else lim=""; fi
+nohup $lim iperf3 -s -1 -p {int(port)}{bind_opt}{auth_opt} --forceflush >"$d/log" 2>&1 </dev/null &
 pid=$!
 i=0
 while [ $i -lt {wait_steps} ]; do
@@ -174,6 +181,7 @@ def client_command(
     connect_timeout_ms: int | None = None,
     hard_limit_s: float | None = None,
     idle_rtt: bool = False,
+    auth: IperfAuth | None = None,
 ) -> str:
     """The sender's command line (``-J``, JSON on stdout).
 
@@ -193,13 +201,18 @@ def client_command(
     if connect_timeout_ms:
         args += ["--connect-timeout", str(int(connect_timeout_ms))]
     cmd = " ".join(shlex.quote(a) for a in args)
+    env = ""
+    if auth:
+        cmd += auth.client_options()
+        env = auth.client_env()
+    line = prefix + env + cmd
     if hard_limit_s:
         life = max(1, int(hard_limit_s + 0.999))
-        return (
-            prefix + f"if command -v timeout >/dev/null 2>&1; then timeout -k 2 {life} {cmd}; "
-            f"else {cmd}; fi"
+        line = (
+            prefix + f"if command -v timeout >/dev/null 2>&1; then {env}timeout -k 2 {life} {cmd}; "
+            f"else {env}{cmd}; fi"
         )
-    return prefix + cmd
+    return auth.client_script(line) if auth else line
 
 
 def whole_seconds(x: float, minimum: int) -> int:
