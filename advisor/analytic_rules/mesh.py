@@ -153,7 +153,7 @@ def mesh_buffer_limited(ctx: RuleContext) -> Iterator[Finding]:
                 expected=f"{b.sysctl} = 1 on both ends (RFC 7323: the option is used only when both SYNs carry it)",
                 evidence=[dg.describe_path(p)],
                 subject=f"{_subject(p)} {b.sysctl}",
-                remediation_vars=b.remediation_vars,
+                values=_buffer_values(b),
                 remediation_text=f"Set {b.sysctl} = 1 on {b.host} and persist it; the other end's buffers are not the cause.",
                 message=f"window-limited: {b.host} has tcp_window_scaling=0 (64 KiB windows)",
             )

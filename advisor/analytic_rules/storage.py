@@ -191,8 +191,7 @@ def _san_rule(rule_id: str):
                     # a change that can lose data is never planned unless the profile opts in
                     yield ctx.finding(
                         host.name, status, subject=r["drive"], observed=r["observed"], expected=expected,
-                        evidence=[f"{host.name}: {r['drive']}: {r['line']}"],
-                        remediation_vars={},
+                        evidence=[f"{host.name}: {r['drive']}: {r['line']}"], plannable=False,
                         remediation_text=(f"Not planned: {risk}. Switch the write cache on only with mirroring and "
                                           f"battery protection, or set {SAN_UNPROTECTED_OPT_IN}: true in the site's "
                                           "profile to accept the risk."),

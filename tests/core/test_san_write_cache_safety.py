@@ -25,17 +25,17 @@ def _findings(overrides: dict | None = None):
 def test_no_write_cache_change_without_mirroring():
     (off,) = [f for f in _findings() if f.subject == "vol_cms_01"]
     assert off.status == FindingStatus.fail and off.observed is False and off.expected is True
-    assert off.remediation.vars == {}  # nothing for the planner
+    assert off.changes == []  # nothing for the planner
     assert "acknowledged" in off.message and "controller fails" in off.message
     assert "san_write_cache_unprotected_ok" in off.remediation.text
 
 
 def test_the_profile_can_opt_in():
     (off,) = [f for f in _findings({"san_write_cache_unprotected_ok": True}) if f.subject == "vol_cms_01"]
-    assert off.remediation.vars["san_logical_drives"] == {"vol_cms_01": {"writeCacheEnabled": "TRUE"}}
+    assert [(c.adapter, c.key, c.target) for c in off.changes] == [("san", "vol_cms_01/writeCacheEnabled", "TRUE")]
 
 
 def test_ifca_profile_expects_it_off_and_protected_drives_are_planned_as_before():
     f = {x.subject: x for x in _findings({"san_write_cache": False})}
     assert f["vol_cms_01"].status == FindingStatus.passed
-    assert f["vol_cms_02"].remediation.vars["san_logical_drives"] == {"vol_cms_02": {"writeCacheEnabled": "FALSE"}}
+    assert [(c.adapter, c.key, c.target) for c in f["vol_cms_02"].changes] == [("san", "vol_cms_02/writeCacheEnabled", "FALSE")]
