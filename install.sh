@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 APT_PACKAGES=(python3 python3-venv python3-pip openssh-server openssh-client iperf3 nftables iptables
-              ethtool iproute2 procps kmod sudo util-linux coreutils
-              xrootd-server xrootd-server-plugins xrootd-client)
+              ethtool iproute2 procps kmod sudo util-linux coreutils iputils-ping
+              xrootd-server xrootd-server-plugins xrootd-client
+              chromium prometheus)  # the HTML report's browser test; promtool for the metrics file
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

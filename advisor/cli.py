@@ -30,12 +30,14 @@ app = typer.Typer(
     help="Tuning advisor and diagnostics for grid-site storage: scan a site, see the evidence, "
     "get an Ansible fix, prove it.\n\nExample: storadvise scan --site ifca",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-probe_app = typer.Typer(help="Inspect probes: list them, parse a saved output.", no_args_is_help=True)
-rules_app = typer.Typer(help="Rule packs, profiles and waivers.", no_args_is_help=True)
+probe_app = typer.Typer(help="Inspect probes: list them, parse a saved output.\n\nExample: storadvise probe list",
+                        no_args_is_help=True)
+rules_app = typer.Typer(help="Rule packs, profiles and waivers.\n\nExample: storadvise rules lint --site ifca",
+                        no_args_is_help=True)
 app.add_typer(probe_app, name="probe")
 app.add_typer(rules_app, name="rules")
 
@@ -71,7 +73,9 @@ def _fail_on(value: str) -> str:
 
 @app.command(epilog="Examples:\n\n  storadvise scan                      # the local host\n\n"
              "  storadvise scan --site ifca --json > scan.json\n\n"
-             "  storadvise scan --inventory hosts.ini --role-map gpfs=storage --role-map wn=worker")
+             "  storadvise scan --inventory hosts.ini --role-map gpfs=storage --role-map wn=worker\n\n"
+             "  storadvise scan --site ifca --html ifca.html --prometheus /var/lib/node_exporter/storadvise.prom\n\n"
+             "  storadvise scan --site ifca --fail-on-new     # CI: fail only on what is new since the last scan")
 @scan_options()
 def scan(
     site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name (sites/NAME.yml, ~/.config/storadvise/sites, lab) or path; none = the local host."),
@@ -80,34 +84,45 @@ def scan(
     json_out: bool = typer.Option(False, "--json", help="Print the JSON report to stdout."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the JSON report to FILE."),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Write findings as JUnit XML to FILE."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Write a self-contained HTML report to FILE."),
+    prometheus: Optional[Path] = typer.Option(None, "--prometheus", help="Write node_exporter textfile metrics to FILE."),
     fail_on: str = typer.Option("high", "--fail-on", help="Exit 2 when a failed finding is at least this severe."),
+    fail_on_new: bool = typer.Option(False, "--fail-on-new", help="Exit 2 only for failures (at or above --fail-on) absent from the last stored scan of the site."),
+    history: Optional[Path] = typer.Option(None, "--history", help="Scan history database (default $STORADVISE_HISTORY, else $XDG_DATA_HOME/storadvise/history.db)."),
+    no_history: bool = typer.Option(False, "--no-history", help="Do not store this scan in the history."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list passed findings."),
     *,
     options: ScanOptions,
 ) -> None:
-    """Probe every host of a site, evaluate the rules, report findings with evidence."""
+    """Probe every host of a site, evaluate the rules, report findings with evidence; store the scan in the history."""
+    from advisor.history.store import store_scan
     from advisor.report.console import render_scan
     from advisor.report.json_stream import write_report_json
-    from advisor.report.junit import junit_xml
     from advisor.report.model import exit_code
+    from advisor.report.outputs import ReportFiles, write_report_files
     from advisor.report.progress import ScanProgress
     from advisor.scan import open_scan, run_scan
 
     _fail_on(fail_on)
+    if fail_on_new and no_history:
+        raise UsageError("--fail-on-new compares with the stored history; it does not go with --no-history")
     target = open_scan(options, site, inventory, role_map)
     with ScanProgress(len(target.hosts), f"scanning {target.site.name}", enabled=not json_out, console=err) as bar:
         run = run_scan(target, options, progress=bar.host_done, quiet=json_out, console=err)
     report = run.report
-    if output:
-        _write_report(output, report)
-    if junit:
-        _write(junit, junit_xml(report))
+    write_report_files(report, ReportFiles(json=output, junit=junit, html=html, prometheus=prometheus))
+    new = store_scan(report, history, no_history, fail_on if fail_on_new else None, warn=err.print)
     if json_out:
         write_report_json(report, sys.stdout)
     else:
         render_scan(report, out, verbose=verbose)
         if target.site.mesh and run.factset.mesh:
             _render_mesh(run.factset.mesh)
+    if new is not None:
+        if not json_out:
+            for r in new:
+                out.print(f"[red]new since the last stored scan:[/red] {r['rule_id']} {r['host']} {r['subject'] or ''}")
+        raise typer.Exit(2 if new else 3 if report.summary.incomplete else 0)
     raise typer.Exit(exit_code(report.summary, fail_on))
 
 
@@ -117,24 +132,33 @@ def _render_mesh(mesh: dict) -> None:
     render_grid(mesh, out)
 
 
-def _write_report(path: Path, report) -> None:
-    """The JSON report into ``path``, streamed (advisor.report.json_stream)."""
-    from advisor.report.json_stream import write_report_json
+@app.command("report", epilog="Examples:\n\n  storadvise report scan.json --html scan.html\n\n"
+             "  storadvise report scan.json --junit scan.xml --prometheus /var/lib/node_exporter/storadvise.prom\n\n"
+             "  storadvise report scan.json --html site.html --cache-simulation sim.json")
+def report_cmd(
+    scan_json: Path = typer.Argument(..., help="A scan JSON written by 'storadvise scan --json' or '--output'."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Write a self-contained HTML report to FILE."),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="Write findings as JUnit XML to FILE."),
+    prometheus: Optional[Path] = typer.Option(None, "--prometheus", help="Write node_exporter textfile metrics to FILE."),
+    cache_sim: Optional[Path] = typer.Option(None, "--cache-simulation", help="A 'storadvise cache simulate --output' result: its curves go into the HTML."),
+    json_out: bool = typer.Option(False, "--json", help="Print the files written as JSON."),
+) -> None:
+    """Render a saved scan as HTML, JUnit or Prometheus metrics (no host is contacted)."""
+    from advisor.report.model import load_report
+    from advisor.report.outputs import ReportFiles, load_cache_simulation, write_report_files
 
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w") as fh:
-            write_report_json(report, fh)
-    except OSError as exc:
-        raise StoradviseError(f"{path}: cannot write: {exc.strerror or exc}") from None
-
-
-def _write(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    except OSError as exc:
-        raise StoradviseError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    if not (html or junit or prometheus):
+        raise UsageError("say what to write: --html FILE, --junit FILE and/or --prometheus FILE")
+    if cache_sim and not html:
+        raise UsageError("--cache-simulation goes into the HTML report: add --html FILE")
+    rep = load_report(scan_json)
+    sim = load_cache_simulation(cache_sim) if cache_sim else None
+    write_report_files(rep, ReportFiles(junit=junit, html=html, prometheus=prometheus), cache=sim)
+    written = {k: str(v) for k, v in (("html", html), ("junit", junit), ("prometheus", prometheus)) if v}
+    if json_out:
+        print(json.dumps({"scan": str(scan_json), "written": written}, indent=2))
+    else:
+        out.print("wrote " + ", ".join(written.values()))
 
 
 # --------------------------------------------------------------------------- collect
@@ -187,7 +211,7 @@ def collect(
 # --------------------------------------------------------------------------- probe
 
 
-@probe_app.command("list")
+@probe_app.command("list", epilog="Example: storadvise probe list --json")
 def probe_list(json_out: bool = typer.Option(False, "--json")) -> None:
     """List the probes, the roles they apply to and whether they need root."""
     from probes import all_probes
@@ -235,12 +259,13 @@ def probe_parse(
 # --------------------------------------------------------------------------- rules
 
 
-@rules_app.command("list")
+@rules_app.command("list", epilog="Examples:\n\n  storadvise rules list --profile pre-deployment\n\n  storadvise rules list --wide")
 def rules_list(
     profile: list[str] = typer.Option([], "--profile", "-p", help="Only rules these profiles select."),
+    wide: bool = typer.Option(False, "--wide", help="Use 200 columns whatever the terminal's width (no wrapping)."),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
-    """List rules with id, severity, roles and title."""
+    """List rules with id, severity, roles and title (rule ids are never cut; other columns wrap)."""
     from advisor.rule_specs import load_catalog, resolve_profiles
 
     catalog = load_catalog()
@@ -255,12 +280,17 @@ def rules_list(
         return
     from rich.table import Table
 
+    from rich.markup import escape
+
+    # the rule id is what people copy into waivers and --profile files: never cut, the other columns wrap
     t = Table(header_style="bold")
-    for c in ("rule", "severity", "roles", "title"):
-        t.add_column(c)
+    t.add_column("rule", no_wrap=True, min_width=max((len(r["id"]) for r in rows), default=4))
+    t.add_column("severity", no_wrap=True)
+    t.add_column("roles", overflow="fold")
+    t.add_column("title", overflow="fold", ratio=1)
     for r in rows:
-        t.add_row(r["id"], r["severity"], ",".join(r["roles"]) or "all", r["title"])
-    out.print(t)
+        t.add_row(escape(r["id"]), r["severity"], ",".join(r["roles"]) or "all", escape(r["title"]))
+    (Console(width=max(out.width, 200)) if wide else out).print(t)
 
 
 @rules_app.command("lint", epilog="Example: storadvise rules lint --site ifca")
@@ -288,8 +318,9 @@ def rules_lint(
 
 
 def _mount_subapps() -> None:
-    for module, name in (("advisor.lab.cli", "lab"), ("advisor.mesh.cli", "mesh"),
-                         ("advisor.efficiency.cli", "efficiency"), ("advisor.apply.cli", None), ("advisor.cache.cli", "cache")):
+    for module, name in (("advisor.history.cli", "history"), ("advisor.lab.cli", "lab"), ("advisor.mesh.cli", "mesh"),
+                         ("advisor.efficiency.cli", "efficiency"), ("advisor.apply.cli", None), ("advisor.cache.cli", "cache"),
+                         ("advisor.audit.cli", None)):
         try:
             mod = __import__(module, fromlist=["app"])
         except ModuleNotFoundError as exc:

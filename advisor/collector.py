@@ -3,6 +3,7 @@ transport session per host, hosts in parallel; raw outputs parsed into facts."""
 
 from __future__ import annotations
 
+import datetime
 import gc
 import json
 import time
@@ -216,4 +217,5 @@ def write_manifest(directory: Path, site: Site, started_at: str, hosts: dict[str
 
 
 def now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    """Local time, ISO 8601 extended form with the offset's colon: 2026-11-23T18:50:00+01:00."""
+    return datetime.datetime.now().astimezone().isoformat(timespec="seconds")

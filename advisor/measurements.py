@@ -23,8 +23,11 @@ def nic_speeds(factset: FactSet) -> dict[str, int]:
 
 def run_site_measurements(site: Site, factory: Callable[[Host], Transport], factset: FactSet, *,
                           with_mesh: bool = True, with_efficiency: bool = True, quiet: bool = True,
-                          console: Any = None, efficiency_settings: dict[str, Any] | None = None) -> None:
+                          console: Any = None, efficiency_settings: dict[str, Any] | None = None,
+                          hosts: list[Host] | None = None) -> None:
     """Fill ``factset.mesh`` and ``factset.efficiency`` when the site asks for them.
+
+    ``hosts``: the hosts the scan selected (``--hosts``); the mesh tests paths among them only.
 
     ``efficiency_settings`` (hosts, source, clients, mb, ...) override the site's ``efficiency:``
     section; given explicitly (``storadvise efficiency test``) the test runs even without one.
@@ -32,13 +35,20 @@ def run_site_measurements(site: Site, factory: Callable[[Host], Transport], fact
     if with_mesh and site.mesh and site.mesh.pairs:
         from advisor.mesh.runner import run_mesh
 
-        factset.mesh = run_mesh(site, factory, quiet=quiet, console=console, nic_speeds=nic_speeds(factset))
+        mesh_site = site
+        if hosts is not None and len(hosts) < len(site.hosts):  # --hosts: paths among the selected hosts only
+            mesh_site = site.model_copy(update={"hosts": list(hosts)})
+        factset.mesh = run_mesh(mesh_site, factory, quiet=quiet, console=console, nic_speeds=nic_speeds(factset))
     if with_efficiency and (site.extensions.get("efficiency") or efficiency_settings):
         from advisor.efficiency.active import EfficiencyTestError, run_efficiency_test
+
+        from advisor.report.progress import StepProgress
 
         if console is not None and not quiet:
             console.print("running the active CPU-efficiency test (one worker at a time) ...")
         try:
-            factset.efficiency = run_efficiency_test(site, factory, **(efficiency_settings or {}))
+            with StepProgress("efficiency test", enabled=console is not None and not quiet, console=console) as bar:
+                factset.efficiency = run_efficiency_test(site, factory, step_progress=bar.update,
+                                                         **(efficiency_settings or {}))
         except EfficiencyTestError as exc:  # recorded, and the scan is incomplete
             factset.efficiency = {"mean": None, "hosts": {}, "error": str(exc), "failed": True}

@@ -129,17 +129,19 @@ class RuleContext:
     def finding(self, hosts: str | list[str], status: FindingStatus, *, observed: Any = None,
                 expected: Any = None, evidence: Iterable[str] = (), subject: str | None = None,
                 values: dict[str, Any] | None = None, message: str | None = None,
-                severity: Severity | None = None, remediation_text: str | None = None) -> Finding:
+                severity: Severity | None = None, remediation_text: str | None = None,
+                plannable: bool = True) -> Finding:
         """A finding of this rule. A failed one carries the changes its rule pack's
         ``remediation.changes`` templates give with these fields and the rule's ``values``
         (advisor.change_templates); a template that needs a value the rule did not give yields
-        no change (the remediation text says what to do by hand)."""
+        no change (the remediation text says what to do by hand). ``plannable=False`` gives a failed
+        finding no changes at all: a fix the rule judges unsafe here is said, never planned."""
         rem = self.rule.remediation
         host_list = [hosts] if isinstance(hosts, str) else [str(h) for h in hosts]
         status = FindingStatus(status)
         fields = {"subject": subject, "observed": observed, "expected": expected, **(values or {})}
         changes = []
-        if status == FindingStatus.fail and rem.changes:
+        if status == FindingStatus.fail and rem.changes and plannable:
             changes = finding_changes(self.rule, self.factset, host_list, fields, self.vars)
         # built without re-validation (a rule over 10,000 hosts builds as many): the types are
         # made right here

@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
+from pathlib import Path
 
 from advisor.errors import StoradviseError
 from advisor.rule_engine import analytic_functions
+from advisor.rule_references import unshipped_files
 from advisor.rule_specs import available_profiles, load_catalog, load_profile_file, resolve_profiles
 from probes import all_probes
 
 
-def lint(site_name: str | None = None, today: dt.date | None = None) -> tuple[list[str], list[str]]:
-    """Return (problems, warnings); each a one-line message naming the file and the rule."""
+def lint(site_name: str | None = None, today: dt.date | None = None,
+         directory: Path | None = None) -> tuple[list[str], list[str]]:
+    """Return (problems, warnings); each a one-line message naming the file and the rule.
+
+    *directory* holds the rule packs to check (default: the shipped ones).
+    """
     problems: list[str] = []
     warnings: list[str] = []
     try:
-        catalog = load_catalog()
+        catalog = load_catalog(directory)
     except StoradviseError as exc:
         return [str(exc)], warnings
     probes = all_probes()
@@ -30,18 +36,24 @@ def lint(site_name: str | None = None, today: dt.date | None = None) -> tuple[li
         for var in rule.variables():
             if var not in catalog.pack_vars:
                 problems.append(f"{where}: variable {var!r} has no default in any pack's 'vars'")
+        for ref in rule.references:
+            for path in unshipped_files(ref):
+                problems.append(f"{where}: reference {ref!r} cites {path}, which storadvise does not ship"
+                                " (cite the public source: paper, vendor guide, RFC, man page)")
         if not rule.remediation.changes and not rule.remediation.text:
             warnings.append(f"{where}: no remediation text or changes")
         problems += [f"{where}: remediation.changes: {p}" for p in change_template_problems(rule, catalog.pack_vars)]
     for fn in sorted(set(functions) - {r.function for r in catalog.rules.values() if r.kind == "python"}):
         warnings.append(f"analytic function {fn!r} is registered but no rule uses it")
-    for name in available_profiles():
+    for name in available_profiles(directory):
         try:
-            spec = load_profile_file(name)
-            resolve_profiles([name], catalog)
+            spec = load_profile_file(name, directory)
+            resolve_profiles([name], catalog, directory)
         except StoradviseError as exc:
             problems.append(str(exc))
             continue
+        for path in unshipped_files(spec.description or ""):
+            problems.append(f"{spec.source}: description cites {path}, which storadvise does not ship")
         for glob in spec.select + spec.exclude:
             if not any(fnmatch.fnmatchcase(r, glob) for r in catalog.rules):
                 warnings.append(f"{spec.source}: pattern {glob!r} matches no rule")

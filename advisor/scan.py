@@ -47,7 +47,7 @@ from advisor.measurements import run_site_measurements
 from advisor.report.model import ScanReport, build_report
 from advisor.rule_engine import evaluate
 from advisor.rule_specs import RuleCatalog, load_catalog, resolve_profiles
-from advisor.site import Host, Site
+from advisor.site import Host, Site, give_local_roles
 from advisor.site_file import resolve_site
 from advisor.transport.base import Command, CommandResult, HostUnreachable
 from advisor.transport.capture_objects import CaptureObjects
@@ -73,6 +73,8 @@ class ScanOptions:
         "--hosts", help="Only these hosts: names, globs, groups or roles, comma-separated."))
     profiles: tuple[str, ...] = field(default=(), metadata=flag(
         "--profile", "-p", help="Profile(s) to apply (default: the site's, else generic)."))
+    roles: tuple[str, ...] = field(default=(), metadata=flag(
+        "--role", help="Role(s) of the local host (no --site, or --site local): storage, worker, door, cache, san-controller."))
     parallel: int = field(default=16, metadata=flag("--parallel", help="Hosts probed at once.", min=1, max=512))
     sample_seconds: float = field(default=DEFAULT_SAMPLE_SECONDS, metadata=flag(
         "--sample-seconds", help="Disk utilisation sampling interval, seconds.", min=0.1, max=600))
@@ -196,6 +198,7 @@ def open_scan(options: ScanOptions, site: Site | str | None = None, inventory: P
         transports = captured_transports(options.from_capture, manifest)
     else:
         the_site = site if isinstance(site, Site) else resolve_site(site, inventory, role_map)
+        give_local_roles(the_site, options.roles)
         transports = live_transports(the_site, options)
     catalog = load_catalog()
     names = list(options.profiles) or list(the_site.profiles) or ["generic"]
@@ -255,7 +258,7 @@ def run_scan(target: ScanTarget, options: ScanOptions, *, stages: tuple[str, ...
         settings = _efficiency_settings(target, options) if options.efficiency else None
         run_site_measurements(site, target.transports, factset, with_mesh=with_mesh,
                               with_efficiency=settings is not None, efficiency_settings=settings or {},
-                              quiet=quiet, console=console)
+                              quiet=quiet, console=console, hosts=target.hosts)
     run = ScanRun(site=site, factset=factset)
     if "evaluate" in stages:
         evaluation = evaluate(factset, site, profiles=target.profiles, catalog=target.catalog)

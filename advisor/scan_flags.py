@@ -20,7 +20,10 @@ import typer
 from advisor.scan import ScanOptions
 
 #: the typer annotation of a field whose dataclass type typer cannot take as is
-_CLI_TYPES: dict[str, Any] = {"profiles": list[str], "from_capture": Optional[Path], "hosts": Optional[str]}
+_CLI_TYPES: dict[str, Any] = {"profiles": list[str], "roles": list[str], "from_capture": Optional[Path],
+                              "hosts": Optional[str]}
+#: repeatable flags: typer gives a list, the frozen ScanOptions keeps a tuple
+_LIST_FIELDS = ("profiles", "roles")
 
 
 def _flag_fields(exclude: tuple[str, ...]) -> list[dataclasses.Field]:
@@ -31,7 +34,7 @@ def _parameter(f: dataclasses.Field, hints: dict[str, Any], help_overrides: dict
     cli = f.metadata["cli"]
     annotation = _CLI_TYPES.get(f.name, hints[f.name])
     default = f.default
-    if f.name == "profiles":
+    if f.name in _LIST_FIELDS:
         default = []
     extra = {k: cli[k] for k in ("min", "max") if cli.get(k) is not None}
     option = typer.Option(default, *cli["decls"], help=help_overrides.get(f.name, cli["help"]), **extra)
@@ -39,8 +42,7 @@ def _parameter(f: dataclasses.Field, hints: dict[str, Any], help_overrides: dict
 
 
 def options_from_flags(values: dict[str, Any]) -> ScanOptions:
-    if "profiles" in values:
-        values = {**values, "profiles": tuple(values["profiles"] or ())}
+    values = {**values, **{k: tuple(values[k] or ()) for k in _LIST_FIELDS if k in values}}
     return ScanOptions(**values)
 
 

@@ -32,12 +32,19 @@ class Role(str, Enum):
 
 
 ROLE_NAMES = [r.value for r in Role]
+#: the site name of this machine (``--site local``, or no --site)
+LOCAL_SITE = "local"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 #: a DNS name (RFC 1123 labels) as a host address
 _HOSTNAME_RE = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62}))*\.?$")
 #: a login name (POSIX portable user names, plus the '$' of machine accounts)
 _USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\$?$")
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+
+
+#: host variables that name an address other hosts connect to (the mesh's storage-network
+#: address); storage kinds' host settings (gpfs_node, san_controllers) are checked in Host too
+ADDRESS_VARS = ("mesh_address",)
 
 
 def host_address(v: str) -> str:
@@ -150,6 +157,20 @@ class Host(StrictModel):
     def _valid_path(cls, v: Path | None) -> Path | None:
         if v is not None and (_CONTROL_CHARS.search(str(v)) or str(v).startswith("-") or '"' in str(v)):
             raise ValueError(f"{str(v)[:60]!r}: a path may not start with '-' or hold '\"' or control characters")
+        return v
+
+    @field_validator("vars")
+    @classmethod
+    def _valid_address_vars(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for key in ADDRESS_VARS:
+            value = v.get(key)
+            if value is None:
+                continue
+            for one in value if isinstance(value, list) else [value]:
+                try:
+                    host_address(str(one))
+                except ValueError as exc:
+                    raise ValueError(f"{key}: {exc}") from None
         return v
 
     @field_validator("groups")
@@ -423,15 +444,31 @@ def find_site_file(name_or_path: str) -> Path:
 
 
 def local_site() -> Site:
-    """The embedded default: this machine, scanned through the local transport."""
+    """The embedded default (``--site local`` or no site): this machine, scanned through the local transport."""
     import socket
 
     name = socket.gethostname() or "localhost"
     if not _NAME_RE.match(name):
         name = "localhost"
     return Site(
-        name="local",
+        name=LOCAL_SITE,
         description="the local host",
         transport="local",
         hosts=[Host(name=name, address="localhost", roles=[])],
     )
+
+
+def give_local_roles(site: Site, roles: list[str] | tuple[str, ...]) -> Site:
+    """The local host takes ``roles`` (``--role``); refused for a site whose hosts are not this machine."""
+    from advisor.errors import UsageError
+
+    if not roles:
+        return site
+    if site.transport != "local":
+        raise UsageError(f"--role gives the local host its roles; site {site.name!r} names its hosts' roles itself")
+    bad = [r for r in roles if r not in ROLE_NAMES]
+    if bad:
+        raise UsageError(f"--role {bad[0]!r} is not a role; roles: {', '.join(ROLE_NAMES)}")
+    for h in site.hosts:
+        h.roles = [Role(r) for r in dict.fromkeys(roles)]
+    return site

@@ -8,13 +8,21 @@ from pathlib import Path
 
 from advisor.errors import SiteFileError, UsageError
 from advisor.inventory import parse_role_map, site_from_inventory, site_from_inventory_section
-from advisor.site import Site, find_site_file, local_site
+from advisor.site import LOCAL_SITE, Site, find_site_file, local_site
 from advisor.yaml_lines import load_located_yaml
 
 
 def load_site(name_or_path: str) -> Site:
-    """Load and validate a site by name or path; errors name file, line and field."""
-    path = find_site_file(name_or_path)
+    """Load and validate a site by name or path; errors name file, line and field.
+
+    ``local`` with no site file of that name is this machine (``advisor.site.local_site``)."""
+    if name_or_path == LOCAL_SITE:
+        try:
+            path = find_site_file(name_or_path)
+        except SiteFileError:
+            return local_site()
+    else:
+        path = find_site_file(name_or_path)
     doc = load_located_yaml(path, "site file")
     data = doc.data
     if not isinstance(data, dict):

@@ -13,7 +13,9 @@ reported apart), then times, each from the CSV file:
   * the state's memory: bytes per distinct file, and a small log replayed 1 and 3 times (3x the
     requests, the same files): the same bytes -- bounded by distinct files, not requests.
 
-Prints one JSON object and a summary; exit 0 when the three targets hold.
+Times are CPU seconds of this process (libCacheSim runs in it too), best of two alternating rounds:
+on a shared machine wall time would mostly measure the neighbours. Prints one JSON object and a
+summary; exit 0 when the targets hold.
 """
 
 from __future__ import annotations
@@ -60,8 +62,13 @@ def write_trace(path: Path, n: int, n_files: int, seed: int = 11) -> None:
                             f"{sizes[ids[i]]},fs{ids[i] % 24}\n" for i in range(m)))
 
 
+def _clock() -> float:
+    """CPU seconds of this process: on a shared 2-core box, wall time measures the neighbours."""
+    return time.process_time()
+
+
 def ours_lru(path: str, cap: int, passes: int = 1) -> tuple[float, int, CacheState, Trace]:
-    t = time.perf_counter()
+    t = _clock()
     tr = Trace()
     st = CacheState("lru", cap, len(tr.types.names))
     n = 0
@@ -70,17 +77,17 @@ def ours_lru(path: str, cap: int, passes: int = 1) -> tuple[float, int, CacheSta
             st.reserve(tr.n_keys, 1)
             st.run(b.time, b.key, np.zeros(len(b), np.int64), b.size, b.nbytes, b.ftype)
             n += len(b)
-    return time.perf_counter() - t, n, st, tr
+    return _clock() - t, n, st, tr
 
 
 def ours_curve(path: str, caps: np.ndarray) -> tuple[float, StackCurve]:
-    t = time.perf_counter()
+    t = _clock()
     tr = Trace()
     c = StackCurve(caps, len(tr.types.names))
     for b in read_csv_log(path, tr, CsvColumns(), InputIssues(path)):
         c.reserve(tr.n_keys)
         c.run(b.key, b.size, b.nbytes, b.ftype)
-    return time.perf_counter() - t, c
+    return _clock() - t, c
 
 
 def libcachesim_lru(path: str, cap: int) -> tuple[float, float] | None:
@@ -88,12 +95,12 @@ def libcachesim_lru(path: str, cap: int) -> tuple[float, float] | None:
         import libcachesim as lcs
     except ImportError:
         return None
-    t = time.perf_counter()
+    t = _clock()
     p = lcs.ReaderInitParam(has_header=True, has_header_set=True, delimiter=",", obj_id_is_num=False,
                             obj_id_is_num_set=True)
     p.time_field, p.obj_id_field, p.obj_size_field = 1, 2, 3
     miss, _ = lcs.LRU(cap).process_trace(lcs.TraceReader(path, lcs.TraceType.CSV_TRACE, p))
-    return time.perf_counter() - t, 1 - miss
+    return _clock() - t, 1 - miss
 
 
 def state_bytes(st: CacheState) -> int:
@@ -106,6 +113,7 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=1_000_000)
     ap.add_argument("--capacity", type=float, default=100e12, help="bytes (default 100 TB)")
     ap.add_argument("--keep", type=Path, help="write/reuse the trace here")
+    ap.add_argument("--rounds", type=int, default=2, help="alternating rounds; each run's best CPU time is kept")
     a = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
@@ -122,16 +130,27 @@ def main() -> int:
     ours_curve(str(small), CURVE_GRID)
     compile_s = time.perf_counter() - t
     cap = int(a.capacity)
-    lru_s, n, st, tr = ours_lru(str(path), cap)
+    # alternate the three runs, --rounds times, and keep each one's best (least disturbed) time
+    best: dict[str, float] = {}
+    peer = None
+    for _ in range(a.rounds):
+        lru_s, n, st, tr = ours_lru(str(path), cap)
+        best["lru"] = min(best.get("lru", lru_s), lru_s)
+        curve_s, curve = ours_curve(str(path), np.unique(np.append(CURVE_GRID, cap)))
+        best["curve"] = min(best.get("curve", curve_s), curve_s)
+        got = libcachesim_lru(str(path), cap)
+        if got:
+            peer = (min(peer[0], got[0]), got[1]) if peer else got
+    lru_s, curve_s = best["lru"], best["curve"]
     c = st.counts.sum(axis=0)
-    curve_s, curve = ours_curve(str(path), np.unique(np.append(CURVE_GRID, cap)))
     j = int(np.searchsorted(curve.caps, cap))
     curve_hit = float(curve.hits().sum(axis=0)[j, 0] / curve.total.sum(axis=0)[0])
-    peer = libcachesim_lru(str(path), cap)
     _, _, st1, _ = ours_lru(str(small), cap, passes=1)
     _, n3, st3, tr3 = ours_lru(str(small), cap, passes=3)
     res = {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores (pinned to 1), Python {platform.python_version()}",
+        "clock": "CPU seconds of the process (time.process_time), best of --rounds alternating rounds",
+        "loadavg_1min": os.getloadavg()[0],
         "requests": n, "distinct_files": tr.n_keys, "capacity_bytes": cap, "compile_s": round(compile_s, 2),
         "lru": {"seconds": round(lru_s, 3), "requests_per_s": round(n / lru_s), "hit_efficiency": round(c[1] / c[0], 6)},
         "curve": {"seconds": round(curve_s, 3), "capacities": len(curve.caps), "ratio_to_lru": round(curve_s / lru_s, 3),

@@ -29,6 +29,10 @@ link: a device not listed there is a partition (iostat's own test); one linked u
 /sys/devices/virtual, or named loop/ram/zram/dm-/md, is ``virtual``. Without that list (a bare pair of snapshots), the 7-column pre-2.6.25
 partition form, or a name that is a listed disk's name plus a partition number
 (``sda1``, ``nvme0n1p2``, ``cciss/c0d0p1``), marks a partition.
+
+**An odd line.** A line that is not a diskstats record (a column count no kernel prints, a
+non-numeric or negative counter) skips that device only, as iostat does; it is named in
+``skipped``. A snapshot with no valid line at all is not /proc/diskstats: a parse error.
 """
 
 from __future__ import annotations
@@ -104,6 +108,8 @@ class DeviceIoStats(BaseModel):
 class DiskIoFacts(BaseModel):
     interval_s: float
     devices: dict[str, DeviceIoStats] = Field(default_factory=dict)
+    #: lines left out because they are not diskstats records: "diskstatsN: <why>" (the device only)
+    skipped: list[str] = Field(default_factory=list)
 
 
 def parse_diskstats_line(line: str) -> DiskstatsRecord:
@@ -127,16 +133,30 @@ def parse_diskstats_line(line: str) -> DiskstatsRecord:
     return DiskstatsRecord(major=major, minor=minor, name=cols[2], **dict(zip(STAT_FIELDS, numbers)))
 
 
-def parse_diskstats_snapshot(text: str) -> dict[str, DiskstatsRecord]:
-    """Parse one /proc/diskstats snapshot into records by device name (``#`` comments skipped)."""
+def parse_diskstats_snapshot(text: str, skipped: list[str] | None = None) -> dict[str, DiskstatsRecord]:
+    """Parse one /proc/diskstats snapshot into records by device name (``#`` comments skipped).
+
+    With ``skipped``, a malformed line is appended there (its message) and left out; without it, or
+    when no line at all is valid, it raises ProbeParseError."""
     records: dict[str, DiskstatsRecord] = {}
+    errors: list[str] = []
     for line in text.splitlines():
         if not line.strip() or line.lstrip().startswith("#"):
             continue
-        record = parse_diskstats_line(line)
+        try:
+            record = parse_diskstats_line(line)
+        except ProbeParseError as exc:
+            if skipped is None:
+                raise
+            errors.append(str(exc))
+            continue
         if record.name in records:
             raise ProbeParseError(f"diskstats: device {record.name!r} listed twice")
         records[record.name] = record
+    if errors and not records:
+        raise ProbeParseError(errors[0])
+    if skipped is not None:
+        skipped.extend(errors)
     return records
 
 
@@ -263,12 +283,16 @@ class DiskstatsProbe(Probe):
             raise ProbeParseError(f"block.diskstats output truncated: no {', '.join(missing)} section")
         start = parse_uptime(sections["uptime1"], "uptime1")
         end = parse_uptime(sections["uptime2"], "uptime2")
-        first = parse_diskstats_snapshot(sections["diskstats1"])
-        second = parse_diskstats_snapshot(sections["diskstats2"])
+        skipped1: list[str] = []
+        skipped2: list[str] = []
+        first = parse_diskstats_snapshot(sections["diskstats1"], skipped1)
+        second = parse_diskstats_snapshot(sections["diskstats2"], skipped2)
         if not second:
             raise ProbeParseError("block.diskstats: the second /proc/diskstats snapshot is empty")
         whole_disks = None
         listing = [line.split(None, 1) for line in sections.get(SYSBLOCK_SECTION, "").splitlines() if line.strip()]
         if listing:
             whole_disks = {entry[0].replace("!", "/"): entry[-1] for entry in listing}
-        return compute_diskio(first, second, round(end - start, 6), whole_disks)
+        facts = compute_diskio(first, second, round(end - start, 6), whole_disks)
+        facts.skipped = [f"diskstats1: {e}" for e in skipped1] + [f"diskstats2: {e}" for e in skipped2]
+        return facts

@@ -141,13 +141,25 @@ def parse_iptables_save(text: str, family: str) -> tuple[list[FirewallChain], li
 
 
 def _iptables_rule(tokens: list[str], line: str, family: str, table: str, user_chains: set[str]) -> FirewallRule:
-    """One ``-A`` line; ``-j`` to a chain declared in the table is a jump, other targets (LOG, MARK ...) no verdict."""
+    """One ``-A`` line; ``-j`` to a chain declared in the table is a jump, other targets (LOG, MARK ...) no verdict.
+
+    ``! -d NET`` (and the old ``-d ! NET``) is a negation: NET goes to ``excluded_addresses``, not ``addresses``.
+    """
     verdict = None
     limit = False
     addresses: list[str] = []
     interfaces: list[str] = []
+    excluded_addresses: list[str] = []
+    excluded_interfaces: list[str] = []
+    negate = False
     for i, tok in enumerate(tokens):
+        if tok == "!":
+            negate = True
+            continue
         arg = tokens[i + 1] if i + 1 < len(tokens) else ""
+        negated, negate = negate, False
+        if arg == "!" and tok in ("-s", "--source", "-d", "--destination", "-i", "--in-interface", "-o", "--out-interface"):
+            negated, arg = True, tokens[i + 2] if i + 2 < len(tokens) else ""
         if tok in ("-j", "--jump"):
             if arg in IPT_VERDICTS:
                 verdict = IPT_VERDICTS[arg]
@@ -158,12 +170,14 @@ def _iptables_rule(tokens: list[str], line: str, family: str, table: str, user_c
         elif tok in ("-m", "--match") and arg in IPT_LIMIT_MATCHES:
             limit = True
         elif tok in ("-s", "--source", "-d", "--destination"):
-            addresses += [n for n in (normalize_network(a) for a in arg.split(",")) if n]
+            nets = [n for n in (normalize_network(a) for a in arg.split(",")) if n]
+            (excluded_addresses if negated else addresses).extend(nets)
         elif tok in ("-i", "--in-interface", "-o", "--out-interface") and arg:
-            interfaces.append(arg)
+            (excluded_interfaces if negated else interfaces).append(arg)
     return FirewallRule(
         backend="iptables", family=family, table=table, chain=tokens[1], verdict=verdict, limit=limit,
-        addresses=addresses, interfaces=interfaces, text=line,
+        addresses=addresses, interfaces=interfaces, excluded_addresses=excluded_addresses,
+        excluded_interfaces=excluded_interfaces, text=line,
     )
 
 

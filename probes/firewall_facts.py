@@ -37,6 +37,11 @@ class FirewallRule(BaseModel):
     addresses: list[str] = Field(default_factory=list)
     #: interfaces it matches (input or output)
     interfaces: list[str] = Field(default_factory=list)
+    #: networks a negated match leaves out (iptables ``! -d 127.0.0.0/8``, nft ``ip daddr != 127.0.0.0/8``):
+    #: the rule matches every address *except* these
+    excluded_addresses: list[str] = Field(default_factory=list)
+    #: interfaces a negated match leaves out (``! -o docker0``, ``iifname != "docker0"``)
+    excluded_interfaces: list[str] = Field(default_factory=list)
     #: the rule as iptables-save prints it, or rendered from the nft JSON
     text: str
 

@@ -56,13 +56,16 @@ class MmlsconfigEntry(BaseModel):
 
 
 class EffectiveValue(BaseModel):
-    value: str
+    #: None when unknown (see ``unknown``)
+    value: str | None
     #: bytes, for size attributes only (binary suffixes)
     bytes: int | None = None
     #: for count attributes written without a suffix only
     count: int | None = None
     #: yes/no values
     enabled: bool | None = None
+    #: why the value is unknown: a node-class line may apply and the node's classes are unknown
+    unknown: str | None = None
     scope: list[str] | None = None
     line: str
     lineno: int
@@ -159,7 +162,7 @@ class MmlsconfigProbe(Probe):
         parsed = parse_mmlsconfig(body)
         all_classes = parse_mmlsnodeclass(nc_text) if nc_text else {}
         node_classes = classes_of(node_name, all_classes)
-        effective = resolve_effective(parsed["entries"], node_name, node_classes)
+        effective = resolve_effective(parsed["entries"], node_name, node_classes, classes_known=bool(all_classes))
         return GpfsConfigFacts(
             cluster_name=parsed["cluster_name"],
             filesystems=parsed["filesystems"],
@@ -170,7 +173,7 @@ class MmlsconfigProbe(Probe):
             node_classes_known=bool(all_classes),
             all_node_classes=all_classes,
             effective=effective,
-            named=[a for a in NAMED_ATTRIBUTES if a in effective],
+            named=[a for a in NAMED_ATTRIBUTES if a in effective and effective[a]["value"] is not None],
             unparsed=parsed["unparsed"],
         )
 

@@ -24,7 +24,11 @@ Effective value for one node (derived rule; documented in the report):
    (from ``mmlsnodeclass`` when available; the system class ``all`` always);
 2. among scoped lines whose scope list intersects them, the **last one in file order** wins;
 3. else the last cluster-wide line wins (later lines override earlier ones: the ``mmlsconfig
-   pagepool`` transcript prints 1G, then 8G after an ``mmchconfig``).
+   pagepool`` transcript prints 1G, then 8G after an ``mmchconfig``);
+4. when the node's class membership is unknown (no ``mmlsnodeclass`` output), a scoped line that
+   does not name the node may name one of its classes: if such a line could win (it comes after
+   the last line known to apply), the attribute's value is *unknown* (``value`` None, ``unknown``
+   says why, ``line`` is that scoped line), never the cluster-wide value or a default.
 
 Sizes are binary (pagepool, maxblocksize ...; IBM: "default 1 GiB"): ``bytes`` is set only for
 size attributes. Counts (``maxFilesToCache 128K``) keep the value as written; ``count`` is set
@@ -233,19 +237,35 @@ def _scope_matches(scope: list[str], names: set[str]) -> bool:
     return False
 
 
-def resolve_effective(entries: list[dict[str, Any]], node: str | None, node_classes: list[str]) -> dict[str, Any]:
-    """Effective value per attribute for ``node`` (rule in the module docstring)."""
+def resolve_effective(entries: list[dict[str, Any]], node: str | None, node_classes: list[str],
+                      classes_known: bool = True) -> dict[str, Any]:
+    """Effective value per attribute for ``node`` (rules 1-4 in the module docstring)."""
     names = node_scopes(node, node_classes)
     cluster: dict[str, dict[str, Any]] = {}
     scoped: dict[str, dict[str, Any]] = {}
+    #: per attribute, the last scoped line that may name one of the node's (unknown) classes
+    maybe: dict[str, dict[str, Any]] = {}
     for e in entries:
         if e["scope"] is None:
             cluster[e["attribute"]] = e
         elif _scope_matches(e["scope"], names):
             scoped[e["attribute"]] = e
+        elif not classes_known:
+            maybe[e["attribute"]] = e
     effective: dict[str, Any] = {}
-    for attr in list(cluster) + [a for a in scoped if a not in cluster]:
-        e = scoped.get(attr) or cluster[attr]
+    attrs = list(cluster) + [a for a in scoped if a not in cluster] + [a for a in maybe if a not in cluster and a not in scoped]
+    for attr in attrs:
+        known = scoped.get(attr)
+        doubt = maybe.get(attr)
+        if doubt is not None and (known is None or doubt["lineno"] > known["lineno"]):
+            who = f"node {node}" if node else "this node (its name is unknown)"
+            item = {"value": None, "bytes": None, "count": None, "enabled": None,
+                    "unknown": f"set for [{','.join(doubt['scope'])}]; whether {who} belongs to it is unknown "
+                               "(no mmlsnodeclass output)"}
+            item.update({"scope": doubt["scope"], "line": doubt["line"], "lineno": doubt["lineno"]})
+            effective[attr] = item
+            continue
+        e = known or cluster[attr]
         item = normalise_value(attr, e["value"])
         item.update({"scope": e["scope"], "line": e["line"], "lineno": e["lineno"]})
         effective[attr] = item

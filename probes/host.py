@@ -13,8 +13,14 @@ Locally, ``local_text`` builds the same text from ``platform`` and ``psutil`` (n
 
 Logical cores are the ``processor`` stanzas of /proc/cpuinfo. Physical cores are the distinct
 ``(physical id, core id)`` pairs when the kernel prints them (x86); on architectures whose
-cpuinfo has no topology (arm64, s390x, most VMs' ppc64le) they are ``None``. The CPU model is the
+cpuinfo has no topology (arm64, most VMs' ppc64le) they are ``None``. The CPU model is the
 first ``model name`` (x86, arm64 with newer kernels), else ``Processor``/``cpu``/``uarch`` lines.
+
+IBM Z (s390x) prints no ``processor`` stanzas: a header (``vendor_id : IBM/S390``, ``# processors : N``,
+one ``processor N: version = .., identification = .., machine = ..`` line per CPU) and, on newer
+kernels, one ``cpu number : N`` stanza per CPU with ``physical id``/``core id``. Logical cores are
+those stanzas, else the ``processor N:`` lines, else ``# processors``; the model is the vendor and
+the machine type (``IBM/S390 machine 2964``).
 """
 
 from __future__ import annotations
@@ -88,11 +94,39 @@ def _cpuinfo_stanzas(text: str) -> list[dict[str, str]]:
     return stanzas
 
 
+_S390_PROCESSOR_RE = re.compile(r"^processor (\d+):.*\bmachine = (\w+)", re.MULTILINE)
+
+
+def _parse_cpuinfo_s390(text: str, stanzas: list[dict[str, str]]) -> tuple[str | None, int, int | None] | None:
+    """IBM Z: see the module docstring; None when the text is not s390x cpuinfo either."""
+    header = stanzas[0] if stanzas else {}
+    lines = _S390_PROCESSOR_RE.findall(text)
+    if not header.get("vendor_id", "").startswith("IBM/S390") and not lines:
+        return None
+    cpus = [s for s in stanzas if s.get("cpu number", "").isdigit()]
+    if cpus:
+        logical = len(cpus)
+    elif lines:
+        logical = len({n for n, _ in lines})
+    elif header.get("# processors", "").isdigit():
+        logical = int(header["# processors"])
+    else:
+        return None
+    machine = lines[0][1] if lines else None
+    model = " ".join(x for x in (header.get("vendor_id"), f"machine {machine}" if machine else None) if x) or None
+    cores = {(s["physical id"], s["core id"]) for s in cpus if "physical id" in s and "core id" in s}
+    physical = len(cores) if cpus and len(cores) <= logical and all("core id" in s for s in cpus) else None
+    return model, logical, physical
+
+
 def _parse_cpuinfo(text: str) -> tuple[str | None, int, int | None]:
     stanzas = _cpuinfo_stanzas(text)
     processors = [s for s in stanzas if "processor" in s and s["processor"].isdigit()]
     if not processors:
-        raise ProbeParseError("cpuinfo: no 'processor' entries")
+        s390 = _parse_cpuinfo_s390(text, stanzas)
+        if s390 is None:
+            raise ProbeParseError("cpuinfo: no 'processor' entries (nor IBM Z 'processor N:' / 'cpu number' lines)")
+        return s390
     model = None
     for s in stanzas:
         for key in _CPU_MODEL_KEYS:

@@ -6,6 +6,11 @@ blanks and specials escaped as octal ``\\040``; proc(5)); ``filesystems`` -- /pr
 kernel module exists (``modinfo -n ceph``), so a rule can tell whether a Ceph kernel mount is
 possible where ceph-fuse is used. ``parse`` also accepts /proc/self/mountinfo lines (``id parent
 major:minor root mountpoint options ... - fstype source super-options``) and raw /proc/mounts.
+From mountinfo, ``options`` are the mount point's own options and ``super_options`` those of the
+file system's superblock (a read-only bind mount of a read-write file system: ``ro`` / ``rw``).
+Options are split at commas outside double quotes (SELinux ``context="u:r:t:s0:c1,c2"``).
+A line of neither format (``mount -l`` prints ``dev on /dir type fs (opts)``) is a parse error
+naming the line: the parser never guesses mounts out of another format.
 
 Kinds: ``parallel`` (gpfs, lustre, beegfs, ceph kernel client, glusterfs, panfs, orangefs),
 ``network`` (nfs, nfs4, cifs/smb3, 9p), ``fuse`` storage clients (fuse.ceph-fuse, fuse.ceph,
@@ -55,7 +60,12 @@ class Mount(BaseModel):
     device: str
     mountpoint: str
     fstype: str
+    #: this mount's options (from mountinfo: the per-mount ones; from /proc/mounts: all of them)
     options: list[str] = Field(default_factory=list)
+    #: the superblock's options (mountinfo only; empty from /proc/mounts)
+    super_options: list[str] = Field(default_factory=list)
+    #: mountinfo's major:minor of the device (None from /proc/mounts)
+    dev_id: str | None = None
     kind: str
     #: for Ceph: "kernel" or "fuse"
     ceph_client: str | None = None
@@ -74,25 +84,47 @@ class MountsFacts(BaseModel):
     ceph_kernel_possible: bool | None = None
 
 
+_MOUNT_CMD_RE = re.compile(r"^\S+ on \S.* type \S+ \(")
+
+
+def split_options(text: str) -> list[str]:
+    """``rw,context="u:r:t:s0:c1,c2",noatime`` -> three options: commas inside double quotes do not split."""
+    out: list[str] = []
+    cur: list[str] = []
+    quoted = False
+    for ch in text:
+        if ch == '"':
+            quoted = not quoted
+        if ch == "," and not quoted:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur))
+    return [o for o in out if o]
+
+
 def _parse_mount_line(line: str) -> Mount | None:
+    """One mountinfo or /proc/mounts line; None when it is neither."""
     parts = line.split()
-    if " - " in line and len(parts) >= 10 and parts[0].isdigit() and ":" in parts[2]:
-        # mountinfo
+    if " - " in line and len(parts) >= 10 and parts[0].isdigit() and re.fullmatch(r"\d+:\d+", parts[2]):
         left, _, right = line.partition(" - ")
         lp, rp = left.split(), right.split()
         if len(lp) < 6 or len(rp) < 2:
             return None
-        mountpoint, opts = _unescape(lp[4]), lp[5].split(",")
+        mountpoint, opts = _unescape(lp[4]), split_options(lp[5])
         fstype, device = rp[0], _unescape(rp[1])
-        if len(rp) >= 3:
-            opts = opts + [o for o in rp[2].split(",") if o not in opts]
-    elif len(parts) >= 4:
-        device, mountpoint, fstype, opts = _unescape(parts[0]), _unescape(parts[1]), parts[2], parts[3].split(",")
+        super_opts = split_options(rp[2]) if len(rp) >= 3 else []
+        dev_id = parts[2]
+    elif len(parts) == 6 and parts[1].startswith("/") and parts[4].isdigit() and parts[5].isdigit():
+        device, mountpoint, fstype, opts = _unescape(parts[0]), _unescape(parts[1]), parts[2], split_options(parts[3])
+        super_opts, dev_id = [], None
     else:
         return None
     kind = classify(fstype)
     ceph = "kernel" if fstype in ("ceph", "cephfs") else ("fuse" if fstype in CEPH_FUSE else None)
-    return Mount(device=device, mountpoint=mountpoint, fstype=fstype, options=opts, kind=kind, ceph_client=ceph, line=line)
+    return Mount(device=device, mountpoint=mountpoint, fstype=fstype, options=opts, super_options=super_opts,
+                 dev_id=dev_id, kind=kind, ceph_client=ceph, line=line)
 
 
 def parse_mounts(text: str) -> MountsFacts:
@@ -104,20 +136,20 @@ def parse_mounts(text: str) -> MountsFacts:
     else:
         body, fs_text, mod = text, None, None
     facts = MountsFacts()
-    bad: list[str] = []
-    for raw in body.splitlines():
+    for lineno, raw in enumerate(body.splitlines(), start=1):
         line = raw.strip()
         if not line:
             continue
         m = _parse_mount_line(line)
         if m is None:
-            bad.append(line)
-            continue
+            what = ("the output of mount(8), not /proc/self/mounts or mountinfo" if _MOUNT_CMD_RE.match(line)
+                    else "not a /proc/self/mounts or mountinfo line")
+            raise ProbeParseError(f"mounts: line {lineno}: {what}: {line[:120]!r}")
         facts.mounts.append(m)
         if m.kind in ("parallel", "network", "fuse"):
             facts.storage_mounts[m.mountpoint] = m
     if not facts.mounts:
-        raise ProbeParseError("mounts: no mount lines" + (f"; got: {bad[0][:200]}" if bad else ""))
+        raise ProbeParseError("mounts: no mount lines")
     if fs_text is not None:
         facts.kernel_filesystems = [ln.split()[-1] for ln in fs_text.splitlines() if ln.strip()]
     if mod is not None:

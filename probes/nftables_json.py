@@ -3,7 +3,10 @@
 A rule's ``expr`` list is rendered back into nft syntax for ``text``; verdicts, rate limits,
 quotas, meters and connection limits, addresses (``saddr``/``daddr`` matches, with named sets of
 literal elements inlined and ranges summarised into prefixes) and interfaces (``iif``/``oif``/
-``iifname``/``oifname``) are picked out of the match expressions.
+``iifname``/``oifname``) are picked out of the match expressions. A ``!=`` match is a negation: its
+values go to ``excluded_addresses`` / ``excluded_interfaces``. A verdict map (``ip saddr vmap @m``
+or an inline ``vmap { ... }``) gives the rule the verdict of its most acting element (drop, then
+reject, queue, accept ...) and the addresses (or interfaces) mapped to that verdict.
 """
 
 from __future__ import annotations
@@ -53,6 +56,10 @@ def _render_value(v: Any) -> str:
             return " . ".join(_render_value(x) for x in body)
         if key == "elem" and isinstance(body, dict):
             return _render_value(body.get("val"))
+        if key in _NFT_VERDICTS + ("continue",) and body is None:
+            return key
+        if key in ("jump", "goto") and isinstance(body, dict):
+            return f"{key} {body.get('target')}"
     return json.dumps(v, sort_keys=True)
 
 
@@ -70,6 +77,8 @@ def _render_statement(stmt: Any) -> str:
         return f"{key} {body.get('target')}"
     if key == "counter":
         return "counter"
+    if key == "vmap" and isinstance(body, dict):
+        return f"{_render_value(body.get('key'))} vmap {_render_map_data(body.get('data'))}"
     if key == "reject":
         if isinstance(body, dict) and body.get("expr"):
             return f"reject with {body.get('type', 'icmp')} {body['expr']}"
@@ -93,7 +102,50 @@ def _render_statement(stmt: Any) -> str:
     return key
 
 
-def _nft_rule(obj: dict[str, Any], sets: dict[tuple[str, str, str], list[Any]]) -> FirewallRule:
+def _render_map_data(data: Any) -> str:
+    """``@name`` or ``{ 10.0.0.0/8 : accept, 192.0.2.7 : drop }``."""
+    if isinstance(data, dict) and isinstance(data.get("set"), list):
+        return "{ " + ", ".join(
+            f"{_render_value(e[0])} : {_render_value(e[1])}" if isinstance(e, list) and len(e) == 2 else _render_value(e)
+            for e in data["set"]) + " }"
+    return _render_value(data)
+
+
+#: verdicts by how much they act on packets: a verdict map is judged by its most acting element
+_VERDICT_RANK = ("drop", "reject", "queue", "jump", "goto", "return", "continue", "accept")
+
+
+def _element_verdict(value: Any) -> str | None:
+    if isinstance(value, dict) and len(value) == 1:
+        (key, body), = value.items()
+        if key in ("jump", "goto") and isinstance(body, dict):
+            return f"{key} {body.get('target')}"
+        if key in _VERDICT_RANK:
+            return key
+    return None
+
+
+def _vmap_verdict(body: Any, family: str, table: str, maps: dict[tuple[str, str, str], list[Any]]) -> tuple[str | None, list[Any]]:
+    """(verdict, keys mapped to it) of a ``vmap`` statement: its most acting element's verdict."""
+    data = body.get("data") if isinstance(body, dict) else None
+    if isinstance(data, str) and data.startswith("@"):
+        elems = maps.get((family, table, data[1:]), [])
+    elif isinstance(data, dict) and isinstance(data.get("set"), list):
+        elems = data["set"]
+    else:
+        elems = []
+    by_verdict: dict[str, list[Any]] = {}
+    for e in elems:
+        if isinstance(e, list) and len(e) == 2 and (verdict := _element_verdict(e[1])) is not None:
+            by_verdict.setdefault(verdict, []).append(e[0])
+    if not by_verdict:
+        return None, []
+    best = min(by_verdict, key=lambda v: _VERDICT_RANK.index(v.split()[0]))
+    return best, by_verdict[best]
+
+
+def _nft_rule(obj: dict[str, Any], sets: dict[tuple[str, str, str], list[Any]],
+              maps: dict[tuple[str, str, str], list[Any]] | None = None) -> FirewallRule:
     family, table, chain = obj["family"], obj["table"], obj["chain"]
     exprs = obj.get("expr", [])
     if not isinstance(exprs, list):
@@ -102,6 +154,8 @@ def _nft_rule(obj: dict[str, Any], sets: dict[tuple[str, str, str], list[Any]]) 
     limit = False
     addresses: list[str] = []
     interfaces: list[str] = []
+    excluded_addresses: list[str] = []
+    excluded_interfaces: list[str] = []
     for stmt in exprs:
         if not isinstance(stmt, dict) or len(stmt) != 1:
             continue
@@ -114,22 +168,37 @@ def _nft_rule(obj: dict[str, Any], sets: dict[tuple[str, str, str], list[Any]]) 
             verdict = IPT_VERDICTS.get(str(body.get("name")), verdict)
         elif key in _NFT_LIMITS or (key == "xt" and isinstance(body, dict) and str(body.get("name")) in IPT_LIMIT_MATCHES):
             limit = True
+        elif key == "vmap":
+            verdict, keys = _vmap_verdict(body, family, table, maps or {})
+            left = body.get("key") if isinstance(body, dict) else None
+            addresses += _match_networks(left, keys)
+            interfaces += _match_interfaces(left, keys)
         elif key == "match" and isinstance(body, dict):
             left = body.get("left")
             values = _literal_values(body.get("right"), family, table, sets)
-            if isinstance(left, dict) and "payload" in left and isinstance(left["payload"], dict):
-                if left["payload"].get("field") in ("saddr", "daddr"):
-                    addresses += [n for n in (_to_networks(v) for v in values) for n in n]
-            elif isinstance(left, dict) and isinstance(left.get("meta"), dict):
-                if left["meta"].get("key") in ("iifname", "oifname", "iif", "oif"):
-                    interfaces += [str(v) for v in values if isinstance(v, (str, int)) and not isinstance(v, bool)]
-            elif isinstance(left, dict) and isinstance(left.get("ct"), dict) and left["ct"].get("key") == "count":
+            negated = body.get("op") == "!="
+            (excluded_addresses if negated else addresses).extend(_match_networks(left, values))
+            (excluded_interfaces if negated else interfaces).extend(_match_interfaces(left, values))
+            if isinstance(left, dict) and isinstance(left.get("ct"), dict) and left["ct"].get("key") == "count":
                 limit = True
     text = " ".join(_render_statement(s) for s in exprs)
     return FirewallRule(
         backend="nft", family=family, table=table, chain=chain, verdict=verdict, limit=limit,
-        addresses=addresses, interfaces=interfaces, text=text,
+        addresses=addresses, interfaces=interfaces, excluded_addresses=excluded_addresses,
+        excluded_interfaces=excluded_interfaces, text=text,
     )
+
+
+def _match_networks(left: Any, values: list[Any]) -> list[str]:
+    if isinstance(left, dict) and isinstance(left.get("payload"), dict) and left["payload"].get("field") in ("saddr", "daddr"):
+        return [n for v in values for n in _to_networks(v)]
+    return []
+
+
+def _match_interfaces(left: Any, values: list[Any]) -> list[str]:
+    if isinstance(left, dict) and isinstance(left.get("meta"), dict) and left["meta"].get("key") in ("iifname", "oifname", "iif", "oif"):
+        return [str(v) for v in values if isinstance(v, (str, int)) and not isinstance(v, bool)]
+    return []
 
 
 def _literal_values(right: Any, family: str, table: str, sets: dict[tuple[str, str, str], list[Any]]) -> list[Any]:
@@ -186,6 +255,10 @@ def parse_nft_json(text: str, skip_tables: set[tuple[str, str]]) -> tuple[list[F
         (o["family"], o["table"], o["name"]): (o.get("elem") if isinstance(o.get("elem"), list) else [])
         for k, o in objs if k == "set"
     }
+    maps = {
+        (o["family"], o["table"], o["name"]): (o.get("elem") if isinstance(o.get("elem"), list) else [])
+        for k, o in objs if k == "map"
+    }
     chains: dict[tuple[str, str, str], FirewallChain] = {}
     rules: list[FirewallRule] = []
     skipped: list[str] = []
@@ -203,7 +276,7 @@ def parse_nft_json(text: str, skip_tables: set[tuple[str, str]]) -> tuple[list[F
                 policy=policy.upper() if isinstance(policy, str) and isinstance(o.get("hook"), str) else None,
             )
         elif kind == "rule":
-            rule = _nft_rule(o, sets)
+            rule = _nft_rule(o, sets, maps)
             chain = chains.get((o["family"], o["table"], o["chain"]))
             if chain is None:
                 raise ProbeParseError(f"firewall: nft -j: rule for undeclared chain {o['family']} {o['table']} {o['chain']}")

@@ -7,7 +7,9 @@ the unit is enabled, ``Result``/``ExecMainStatus`` why it stopped). No ``systemc
 not running as init (no ``/run/systemd/system``, as sd_booted(3) checks) -> not applicable.
 
 list-units line: ``UNIT LOAD ACTIVE SUB DESCRIPTION...`` (description runs to the end of the
-line; ``--plain`` drops the status bullet, which is also stripped if present). show output:
+line; ``--plain`` drops the status bullet, which is also stripped if present). Text with lines that
+are neither unit lines nor list-units' legend and no unit line at all (``list-unit-files`` or
+``status`` output) is refused with a parse error, never read as "no units". show output:
 ``Key=value`` lines, units separated by a blank line, each unit section introduced here by
 ``@@section show <unit>``.
 """
@@ -24,8 +26,13 @@ UNIT_PATTERNS = ("xrootd@*", "cmsd@*", "xrootd.service", "cmsd.service")
 SHOW_PROPERTIES = "Id,LoadState,ActiveState,SubState,UnitFileState,Result,ExecMainStatus,ActiveEnterTimestamp,NRestarts"
 
 _UNIT_LINE_RE = re.compile(
-    r"^(?:[●*x×]\s+)?(?P<unit>\S+\.(?:service|socket|target|timer))\s+(?P<load>\S+)\s+(?P<active>\S+)\s+(?P<sub>\S+)(?:\s+(?P<desc>.*))?$"
+    r"^(?:[●*x×]\s+)?(?P<unit>\S+\.(?:service|socket|target|timer|device|mount|automount|swap|path|slice|scope))"
+    r"\s+(?P<load>\S+)\s+(?P<active>\S+)\s+(?P<sub>\S+)(?:\s+(?P<desc>.*))?$"
 )
+#: systemd's LOAD states (systemctl --state=help): a line whose second word is not one is no list-units line
+LOAD_STATES = frozenset({"stub", "loaded", "not-found", "bad-setting", "error", "merged", "masked"})
+#: what systemctl list-units prints besides unit lines (without --no-legend)
+_LEGEND_RE = re.compile(r"^(UNIT\s+LOAD\s+ACTIVE\s+SUB|(LOAD|ACTIVE|SUB|JOB)\s+= |\d+ loaded units? listed|To show all installed unit files)")
 
 
 class UnitState(BaseModel):
@@ -56,6 +63,8 @@ def parse_services(text: str) -> ServicesFacts:
     section = ""
     shows: dict[str, dict[str, str]] = {}
     saw_units_section = SECTION_MARKER not in text
+    unit_lines = 0
+    foreign: list[str] = []
     for raw in text.splitlines():
         if raw.startswith(SECTION_MARKER):
             section = raw[len(SECTION_MARKER):].strip()
@@ -75,8 +84,13 @@ def parse_services(text: str) -> ServicesFacts:
         if re.search(r"(Failed to|System has not been booted|Access denied|not permitted)", line):
             raise ProbeParseError(f"systemctl failed: {line[:300]}")
         m = _UNIT_LINE_RE.match(line)
+        if m and m.group("load") not in LOAD_STATES:
+            m = None  # e.g. `systemctl status`: "● xrootd@x.service - XRootD xrootd deamon instance x"
         if not m:
+            if not _LEGEND_RE.match(line):
+                foreign.append(line)
             continue
+        unit_lines += 1
         unit = m.group("unit")
         base = unit.rsplit(".", 1)[0]
         daemon, _, instance = base.partition("@")
@@ -88,6 +102,9 @@ def parse_services(text: str) -> ServicesFacts:
         )
     if not saw_units_section:
         raise ProbeParseError("services: no 'units' section in the output")
+    if foreign and not unit_lines:
+        # not `systemctl list-units` output (list-unit-files, status, an error page ...): never read as "no units"
+        raise ProbeParseError(f"services: not systemctl list-units output: {foreign[0][:120]!r}")
     for unit, props in shows.items():
         u = facts.units.get(unit)
         if u is None:

@@ -583,7 +583,9 @@ class SpaceUsage(BaseModel):
 
 class XCacheUsageFacts(BaseModel):
     spaces: dict[str, SpaceUsage] = Field(default_factory=dict)
-    #: summed over distinct file systems
+    #: summed over distinct file systems: one file system mounted at two points (``/`` and ``/sysroot``)
+    #: counts once. Same file system = the same ``stat -f`` id when printed, else the same device
+    #: (a ``/dev/...`` path or ``host:/export``); pseudo sources (``tmpfs``, ``overlay``) by mount point.
     total_bytes: int = 0
     used_bytes: int = 0
     available_bytes: int = 0
@@ -592,22 +594,33 @@ class XCacheUsageFacts(BaseModel):
     errors: list[str] = Field(default_factory=list)
 
 
+def _filesystem_key(source: str, mount: str, fsid: str | None) -> tuple[str, ...]:
+    if fsid:
+        return ("fsid", fsid)
+    if source.startswith("/") or ":/" in source:
+        return ("device", source)
+    return ("mount", source, mount)
+
+
 def parse_df_sections(text: str) -> XCacheUsageFacts:
     facts = XCacheUsageFacts()
-    seen_fs: set[tuple[str, str]] = set()
+    seen_fs: set[tuple[str, ...]] = set()
     chunks = _iter_sections(text) if SECTION_MARKER in text else [("path ?", list(enumerate(text.splitlines(), 1)))]
     for name, lines in chunks:
         if not name.startswith("path "):
             continue
         path = check_path(name[5:].strip(), "df: cache path")
         unit = 1
-        rows = [ln for _, ln in lines if ln.strip()]
+        fsid = next((m.group(1) for _, ln in lines if (m := re.fullmatch(r"fsid ([0-9a-fA-F]+)", ln.strip()))), None)
+        rows = [ln for _, ln in lines if ln.strip() and not re.fullmatch(r"fsid ([0-9a-fA-F]+)", ln.strip())]
         got = False
         for ln in rows:
             if ln.startswith("Filesystem"):
-                m = re.search(r"(\d+)([KMG]?)B?-blocks", ln)
+                # df -B: "1K"/"2M" are powers of 1024, "1KB"/"2MB" powers of 1000 (GNU coreutils)
+                m = re.search(r"(\d+)([KMGT]?)(B?)-blocks", ln)
                 if m:
-                    unit = bounded_int(m.group(1), "df: block size") * {"": 1, "K": 1024, "M": 2**20, "G": 2**30}[m.group(2)]
+                    exp = "_KMGT".index(m.group(2) or "_")
+                    unit = bounded_int(m.group(1), "df: block size") * ((1000 if m.group(3) else 1024) ** exp)
                 continue
             parts = ln.split()
             if len(parts) >= 6 and all(re.fullmatch(r"\d+", p) for p in parts[1:4]):
@@ -620,8 +633,9 @@ def parse_df_sections(text: str) -> XCacheUsageFacts:
                     path=path, filesystem=parts[0], size_bytes=size, used_bytes=used, available_bytes=avail,
                     used_fraction=frac, mountpoint=mount, line=ln,
                 )
-                if (parts[0], mount) not in seen_fs:
-                    seen_fs.add((parts[0], mount))
+                key = _filesystem_key(parts[0], mount, fsid)
+                if key not in seen_fs:
+                    seen_fs.add(key)
                     facts.total_bytes += size
                     facts.used_bytes += used
                     facts.available_bytes += avail
@@ -661,6 +675,7 @@ class XCacheUsageProbe(Probe):
             + "for p in $PATHS; do\n"
             + '  echo "@@section path $p"\n'
             + '  df -P -B1 "$p" 2>&1 || df -P -k "$p" 2>&1\n'
+            + '  stat -f -c "fsid %i" "$p" 2>/dev/null\n'
             + "done\n"
         )
 

@@ -44,14 +44,30 @@ def storage_networks(ctx: RuleContext, nic: dict | None) -> tuple[list, list[str
 
 def rule_touches(rule: dict, networks: list, interfaces: list[str]) -> bool:
     """A rule touches the storage network when it matches one of its prefixes or interfaces, or
-    when it matches no address and no interface at all (it then applies to every packet)."""
+    when it matches no address and no interface at all (it then applies to every packet).
+
+    A negated match (``! -d 127.0.0.0/8``, ``iifname != "docker0"``) matches everything except what it
+    names: it touches the storage network unless every storage prefix lies inside the excluded networks
+    (or every storage interface is excluded)."""
     addrs = _networks(rule.get("addresses") or [])
     ifaces = rule.get("interfaces") or []
-    if not addrs and not ifaces:
+    ex_addrs = _networks(rule.get("excluded_addresses") or [])
+    ex_ifaces = rule.get("excluded_interfaces") or []
+    if not (addrs or ifaces or ex_addrs or ex_ifaces):
         return True
-    if any(a.version == n.version and a.overlaps(n) for a in addrs for n in networks):
+    # storage prefixes and interfaces the negations leave in reach of the rule
+    nets = [n for n in networks if not any(n.version == x.version and n.subnet_of(x) for x in ex_addrs)]
+    ifs = [i for i in interfaces if i not in ex_ifaces]
+    if addrs and any(a.version == n.version and a.overlaps(n) for a in addrs for n in nets):
         return True
-    return any(i in interfaces for i in ifaces)
+    if ifaces and any(i in ifs for i in ifaces):
+        return True
+    # only negations on a side: the rule reaches the storage network unless all of it is excluded there
+    if ex_addrs and not addrs and (nets or not networks):
+        return not ifaces or any(i in ifs for i in ifaces)
+    if ex_ifaces and not ifaces and (ifs or not interfaces):
+        return not addrs or any(a.version == n.version and a.overlaps(n) for a in addrs for n in nets)
+    return False
 
 
 def acting(rule: dict) -> bool:

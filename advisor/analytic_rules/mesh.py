@@ -143,11 +143,24 @@ def mesh_buffer_limited(ctx: RuleContext) -> Iterator[Finding]:
     high = float(ctx.vars.get("mesh_buffer_band_high", 1.15))
     for b in dg.buffer_limited(paths, _facts(ctx, paths), _ratio(ctx), low, high):
         p = b.path
+        queue = (f"; queueing delay {b.queueing_delay_us / 1000:.1f} ms on top (not part of the BDP)"
+                 if b.queueing_delay_us else "")
+        observed = (f"{format_bps(p['measured_bps'])} ~ window/idle RTT = {b.window_bytes} B / "
+                    f"{b.rtt_us / 1000:.1f} ms = {format_bps(b.limit_bps)} ({b.window_source}){queue}")
+        if b.sysctl == dg.WINDOW_SCALING:
+            yield ctx.finding(
+                [b.host], FindingStatus.fail, observed=observed,
+                expected=f"{b.sysctl} = 1 on both ends (RFC 7323: the option is used only when both SYNs carry it)",
+                evidence=[dg.describe_path(p)],
+                subject=f"{_subject(p)} {b.sysctl}",
+                values=_buffer_values(b),
+                remediation_text=f"Set {b.sysctl} = 1 on {b.host} and persist it; the other end's buffers are not the cause.",
+                message=f"window-limited: {b.host} has tcp_window_scaling=0 (64 KiB windows)",
+            )
+            continue
         yield ctx.finding(
-            [b.host], FindingStatus.fail,
-            observed=(f"{format_bps(p['measured_bps'])} ~ window/RTT = {b.window_bytes} B / "
-                      f"{b.rtt_us / 1000:.1f} ms = {format_bps(b.limit_bps)} ({b.window_source})"),
-            expected=f"{b.sysctl} max >= {b.recommended_bytes} (BDP {b.bdp_bytes} B = rate x RTT / 8)",
+            [b.host], FindingStatus.fail, observed=observed,
+            expected=f"{b.sysctl} max >= {b.recommended_bytes} (BDP {b.bdp_bytes} B = rate x idle RTT / 8)",
             evidence=[dg.describe_path(p)],
             subject=f"{_subject(p)} {b.sysctl}",
             values=_buffer_values(b),

@@ -67,7 +67,7 @@ def gpfs_drift(persisted: dict[str, Any], active: dict[str, Any], attributes: li
     out = []
     for attr in attributes:
         p, a = eff.get(attr), act.get(attr)
-        if p is None or a is None:
+        if p is None or a is None or p.get("value") is None:  # unknown persisted value: no drift claimed
             continue
         if _same_value(p, a) is False:
             out.append({"attribute": attr, "persisted": p.get("value"), "persisted_bytes": p.get("bytes"),
@@ -148,6 +148,26 @@ def san_check(drives: dict[str, Any], field: str, expected: Any) -> list[dict[st
     return out
 
 
+#: profile variable that opts in to switching the write cache on where it is not protected
+SAN_UNPROTECTED_OPT_IN = "san_write_cache_unprotected_ok"
+
+
+def write_cache_risk(drive: dict[str, Any]) -> str | None:
+    """What switching the write cache on would put at risk on this drive; None when it is protected
+    (write-cache mirroring reported on, write cache without batteries reported off)."""
+    if drive.get("write_cache_without_batteries") is True:
+        return ("write cache without batteries is enabled: acknowledged writes still in the controller cache "
+                "are lost on a power failure")
+    mirroring = drive.get("write_cache_mirroring")
+    if mirroring is False:
+        return ("write-cache mirroring is off: acknowledged writes still in one controller's cache are lost if that "
+                "controller fails (dual-controller array)")
+    if mirroring is None:
+        return ("write-cache mirroring is not reported: whether acknowledged writes survive a controller failure "
+                "is unknown")
+    return None
+
+
 def _san_rule(rule_id: str):
     field, var, default, keyword, label = SAN_SETTINGS[rule_id]
 
@@ -163,8 +183,21 @@ def _san_rule(rule_id: str):
                 yield ctx.finding(host.name, FindingStatus.not_applicable,
                                   message=f"no logical drive reports '{label}'")
                 continue
+            drives = facts.get("drives") or {}
             for r in results:
                 status = FindingStatus.passed if r["ok"] else FindingStatus.fail
+                risk = write_cache_risk(drives.get(r["drive"]) or {}) if field == "write_cache" and expected is True else None
+                if not r["ok"] and risk and _as_bool(ctx.vars.get(SAN_UNPROTECTED_OPT_IN, False)) is not True:
+                    # a change that can lose data is never planned unless the profile opts in
+                    yield ctx.finding(
+                        host.name, status, subject=r["drive"], observed=r["observed"], expected=expected,
+                        evidence=[f"{host.name}: {r['drive']}: {r['line']}"], plannable=False,
+                        remediation_text=(f"Not planned: {risk}. Switch the write cache on only with mirroring and "
+                                          f"battery protection, or set {SAN_UNPROTECTED_OPT_IN}: true in the site's "
+                                          "profile to accept the risk."),
+                        message=f"write cache off; switching it on is not planned: {risk}",
+                    )
+                    continue
                 yield ctx.finding(
                     host.name, status, subject=r["drive"], observed=r["observed"], expected=expected,
                     evidence=[f"{host.name}: {r['drive']}: {r['line']}"],

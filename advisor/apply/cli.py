@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from advisor.errors import StoradviseError, UsageError
+from advisor.errors import UsageError
 from advisor.findings import SEVERITY_ORDER
 from advisor.scan import ScanOptions
 from advisor.scan_flags import scan_options
@@ -32,7 +32,7 @@ def _scan(target, options, quiet: bool, label: str, mesh_wanted=None):
 def plan(
     site: str = typer.Option(..., "--site", "-s", help="Site name or site file path."),
     scan: Optional[Path] = typer.Option(None, "--scan", help="A scan JSON ('storadvise scan --json') of this site; none = scan now."),
-    out_dir: Path = typer.Option(..., "--out", "-o", help="Directory to write the Ansible project into."),
+    out_dir: Path = typer.Option(..., "--out", "--output", "-o", help="Directory to write the Ansible project into."),
     json_out: bool = typer.Option(False, "--json", help="Print the plan summary as JSON."),
     min_severity: str = typer.Option("low", "--min-severity", help=f"Plan only findings at or above this severity ({', '.join(SEVERITY_ORDER)}); PLAN.md lists what was left out."),
     *,
@@ -113,9 +113,12 @@ def _render_plan(the_plan, out_dir: Path) -> None:
 
 def verify(
     site: str = typer.Option(..., "--site", "-s", help="Site name or site file path."),
-    before: Path = typer.Option(..., "--before", help="The scan JSON taken before the change (plan's scan)."),
+    before: Optional[Path] = typer.Option(None, "--before", help="The scan JSON taken before the change (plan's scan); none = the site's last scan in the history."),
     json_out: bool = typer.Option(False, "--json", help="Print {findings, paths, summary} as JSON."),
     output: Optional[Path] = typer.Option(None, "--output", help="Also write the new scan JSON to FILE."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Write the new scan and its before -> after as a self-contained HTML report."),
+    history: Optional[Path] = typer.Option(None, "--history", help="Scan history database (default $STORADVISE_HISTORY, else $XDG_DATA_HOME/storadvise/history.db)."),
+    no_history: bool = typer.Option(False, "--no-history", help="Neither read 'before' from nor store the new scan in the history."),
     fail_on: str = typer.Option("high", "--fail-on", help="Exit 2 when a finding at least this severe still fails (or is new)."),
     *,
     options: ScanOptions,
@@ -125,36 +128,57 @@ def verify(
 
     The new scan takes every scan option; its profiles default to the before scan's.
 
+    Without --before, the site's last scan in the history is the "before".
+
     Example: storadvise verify --site ifca --before plan-dir/scan-before.json
     """
     from advisor.apply.planner import check_report_matches
     from advisor.apply.verify import network_touched, verify_result
-    from advisor.report.model import load_report
+    from advisor.history.store import store_scan
+    from advisor.report.outputs import ReportFiles, write_report_files
     from advisor.scan import open_scan
     from advisor.site_file import load_site
 
     if fail_on not in SEVERITY_ORDER:
         raise UsageError(f"--fail-on must be one of {', '.join(SEVERITY_ORDER)}, got {fail_on!r}")
     the_site = load_site(site)
-    before_report = load_report(before)
-    check_report_matches(before_report, the_site, str(before))
+    before_report, before_source = _before_scan(the_site.name, before, history, no_history)
+    check_report_matches(before_report, the_site, before_source)
     if not options.profiles:
         options = dataclasses.replace(options, profiles=tuple(before_report.profiles))
     target = open_scan(options, the_site)
     touched = network_touched(before_report) or bool(before_report.mesh)
     after = _scan(target, options, json_out, "re-scanning", mesh_wanted=lambda _t: touched)
-    if output:
-        try:
-            output.write_text(after.model_dump_json(indent=2) + "\n")
-        except OSError as exc:
-            raise StoradviseError(f"{output}: cannot write: {exc.strerror or exc}") from None
     result = verify_result(before_report, after, fail_on,
                            hosts={h.name for h in target.hosts} if options.hosts else None)
+    result["before_source"] = before_source
+    write_report_files(after, ReportFiles(json=output, html=html), verify=result)
+    store_scan(after, history, no_history, None, warn=err.print)
     if json_out:
         print(json.dumps(result, indent=2, default=str))
     else:
         _render_verify(result)
     raise typer.Exit(2 if result["summary"]["failing_at_or_above_fail_on"] else 0)
+
+
+def _before_scan(site: str, before: Optional[Path], history: Optional[Path], no_history: bool):
+    """The scan to compare with: ``--before FILE``, else the site's newest scan in the history."""
+    from advisor.history.store import HistoryStore, history_path
+    from advisor.report.model import load_report
+
+    if before is not None:
+        return load_report(before), str(before)
+    if no_history:
+        raise UsageError("verify needs --before FILE when --no-history is given")
+    where = history_path(history)
+    if not where.exists():
+        raise UsageError(f"no --before and no scan history at {where}: give --before FILE (plan-dir/scan-before.json)")
+    with HistoryStore(where) as store:
+        report = store.last(site)
+        scans = store.scans(site, 1)
+    if report is None:
+        raise UsageError(f"no --before and no scan of site {site!r} in {where}: give --before FILE")
+    return report, f"{where} scan {scans[0]['id']}"
 
 
 def _fmt_bps(v) -> str:

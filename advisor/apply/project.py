@@ -18,6 +18,7 @@ import json
 import os
 import shlex
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,13 @@ def group_name(role: str) -> str:
     return f"storadvise_{role}"
 
 
-def connection_vars(host: Host) -> dict[str, Any]:
+def connection_vars(host: Host, local: bool = False) -> dict[str, Any]:
+    """How Ansible reaches the host: SSH with the site's key and known_hosts, or (``local``: a site
+    whose hosts are this machine, ``--site local``) no connection at all."""
+    if local:
+        # the Python storadvise runs on has ansible-core (a dependency): modules run there, no discovery
+        return {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                **({"ansible_become": True} if host.sudo else {})}
     v: dict[str, Any] = {"ansible_host": host.connect_address, "ansible_port": host.port}
     if host.user:
         v["ansible_user"] = host.user
@@ -114,7 +121,8 @@ def write_project(plan: Plan, site: Site, out: Path) -> dict[str, Any]:
         all_hosts: dict[str, Any] = {}
         for name in plan.hosts:
             h = hosts[name]
-            all_hosts[name] = vars_as_data({**h.vars, **connection_vars(h)}, f"host {name}")
+            all_hosts[name] = vars_as_data({**h.vars, **connection_vars(h, local=site.transport == "local")},
+                                           f"host {name}")
             for role in plan.roles_of(name):
                 groups.setdefault(group_name(role), {"hosts": {}})["hosts"][name] = None
         inventory = {"all": {"hosts": all_hosts, "children": groups}}

@@ -51,7 +51,7 @@ def _human(n: float) -> str:
 def simulate_cmd(
     logs: list[str] = typer.Argument(..., help="Transfer logs, replayed in the order given."),
     capacity: list[str] = typer.Option(..., "--capacity", "-c", help="Capacities per cache area, e.g. 1T,10T (binary units)."),
-    policy: list[str] = typer.Option(["lru"], "--policy", "-p", help="lru, lfu, arc, xcache (comma-separated)."),
+    policy: list[str] = typer.Option(["lru"], "--policy", help="lru, lfu, arc, xcache (comma-separated)."),
     areas: str = typer.Option("shared", "--areas", help="shared (one cache) or per-server (one area per file server)."),
     curve: bool = typer.Option(False, "--curve", help="Whole LRU curve over all capacities in one pass, and its knee."),
     sample: float = typer.Option(1.0, "--sample", help="SHARDS spatial sampling rate for the curve (0 < R <= 1)."),
@@ -76,10 +76,13 @@ def simulate_cmd(
     Example: storadvise cache simulate transfers.csv --capacity 1T,10T,100T --policy lru,lfu,arc,xcache
     --areas per-server --curve --output sim.json
     """
+    from advisor.report.progress import InputFilesProgress
+
     try:
-        result = _run(logs, capacity, policy, areas, curve, sample, fmt, year, file_type,
-                      (csv_time, csv_file, csv_size, csv_server, csv_bytes, csv_op, csv_delimiter),
-                      high, low, purge_interval, output)
+        with InputFilesProgress(logs, "replaying transfer logs", enabled=not json_out):
+            result = _run(logs, capacity, policy, areas, curve, sample, fmt, year, file_type,
+                          (csv_time, csv_file, csv_size, csv_server, csv_bytes, csv_op, csv_delimiter),
+                          high, low, purge_interval, output)
     except StoradviseError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(e.exit_code) from None

@@ -21,6 +21,7 @@ from typing import Iterator
 import numpy as np
 from numba import njit
 
+from advisor.cache.csv_fields import _int, _is_read, _time
 from advisor.cache.keytable import fnv1a, lookup_or_insert
 from advisor.cache.trace import CacheInputError, InputIssues, RequestBatch, Trace
 
@@ -41,122 +42,21 @@ class CsvColumns:
 
 
 @njit(cache=True)
-def _int(buf, a, b):
-    while a < b and (buf[a] == 32 or buf[a] == 9):
-        a += 1
-    while b > a and (buf[b - 1] == 32 or buf[b - 1] == 9 or buf[b - 1] == 13):
-        b -= 1
-    if a == b:
-        return -1
-    v = 0
-    for i in range(a, b):
-        c = buf[i] - 48
-        if c < 0 or c > 9:
-            return -1
-        v = v * 10 + c
-    return v
-
-
-@njit(cache=True)
-def _days_from_civil(y, m, d):
-    y -= m <= 2
-    era = (y if y >= 0 else y - 399) // 400
-    yoe = y - era * 400
-    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468
-
-
-@njit(cache=True)
-def _dig(buf, a, n):
-    v = 0
-    for i in range(a, a + n):
-        c = buf[i] - 48
-        if c < 0 or c > 9:
-            return -1
-        v = v * 10 + c
-    return v
-
-
-@njit(cache=True)
-def _time(buf, a, b):
-    """Epoch seconds from a decimal number or an ISO 8601 UTC time; NaN when neither."""
-    while a < b and (buf[a] == 32 or buf[a] == 9):
-        a += 1
-    while b > a and (buf[b - 1] == 32 or buf[b - 1] == 9 or buf[b - 1] == 13 or buf[b - 1] == 90):
-        b -= 1
-    if a == b:
-        return np.nan
-    if b - a >= 19 and buf[a + 4] == 45 and buf[a + 7] == 45 and buf[a + 13] == 58:
-        y, mo, d = _dig(buf, a, 4), _dig(buf, a + 5, 2), _dig(buf, a + 8, 2)
-        h, mi, s = _dig(buf, a + 11, 2), _dig(buf, a + 14, 2), _dig(buf, a + 17, 2)
-        if y < 0 or mo < 1 or mo > 12 or d < 1 or d > 31 or h < 0 or h > 23 or mi < 0 or mi > 59 or s < 0 or s > 60:
-            return np.nan
-        frac, scale = 0.0, 0.1
-        if b - a > 19:
-            if buf[a + 19] != 46:
-                return np.nan
-            for i in range(a + 20, b):
-                c = buf[i] - 48
-                if c < 0 or c > 9:
-                    return np.nan
-                frac += c * scale
-                scale /= 10
-        return _days_from_civil(y, mo, d) * 86400.0 + h * 3600 + mi * 60 + s + frac
-    v, seen, dot, scale = 0.0, False, False, 0.1
-    for i in range(a, b):
-        c = buf[i]
-        if c == 46 and not dot:
-            dot = True
-            continue
-        c -= 48
-        if c < 0 or c > 9:
-            return np.nan
-        seen = True
-        if dot:
-            v += c * scale
-            scale /= 10
-        else:
-            v = v * 10 + c
-    return v if seen else np.nan
-
-
-@njit(cache=True)
-def _is_read(buf, a, b, ops, op_off):
-    while a < b and (buf[a] == 32 or buf[a] == 9):
-        a += 1
-    while b > a and (buf[b - 1] == 32 or buf[b - 1] == 9 or buf[b - 1] == 13):
-        b -= 1
-    for j in range(len(op_off) - 1):
-        lo, hi = op_off[j], op_off[j + 1]
-        if hi - lo != b - a:
-            continue
-        same = True
-        for i in range(b - a):
-            c = buf[a + i]
-            if 65 <= c <= 90:
-                c += 32
-            if c != ops[lo + i]:
-                same = False
-                break
-        if same:
-            return True
-    return False
-
-
-@njit(cache=True)
-def parse_block(buf, n, delim, cols, line0, ktab, kcount, stab, scount,
-                out_t, out_k, out_s, out_b, out_v, new_off, new_len, snew_off, snew_len,
-                bad_line, bad_code, ops, op_off):
+def parse_block(buf, n, delim, cols, line0, ktab, kcount, stab, scount, dtab, dcount, dir_type, key_type,
+                out_t, out_k, out_s, out_b, out_v, new_off, new_len, new_dir, new_key, snew_off, snew_len,
+                dnew_off, dnew_len, bad_line, bad_code, ops, op_off):
     """Parse complete lines of ``buf[:n]``. ``cols``: field index of time, file, size, server,
-    bytes, op (-1 absent) and the number of fields needed. Returns (rows, new keys, new servers,
-    bad lines, skipped not-reads)."""
+    bytes, op (-1 absent) and the number of fields needed. A new file's type is its directory's
+    when that is known (``dir_type`` >= 0), else the file is listed (new_*) for Python to type;
+    new directories are listed (dnew_*). Returns (rows, new keys listed, new servers, new
+    directories, bad lines, skipped not-reads)."""
     ncol = cols[6]
     starts = np.empty(ncol + 1, dtype=np.int64)
     ends = np.empty(ncol + 1, dtype=np.int64)
     nrow = 0
     nnew = 0
     snew = 0
+    dnew = 0
     nbad = 0
     nskip = 0
     line = line0
@@ -229,9 +129,23 @@ def parse_block(buf, n, delim, cols, line0, ktab, kcount, stab, scount,
             else:
                 k, new = lookup_or_insert(ktab, kcount, fnv1a(buf, fa, fb))
                 if new:
-                    new_off[nnew] = fa
-                    new_len[nnew] = fb - fa
-                    nnew += 1
+                    sl = fb - 1
+                    while sl >= fa and buf[sl] != 47:
+                        sl -= 1
+                    d, dn = lookup_or_insert(dtab, dcount, fnv1a(buf, fa, sl + 1))
+                    if dn:
+                        dir_type[d] = -2  # typed by Python after this block
+                        dnew_off[dnew] = fa
+                        dnew_len[dnew] = sl + 1 - fa
+                        dnew += 1
+                    if dir_type[d] >= 0:
+                        key_type[k] = dir_type[d]
+                    else:
+                        new_off[nnew] = fa
+                        new_len[nnew] = fb - fa
+                        new_dir[nnew] = d
+                        new_key[nnew] = k
+                        nnew += 1
                 sv = 0
                 if cols[3] >= 0:
                     sa, sb = starts[cols[3]], ends[cols[3]]
@@ -250,7 +164,24 @@ def parse_block(buf, n, delim, cols, line0, ktab, kcount, stab, scount,
                 nrow += 1
         line += 1
         p = eol + 1
-    return nrow, nnew, snew, nbad, nskip
+    return nrow, nnew, snew, dnew, nbad, nskip
+
+
+def _type_new(trace: Trace, data: bytes, d0: int, doff: np.ndarray, dlen: np.ndarray, off: np.ndarray,
+              ln: np.ndarray, ndir: np.ndarray, nkey: np.ndarray) -> None:
+    """Type the block's new directories (one search each), then the block's new files whose
+    directory was new or types nothing (one search each, on the whole path when needed)."""
+    types = trace.types
+    for i, (o, n) in enumerate(zip(doff.tolist(), dlen.tolist())):
+        trace.dir_type[d0 + i] = types.dir_index(data[o:o + n].decode("utf-8", "surrogateescape"))
+    if not len(off):
+        return
+    dtyp = trace.dir_type[ndir]
+    typed = dtyp >= 0
+    trace.key_type[nkey[typed]] = dtyp[typed]
+    for i in np.flatnonzero(~typed).tolist():
+        o, n = int(off[i]), int(ln[i])
+        trace.key_type[nkey[i]] = types.path_index(data[o:o + n].decode("utf-8", "surrogateescape"))
 
 
 def _op_table() -> tuple[np.ndarray, np.ndarray]:
@@ -317,22 +248,25 @@ def read_csv_log(path: str, trace: Trace, cols: CsvColumns, issues: InputIssues,
             buf = np.frombuffer(data, dtype=np.uint8)
             newlines = data.count(b"\n")
             rows = newlines + 1
-            kt, st = trace.key_table, trace.server_table
+            kt, st, dt = trace.key_table, trace.server_table, trace.dir_table
             kt.reserve(rows)
             st.reserve(rows if idx[3] >= 0 else 0)
-            k0, s0 = len(kt), len(st)
+            trace.reserve_keys(rows)
+            s0 = len(st)
             out_t = np.empty(rows, np.float64)
             out_k, out_s, out_b, out_v = (np.empty(rows, np.int64) for _ in range(4))
-            new_off, new_len = np.empty(rows, np.int64), np.empty(rows, np.int64)
+            new_off, new_len, new_dir, new_key = (np.empty(rows, np.int64) for _ in range(4))
+            dnew_off, dnew_len = np.empty(rows, np.int64), np.empty(rows, np.int64)
+            d0 = len(dt)
             snew_off, snew_len = np.empty(rows, np.int64), np.empty(rows, np.int64)
             bad_line, bad_code = np.empty(rows, np.int64), np.empty(rows, np.int64)
-            nrow, nnew, snew, nbad, nskip = parse_block(
-                buf, len(buf), delim, colarr, line, kt.slots, kt.count, st.slots, st.count,
-                out_t, out_k, out_s, out_b, out_v, new_off, new_len, snew_off, snew_len, bad_line, bad_code,
-                ops, op_off)
+            nrow, nnew, snew, dnew, nbad, nskip = parse_block(
+                buf, len(buf), delim, colarr, line, kt.slots, kt.count, st.slots, st.count, dt.slots, dt.count,
+                trace.dir_type, trace.key_type, out_t, out_k, out_s, out_b, out_v, new_off, new_len, new_dir, new_key,
+                snew_off, snew_len, dnew_off, dnew_len, bad_line, bad_code, ops, op_off)
             line += newlines
-            trace.new_keys(k0, [data[o:o + n].decode("utf-8", "surrogateescape")
-                                for o, n in zip(new_off[:nnew].tolist(), new_len[:nnew].tolist())])
+            _type_new(trace, data, d0, dnew_off[:dnew], dnew_len[:dnew], new_off[:nnew], new_len[:nnew],
+                      new_dir[:nnew], new_key[:nnew])
             for o, n in zip(snew_off[:snew].tolist(), snew_len[:snew].tolist()):
                 trace.server_names.append(data[o:o + n].decode("utf-8", "surrogateescape"))
             assert len(st) == s0 + snew

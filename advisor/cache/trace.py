@@ -77,9 +77,11 @@ class FileTypes:
         parts = []
         for i, (name, rx) in enumerate(patterns):
             try:
-                re.compile(rx)
+                named = re.compile(rx).groupindex
             except re.error as e:
                 raise StoradviseError(f"file type {name!r}: bad pattern {rx!r}: {e}") from None
+            if named:
+                raise StoradviseError(f"file type {name!r}: pattern {rx!r} has named groups: use (...) or (?:...)")
             self.names.append(name)
             parts.append(f"(?P<t{i}>{rx})")
         self.names.append(OTHER_TYPE)
@@ -90,6 +92,19 @@ class FileTypes:
 
     def index(self, path: str) -> int:
         return self.indices([path])[0]
+
+    def dir_index(self, d: str) -> int:
+        """The type a directory (ending with ``/``) gives all its files, or -1: match each path."""
+        if self._rx is None:
+            return self._other
+        m = self._rx.search(d)
+        return self._group.get(m.lastgroup, self._other) if m else -1
+
+    def path_index(self, p: str) -> int:
+        if self._rx is None:
+            return self._other
+        m = self._rx.search(p)
+        return self._group.get(m.lastgroup, self._other) if m else self._other
 
     def indices(self, paths: list[str]) -> list[int]:
         if self._rx is None:
@@ -138,6 +153,9 @@ class Trace:
         self._key_cache: dict[str, int] = {}
         self.key_type = np.zeros(1024, dtype=np.int64)
         self.server_names: list[str] = []
+        #: directories seen by the compiled CSV parser: id -> type (-1: match each path)
+        self.dir_table = KeyTable()
+        self.dir_type = np.zeros(1024, dtype=np.int64)
 
     @property
     def n_keys(self) -> int:
@@ -156,6 +174,20 @@ class Trace:
             if new:
                 self._set_type(k, path if path is not None else name)
         return k
+
+    def reserve_keys(self, more: int) -> None:
+        """Room in ``key_type`` for ``more`` new keys (the compiled parser writes it)."""
+        need = len(self.key_table) + more
+        if need > len(self.key_type):
+            grown = np.zeros(max(need, 2 * len(self.key_type)), np.int64)
+            grown[: len(self.key_type)] = self.key_type
+            self.key_type = grown
+        self.dir_table.reserve(more)
+        need = len(self.dir_table) + more
+        if need > len(self.dir_type):
+            grown = np.full(max(need, 2 * len(self.dir_type)), -1, np.int64)
+            grown[: len(self.dir_type)] = self.dir_type
+            self.dir_type = grown
 
     def new_keys(self, first: int, names: list[str]) -> None:
         """Types for keys ``first ..`` that a compiled parser inserted, in key order."""

@@ -249,9 +249,13 @@ def run_efficiency_test(
     cpu_factor: float | None = None,
     readahead: int | None = None,
     progress: Callable[[str], None] | None = None,
+    step_progress: Callable[[int, int, str], None] | None = None,
     **overrides: Any,
 ) -> dict[str, Any]:
-    """Run the active test; returns the ``efficiency`` dict of a scan (see the docs)."""
+    """Run the active test; returns the ``efficiency`` dict of a scan (see the docs).
+
+    ``step_progress(done, total, what)``: called before each job step and after the last, for a
+    progress bar (the steps are the workers, one at a time, then the scaling points)."""
     cfg = _config(site, dict(mb=mb, cpu_factor=cpu_factor, readahead=readahead, **overrides))
     say = progress or (lambda _m: None)
     src = resolve_source(site, source if source is not None else cfg.get("source"))
@@ -280,7 +284,13 @@ def run_efficiency_test(
             transports[h.name] = transport_factory(h)
         return transports[h.name]
 
+    n_steps = len(workers) + (len(counts) if counts != [1] else 0)
+    steps_done = [0]
+
     def step(kind: str, host: str, clients_n: int, fn: Callable[[], Any]) -> Any:
+        counted = kind in ("host", "scaling")  # the data server's start and stop are not job steps
+        if step_progress is not None and counted:
+            step_progress(steps_done[0], n_steps, f"{host}: {kind}" + (f", {clients_n} client(s)" if clients_n > 1 else ""))
         entry: dict[str, Any] = {"step": len(schedule) + 1, "kind": kind, "host": host, "clients": clients_n,
                                  "start": time.time()}
         schedule.append(entry)
@@ -295,6 +305,10 @@ def run_efficiency_test(
             raise
         finally:
             entry["seconds"] = round(time.monotonic() - t0, 3)
+            if counted:
+                steps_done[0] += 1
+                if step_progress is not None:
+                    step_progress(steps_done[0], n_steps, f"{host}: {kind} done")
 
     # the healthy rate: the site's setting, else the slower of the two ends' link rates
     def healthy_for(h: Host) -> tuple[float, int]:
@@ -334,7 +348,8 @@ def run_efficiency_test(
             say(f"starting the data server on {src_host.name}")
 
             def start() -> dict[str, Any]:
-                r = transport(src_host).run(server_start_script(token, float(cfg["server_lifetime"]), python=python),
+                r = transport(src_host).run(server_start_script(token, float(cfg["server_lifetime"]), bind=src["address"],
+                                                                python=python),
                                             timeout=30)
                 kv = dict(line.split(" ", 1) for line in r.stdout.splitlines() if " " in line)
                 if r.rc != 0 or "port" not in kv or "pid" not in kv:

@@ -17,7 +17,8 @@ from advisor.efficiency.records import EfficiencyInputError
 
 app = typer.Typer(
     name="efficiency",
-    help="CPU efficiency (CPU time / wall time x cores) from job accounting, tied to storage findings.",
+    help="CPU efficiency (CPU time / wall time x cores) from job accounting, tied to storage findings.\n\n"
+    "Example: storadvise efficiency ingest history.jsonl --by length",
     no_args_is_help=True,
 )
 
@@ -118,7 +119,10 @@ def ingest(
         listed = state["listed"]
         out.write("\n],")
     else:
-        ingest_into(files, format, summary, issues)
+        from advisor.report.progress import InputFilesProgress
+
+        with InputFilesProgress(files, "reading job records", enabled=True):
+            ingest_into(files, format, summary, issues)
 
     base_summary = None
     if baseline:

@@ -195,14 +195,14 @@ def _build(rec: LabRecord, sc: Scenario, progress: Progress) -> None:
         for p in ports:
             lines += [f"link set {p} master br0", f"link set {p} up"]
         nx.ip_batch(lines, ns)
-        nx.tc_batch([nx.tbf_line(rec.hosts[h.name]["port"], h.link_rate) for h in sc.hosts
+        nx.tc_batch([nx.tbf_line(rec.hosts[h.name]["port"], h.link_rate, h.link_queue) for h in sc.hosts
                      if h.switch == s.name and h.link_rate], ns)
     # 3. hosts
     for h in sc.hosts:
         info = rec.hosts[h.name]
         nx.ip_batch(["link set lo up", f"addr add {info['address']}/{prefixlen} dev eth0", "link set eth0 up"], info["ns"])
         if h.link_rate:
-            nx.tc_batch([nx.tbf_line("eth0", h.link_rate)], info["ns"])
+            nx.tc_batch([nx.tbf_line("eth0", h.link_rate, h.link_queue)], info["ns"])
         nx.in_ns(info["ns"], ["ethtool", "-K", "eth0", "tso", "off", "gso", "off"])
     # the controller's route for the lab prefix must be the lab veth, nothing else
     route = nx.run(["ip", "route", "get", rec.hosts[sc.hosts[0].name]["address"]]).stdout

@@ -110,8 +110,9 @@ def root_routes_v4() -> set[ipaddress.IPv4Network]:
     return out
 
 
-def tbf_line(dev: str, rate_bps: int) -> str:
-    return f"qdisc replace dev {dev} root tbf rate {rate_bps}bit burst 128kb latency 10ms"
+def tbf_line(dev: str, rate_bps: int, queue_ms: float = 10.0) -> str:
+    """A tbf shaper; ``queue_ms``: how long a packet may wait in its queue (tbf latency), i.e. the queue's depth."""
+    return f"qdisc replace dev {dev} root tbf rate {rate_bps}bit burst 128kb latency {queue_ms:g}ms"
 
 
 # -- processes ---------------------------------------------------------------

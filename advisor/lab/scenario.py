@@ -101,6 +101,8 @@ class ScenarioHost(_Strict):
     groups: list[str] = Field(default_factory=list)
     switch: str | None = None
     link_rate: int | None = None
+    #: depth of the link shaper's queue, as the time a packet may wait in it (tbf latency; default 10ms)
+    link_queue: float = 10.0
     sysctls: dict[str, Any] = Field(default_factory=dict)
     persist_sysctls: PersistedSysctls | None = None
     firewall: Firewall | None = None
@@ -119,6 +121,14 @@ class ScenarioHost(_Strict):
     @classmethod
     def _rate(cls, v: Any) -> int | None:
         return None if v is None else parse_rate_bps(v)
+
+    @field_validator("link_queue", mode="before")
+    @classmethod
+    def _queue(cls, v: Any) -> float:
+        ms = parse_delay_ms(v)
+        if not 1 <= ms <= 1000:
+            raise ValueError(f"link_queue must be 1ms-1s (got {v!r})")
+        return ms
 
     @field_validator("sysctls")
     @classmethod

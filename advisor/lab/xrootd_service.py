@@ -48,6 +48,7 @@ class XrootdProcess:
     port: int
     state_dir: Path
     log: Path
+    cmd: tuple[str, ...] = ()
 
     def alive(self) -> bool:
         try:
@@ -77,6 +78,16 @@ class XrootdProcess:
             pass
 
 
+    def restart(self) -> None:
+        """Stop and start the same command again (its configuration re-read): as a unit restart."""
+        done = self.log.read_text(errors="replace").count("initialization completed") if self.log.exists() else 0
+        self.stop()
+        proc = subprocess.Popen(list(self.cmd), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        _wait_started(proc, self.log, f"{self.name} restart", after=done)
+        self.pid = proc.pid
+
+
 def _prefix(netns: str | None) -> list[str]:
     return ["ip", "netns", "exec", netns] if netns else []
 
@@ -96,13 +107,13 @@ def _prepare(state_dir: Path) -> None:
             os.chmod(parent, mode | 0o001)
 
 
-def _wait_started(proc: subprocess.Popen, log: Path, what: str, timeout: float = 20.0) -> None:
+def _wait_started(proc: subprocess.Popen, log: Path, what: str, timeout: float = 20.0, after: int = 0) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if proc.poll() is not None:
             tail = log.read_text(errors="replace").strip().splitlines()[-3:] if log.exists() else []
             raise XrootdServiceError(f"{what} exited at start ({proc.returncode}): {' | '.join(tail) or 'no log'}")
-        if log.exists() and "initialization completed" in log.read_text(errors="replace"):
+        if log.exists() and log.read_text(errors="replace").count("initialization completed") > after:
             return
         time.sleep(0.1)
     proc.kill()
@@ -122,7 +133,7 @@ def start_origin(state_dir: Path, data_dir: Path, address: str, port: int, expor
     log = state_dir / "log" / "origin" / "xrootd.log"
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _wait_started(proc, log, f"xrootd origin on {address}:{port}")
-    return XrootdProcess("origin", proc.pid, address, port, state_dir, log)
+    return XrootdProcess("origin", proc.pid, address, port, state_dir, log, tuple(cmd))
 
 
 def start_xcache(state_dir: Path, origin: str, address: str, port: int, *, disk_bytes: int | None = None,
@@ -152,7 +163,7 @@ def start_xcache(state_dir: Path, origin: str, address: str, port: int, *, disk_
     log = state_dir / "log" / "xcache" / "xrootd.log"
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _wait_started(proc, log, f"XCache on {address}:{port}")
-    return XrootdProcess("xcache", proc.pid, address, port, state_dir, log)
+    return XrootdProcess("xcache", proc.pid, address, port, state_dir, log, tuple(cmd))
 
 
 def purge_times(cache: XrootdProcess) -> list[str]:

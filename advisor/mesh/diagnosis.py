@@ -13,9 +13,16 @@ wrappers around these.
   whose paths are all fine (IFCA: tcp_sack=0 on the GPFS servers, seen only on their paths to
   the worker nodes);
 * loss: a slow path with many retransmits;
-* buffer-limited: a slow path whose rate is close to window / RTT for one of the windows that
-  bound it (sender tcp_wmem max, receiver tcp_rmem max, the receiver's advertised window);
-  the bandwidth-delay product (expected rate x RTT / 8) says how far to raise it;
+* buffer-limited: a slow path whose rate is close to window / idle RTT for one of the windows
+  that bound it (sender tcp_wmem max, receiver tcp_rmem max, the receiver's advertised window,
+  64 KiB when either end has tcp_window_scaling=0: RFC 7323 needs both SYNs to carry the option,
+  so the host with it off is named, never the other end's buffers); the bandwidth-delay product
+  (expected rate x idle RTT / 8) says how far to raise it. The idle RTT is the minimum of three
+  pings sent just before the test (else the test's minimum RTT, which iperf3 samples from the
+  smoothed RTT and may already include a queue): the mean during the transfer includes the
+  bottleneck's queue, and a window that fills a queue is not what limits the path (the queueing
+  delay, mean - idle, is reported apart). A
+  buffer already at the recommended size is never blamed (no change that changes nothing);
 * failed tests, with a firewall hint when an end has rules that drop, reject or limit.
 """
 
@@ -54,10 +61,26 @@ def describe_path(p: dict) -> str:
         bits.append(f"{p['retransmits']} retransmits")
     if p.get("rtt_us") is not None:
         bits.append(f"rtt {p['rtt_us'] / 1000:.2f} ms")
+    queue = queueing_delay_us(p)
+    if queue is not None:
+        bits.append(f"idle rtt {idle_rtt_us(p) / 1000:.2f} ms, queueing delay {queue / 1000:.2f} ms")
     rt = p.get("retest")
     if rt and not rt.get("error"):
         bits.append(f"measured alone (in round {rt.get('round')}: {format_bps(rt.get('concurrent_bps'))})")
     return ", ".join(bits)
+
+
+def idle_rtt_us(p: dict) -> float | None:
+    """The path's RTT without our queue: pings just before the test, else the test's minimum RTT."""
+    return p.get("idle_rtt_us") or p.get("min_rtt_us")
+
+
+def queueing_delay_us(p: dict) -> float | None:
+    """Mean RTT during the test minus the idle RTT: time spent in queues on the path."""
+    idle = idle_rtt_us(p)
+    if p.get("rtt_us") is None or idle is None:
+        return None
+    return max(0.0, float(p["rtt_us"]) - float(idle))
 
 
 def is_slow(p: dict, min_ratio: float) -> bool:
@@ -343,10 +366,18 @@ class BufferLimit:
     window_bytes: int
     window_source: str
     limit_bps: float
+    #: idle RTT (the test's minimum): what the window is judged against
     rtt_us: float
     bdp_bytes: int
     recommended_bytes: int
     remediation_vars: dict[str, Any]
+    #: mean RTT during the test minus the idle RTT (None when iperf3 gave no minimum)
+    queueing_delay_us: float | None = None
+
+
+#: the largest window without the window scale option (RFC 7323 section 2)
+UNSCALED_WINDOW = 65535
+WINDOW_SCALING = "net.ipv4.tcp_window_scaling"
 
 
 #: ESnet fasterdata tcp_rmem/tcp_wmem maxima by NIC speed (bytes)
@@ -367,23 +398,30 @@ def _pow2_at_least(n: float) -> int:
 
 def buffer_limited(paths: Iterable[dict], facts: HostFactsMap, min_ratio: float,
                    low: float = 0.4, high: float = 1.15) -> list[BufferLimit]:
-    """Slow paths running at window / RTT for a window that bounds them.
+    """Slow paths running at window / idle RTT for a window that bounds them.
 
-    Windows tried: the sender's tcp_wmem max, the receiver's tcp_rmem max (the receiver can
-    advertise about half of it with the default tcp_adv_win_scale, so both the whole and half
-    are tried), and the largest window the receiver advertised during the test (iperf3
-    max_snd_wnd). ``low``/``high``: the measured/limit band called "near".
+    Windows tried: 64 KiB when an end has tcp_window_scaling=0 (that end is named), the sender's
+    tcp_wmem max, the receiver's tcp_rmem max (the receiver can advertise about half of it with
+    the default tcp_adv_win_scale, so both the whole and half are tried), and the largest window
+    the receiver advertised during the test (iperf3 max_snd_wnd). ``low``/``high``: the
+    measured/limit band called "near". The limit is judged with the idle RTT (module docstring).
     """
     out = []
     for p in paths:
         if not is_slow(p, min_ratio):
             continue
-        rtt = p.get("rtt_us") or p.get("min_rtt_us")
+        rtt = idle_rtt_us(p) or p.get("rtt_us")
         if not rtt or not p.get("measured_bps"):
             continue
         streams = int(p.get("streams") or 1)  # windows are per stream; the mesh reports the sum
         measured = p["measured_bps"] / streams
+        rate = p.get("expected_bps") or p["measured_bps"] / max(path_ratio(p) or 1, 1e-9)
+        bdp = int(rate * (rtt / 1e6) / 8)
+        unscaled = [h for h in (p["src"], p["dst"]) if sysctl_value(facts, h, WINDOW_SCALING) == "0"]
         cands: list[tuple[str, str, str, int]] = []  # (host, sysctl, source, bytes)
+        for h in unscaled:
+            cands.append((h, WINDOW_SCALING, f"{h} tcp_window_scaling=0 (no window scale option: "
+                                             f"windows of at most {UNSCALED_WINDOW} B both ways)", UNSCALED_WINDOW))
         w = sysctl_max(facts, p["src"], "net.ipv4.tcp_wmem")
         if w:
             cands.append((p["src"], "net.ipv4.tcp_wmem", f"{p['src']} tcp_wmem max", w))
@@ -391,30 +429,36 @@ def buffer_limited(paths: Iterable[dict], facts: HostFactsMap, min_ratio: float,
         if r:
             cands.append((p["dst"], "net.ipv4.tcp_rmem", f"{p['dst']} tcp_rmem max", r))
             cands.append((p["dst"], "net.ipv4.tcp_rmem", f"{p['dst']} tcp_rmem max / 2 (advertised share)", r // 2))
-        if p.get("max_snd_wnd"):
+        if p.get("max_snd_wnd") and not unscaled:  # without scaling, the advertised window says nothing of rmem
             cands.append((p["dst"], "net.ipv4.tcp_rmem", f"{p['dst']} advertised receive window (iperf3 max_snd_wnd)",
                           int(p["max_snd_wnd"])))
         best = None
         for host, key, source, window in cands:
             limit = window * 8 / (rtt / 1e6)
             ratio = measured / limit
-            if low <= ratio <= high and (best is None or abs(1 - ratio) < abs(1 - best[0])):
-                best = (ratio, host, key, source, window, limit)
+            if not low <= ratio <= high:
+                continue
+            rec = max(_pow2_at_least(2 * bdp), esnet_tcp_max(rate), window * 2)
+            if key != WINDOW_SCALING and (sysctl_max(facts, host, key) or 0) >= rec:
+                continue  # already at the recommended size: raising it changes nothing
+            # window scaling off explains a 64 KiB window before any buffer does
+            rank = (key != WINDOW_SCALING, abs(1 - ratio))
+            if best is None or rank < best[0]:
+                best = (rank, host, key, source, window, limit, rec)
         if best is None:
             continue
-        _, host, key, source, window, limit = best
-        rate = p.get("expected_bps") or p["measured_bps"] / max(path_ratio(p) or 1, 1e-9)
-        base_rtt = p.get("min_rtt_us") or rtt
-        bdp = int(rate * (base_rtt / 1e6) / 8)
-        # the buffer also holds overhead: twice the BDP, and never below ESnet's maximum for the rate
-        rec = max(_pow2_at_least(2 * bdp), esnet_tcp_max(rate), window * 2)
-        ints = sysctl_ints(facts, host, key) or [4096, 131072 if key.endswith("rmem") else 16384]
-        new = " ".join(str(x) for x in ints[:2] + [rec]) if len(ints) >= 2 else str(rec)
-        core = "net.core.wmem_max" if key.endswith("wmem") else "net.core.rmem_max"
+        _, host, key, source, window, limit, rec = best
+        if key == WINDOW_SCALING:
+            rvars: dict[str, Any] = {"network_tuning_sysctls": {WINDOW_SCALING: "1"}}
+        else:
+            ints = sysctl_ints(facts, host, key) or [4096, 131072 if key.endswith("rmem") else 16384]
+            new = " ".join(str(x) for x in ints[:2] + [rec]) if len(ints) >= 2 else str(rec)
+            core = "net.core.wmem_max" if key.endswith("wmem") else "net.core.rmem_max"
+            rvars = {"network_tuning_sysctls": {key: new, core: str(max(rec * 2, 67108864))}}
         out.append(BufferLimit(
             path=p, host=host, sysctl=key, window_bytes=window, window_source=source, limit_bps=limit,
-            rtt_us=rtt, bdp_bytes=bdp, recommended_bytes=rec,
-            remediation_vars={"network_tuning_sysctls": {key: new, core: str(max(rec * 2, 67108864))}},
+            rtt_us=rtt, bdp_bytes=bdp, recommended_bytes=rec, remediation_vars=rvars,
+            queueing_delay_us=queueing_delay_us(p),
         ))
     return out
 

@@ -22,6 +22,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor.mesh.iperf_auth import IperfAuth
 from probes.json_text import MAX_JSON_DEPTH, json_depth
 
 #: first line of ``iperf3 --version``: "iperf 3.12 (cJSON 1.7.15)"
@@ -58,20 +59,26 @@ def version_missing(stdout: str) -> bool:
 # ----------------------------------------------------------------------------- server
 
 
-def server_start_script(port: int, lifetime_s: float) -> str:
+def server_start_script(port: int, lifetime_s: float, bind: str | None = None, auth: IperfAuth | None = None) -> str:
     """Start a one-shot server on ``port`` in the background and wait until it listens.
+
+    ``bind``: the address the test's client connects to; the server listens there only (``-B``),
+    not on every address of the host. ``auth``: only a client with these credentials may test.
 
     Prints ``READY <pid> <dir>`` when listening, ``INUSE`` when the port is taken,
     ``NOSTART <log>`` for any other failure. ``timeout`` (coreutils), when present, bounds the
     server's life even if the controller dies before stopping it.
     """
     life = max(1, int(lifetime_s + 0.999))
+    bind_opt = f" -B {shlex.quote(bind)}" if bind else ""
+    auth_files = auth.server_files("$d") if auth else ""
+    auth_opt = auth.server_options("$d") if auth else ""
     wait_steps = int(SERVER_READY_WAIT / 0.05)
     return f"""\
 command -v iperf3 >/dev/null 2>&1 || {{ echo {_MISSING}; exit 127; }}
 d=$(mktemp -d "${{TMPDIR:-/tmp}}/storadvise-iperf3.XXXXXX") || exit 1
-if command -v timeout >/dev/null 2>&1; then lim="timeout {life}"; else lim=""; fi
-nohup $lim iperf3 -s -1 -p {int(port)} --forceflush >"$d/log" 2>&1 </dev/null &
+{auth_files}if command -v timeout >/dev/null 2>&1; then lim="timeout {life}"; else lim=""; fi
+nohup $lim iperf3 -s -1 -p {int(port)}{bind_opt}{auth_opt} --forceflush >"$d/log" 2>&1 </dev/null &
 pid=$!
 i=0
 while [ $i -lt {wait_steps} ]; do
@@ -136,6 +143,33 @@ rm -rf {d}
 # ----------------------------------------------------------------------------- client
 
 
+#: the line the client command prints before iperf3's JSON: the idle RTT measured just before
+IDLE_RTT_MARK = "@@idle_rtt_ms"
+
+
+def idle_rtt_script(address: str) -> str:
+    """Three pings before the transfer: their minimum is the path's idle RTT (no queue of ours yet).
+
+    iputils prints ``rtt min/avg/max/mdev = a/b/c/d ms``, busybox ``round-trip min/avg/max = a/b/c ms``;
+    without ping, or when ICMP is filtered, nothing is printed and the diagnosis falls back to the
+    test's minimum RTT."""
+    a = shlex.quote(address)
+    return (f"command -v ping >/dev/null 2>&1 && ping -n -q -c 3 -i 0.2 -w 2 {a} 2>/dev/null"
+            f" | sed -n 's|^.*min/avg/max[^=]*= *\\([0-9.]*\\)/.*$|{IDLE_RTT_MARK} \\1|p'; ")
+
+
+def split_idle_rtt(text: str) -> tuple[float | None, str]:
+    """(idle RTT in us or None, the rest of the output) from the client command's stdout."""
+    first, sep, rest = (text or "").lstrip().partition("\n")
+    if first.startswith(IDLE_RTT_MARK):
+        try:
+            ms = float(first[len(IDLE_RTT_MARK):].strip())
+        except ValueError:
+            return None, rest
+        return (ms * 1000.0 if 0 < ms < 60_000 else None), rest
+    return None, text
+
+
 def client_command(
     address: str,
     port: int,
@@ -146,12 +180,16 @@ def client_command(
     bidir: bool = False,
     connect_timeout_ms: int | None = None,
     hard_limit_s: float | None = None,
+    idle_rtt: bool = False,
+    auth: IperfAuth | None = None,
 ) -> str:
     """The sender's command line (``-J``, JSON on stdout).
 
     iperf3 reads ``-t`` and ``-O`` with atoi(): whole seconds only, so they are rounded here
-    (``-t`` at least 1) rather than silently truncated by iperf3.
+    (``-t`` at least 1) rather than silently truncated by iperf3. ``idle_rtt``: ping the receiver
+    first (``idle_rtt_script``; one line before the JSON, read by ``parse_client_json``).
     """
+    prefix = idle_rtt_script(address) if idle_rtt else ""
     args = [
         "iperf3", "-c", address, "-p", str(int(port)),
         "-t", str(whole_seconds(duration, 1)), "-O", str(whole_seconds(omit, 0)), "-P", str(int(streams)), "-J",
@@ -163,13 +201,18 @@ def client_command(
     if connect_timeout_ms:
         args += ["--connect-timeout", str(int(connect_timeout_ms))]
     cmd = " ".join(shlex.quote(a) for a in args)
+    env = ""
+    if auth:
+        cmd += auth.client_options()
+        env = auth.client_env()
+    line = prefix + env + cmd
     if hard_limit_s:
         life = max(1, int(hard_limit_s + 0.999))
-        return (
-            f"if command -v timeout >/dev/null 2>&1; then timeout -k 2 {life} {cmd}; "
-            f"else {cmd}; fi"
+        line = (
+            prefix + f"if command -v timeout >/dev/null 2>&1; then {env}timeout -k 2 {life} {cmd}; "
+            f"else {env}{cmd}; fi"
         )
-    return cmd
+    return auth.client_script(line) if auth else line
 
 
 def whole_seconds(x: float, minimum: int) -> int:
@@ -211,6 +254,8 @@ class IperfResult:
     sock_bufsize: int | None = None
     mss: int | None = None
     streams: int | None = None
+    #: the minimum of the pings sent just before the test (None: not measured)
+    idle_rtt_us: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -261,6 +306,13 @@ def parse_client_json(text: str, rc: int | None = 0, stderr: str = "") -> IperfR
     A top-level ``error`` is a failure whatever ``rc`` says; so is output that is not JSON, a
     non-zero exit without JSON, or JSON without the end sums (never reported as 0 Mb/s).
     """
+    idle_rtt_us, text = split_idle_rtt(text or "")
+    res = _parse_client_json(text, rc, stderr)
+    res.idle_rtt_us = idle_rtt_us
+    return res
+
+
+def _parse_client_json(text: str, rc: int | None, stderr: str) -> IperfResult:
     text = (text or "").strip()
     if not text:
         why = (stderr or "").strip().splitlines()

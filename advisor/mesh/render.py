@@ -120,15 +120,15 @@ class RoundProgress:
     """A rich progress bar per round, fed by run_mesh's ``progress`` callback."""
 
     def __init__(self, console, enabled: bool = True):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress
+
+        from advisor.report.progress import progress_columns
 
         self.enabled = enabled
-        self.progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("{task.fields[last]}", style="dim"), console=console, transient=False,
-            disable=not enabled,
-        )
+        self.progress = Progress(*progress_columns("dim"), console=console, transient=False, disable=not enabled)
         self.tasks: dict[int, Any] = {}
+        #: the whole mesh, one tick per round (rounds take the same time: the time-left estimate holds)
+        self.overall: Any = None
 
     def __enter__(self) -> "RoundProgress":
         self.progress.__enter__()
@@ -139,8 +139,12 @@ class RoundProgress:
 
     def __call__(self, ev) -> None:
         if ev.event == "round-start":
+            if self.overall is None:
+                self.overall = self.progress.add_task("mesh", total=ev.rounds, last="")
             self.tasks[ev.round] = self.progress.add_task(
                 f"mesh round {ev.round}/{ev.rounds}", total=ev.tests_in_round, last="")
+        elif ev.event == "round-done" and self.overall is not None:
+            self.progress.update(self.overall, completed=ev.round, last=f"round {ev.round} of {ev.rounds} done")
         elif ev.event == "retest-start":
             self.tasks[ev.round] = self.progress.add_task(
                 "slow paths again, alone", total=ev.tests_in_round, last="")

@@ -17,7 +17,7 @@ A path::
      "measured_bps" (receiver side sum_received), "sent_bps", "expected_bps", "expected_source",
      "ratio" (measured / reference), "ratio_basis": "expected"|"median"|None,
      "retransmits", "sent_bytes", "rtt_us" (mean of the streams' mean_rtt), "min_rtt_us",
-     "max_rtt_us", "snd_buf", "rcv_buf", "max_snd_cwnd", "max_snd_wnd", "mss", "congestion",
+     "max_rtt_us", "idle_rtt_us" (min of pings just before the test; None: not measured), "snd_buf", "rcv_buf", "max_snd_cwnd", "max_snd_wnd", "mss", "congestion",
      "duration_s", "round", "mode": "bidir"|"single", "attempts", "streams",
      "retest": None | {"concurrent_bps", "concurrent_ratio", "round", "mode", "error"}}
 
@@ -38,7 +38,7 @@ from advisor.mesh.iperf import Direction, IperfResult
 
 PATH_KEYS = (
     "src", "dst", "status", "error", "measured_bps", "sent_bps", "expected_bps", "expected_source",
-    "ratio", "ratio_basis", "retransmits", "sent_bytes", "rtt_us", "min_rtt_us", "max_rtt_us",
+    "ratio", "ratio_basis", "retransmits", "sent_bytes", "rtt_us", "min_rtt_us", "max_rtt_us", "idle_rtt_us",
     "snd_buf", "rcv_buf", "max_snd_cwnd", "max_snd_wnd", "mss", "congestion", "duration_s",
     "round", "mode", "attempts", "streams", "retest",
 )
@@ -80,6 +80,7 @@ def path_record(
         rtt_us=direction.rtt_us,
         min_rtt_us=direction.min_rtt_us,
         max_rtt_us=direction.max_rtt_us,
+        idle_rtt_us=result.idle_rtt_us,
         max_snd_cwnd=direction.max_snd_cwnd,
         max_snd_wnd=direction.max_snd_wnd,
         congestion=direction.congestion,

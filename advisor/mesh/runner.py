@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping
 
 from advisor.errors import StoradviseError
 from advisor.mesh import iperf
+from advisor.mesh.iperf_auth import AUTH_PROBE, IperfAuth, supports_auth
 from advisor.mesh.results import judge_paths, path_record
 from advisor.mesh.schedule import PathRequest, expand_pairs, mesh_schedule
 from advisor.site import Host, MeshSpec, Site
@@ -97,6 +98,8 @@ class _Hosts:
         self.locks: dict[str, threading.Lock] = {h.name: threading.Lock() for h in site.hosts}
         self.version: dict[str, tuple[int, int, int] | None] = {}
         self.version_text: dict[str, str | None] = {}
+        #: whether the host's iperf3 can authenticate (--rsa-public-key-path, --authorized-users-path)
+        self.auth: dict[str, bool] = {}
         self.error: dict[str, str] = {}
         self._open_lock = threading.Lock()
 
@@ -127,12 +130,13 @@ class _Hosts:
 
     def detect(self, name: str) -> None:
         try:
-            r = self.run(name, iperf.VERSION_SCRIPT, timeout=20)
+            r = self.run(name, f"{iperf.VERSION_SCRIPT}; {AUTH_PROBE}", timeout=20)
         except TransportError as e:
             self.error[name] = str(e)
             self.version[name] = None
             self.version_text[name] = None
             return
+        self.auth[name] = supports_auth(r.stdout)
         if iperf.version_missing(r.stdout):
             self.error[name] = f"{name}: iperf3 is not installed"
         v = iperf.parse_version(r.stdout)
@@ -162,17 +166,29 @@ class MeshRunner:
         self.hosts = _Hosts(site, transports)
         self.progress = progress
         self._progress_lock = threading.Lock()
+        self._auth: IperfAuth | None = None
 
     # one test ------------------------------------------------------------------------------
 
-    def _start_server(self, dst: str, port: int, stride: int) -> tuple[iperf.ServerStart, int]:
+    def _auth_for(self, src: str, dst: str) -> IperfAuth | None:
+        """The run's credentials when both ends' iperf3 can authenticate (made once per run)."""
+        if not (self.hosts.auth.get(src) and self.hosts.auth.get(dst)):
+            return None
+        with self._progress_lock:
+            if self._auth is None:
+                self._auth = IperfAuth.new()
+        return self._auth
+
+    def _start_server(self, dst: str, port: int, stride: int,
+                      auth: IperfAuth | None = None) -> tuple[iperf.ServerStart, int]:
         life = self.opts.test_timeout + iperf.SERVER_READY_WAIT + 5
         start = iperf.ServerStart(False, message="no port tried")
         for k in range(self.opts.port_tries):
             p = port + k * stride
             if p > 65535:
                 break
-            r = self.hosts.run(dst, iperf.server_start_script(p, life), timeout=iperf.SERVER_READY_WAIT + 15)
+            r = self.hosts.run(dst, iperf.server_start_script(p, life, bind=mesh_address(self.site.host(dst)), auth=auth),
+                               timeout=iperf.SERVER_READY_WAIT + 15)
             if r.timed_out:
                 return iperf.ServerStart(False, message=f"{dst}: starting the iperf3 server timed out"), p
             start = iperf.parse_server_start(r.stdout)
@@ -199,7 +215,8 @@ class MeshRunner:
         while attempt < self.opts.attempts:
             attempt += 1
             try:
-                start, used_port = self._start_server(dst, port, stride)
+                auth = self._auth_for(src, dst)
+                start, used_port = self._start_server(dst, port, stride, auth)
             except TransportError as e:
                 return _Outcome(None, str(e), attempt, None)
             if not start.ready:
@@ -210,7 +227,7 @@ class MeshRunner:
                 cmd = iperf.client_command(
                     mesh_address(dst_host), used_port, self.opts.duration, self.opts.omit, self.opts.streams,
                     self.opts.congestion, bidir=bidir, connect_timeout_ms=connect_ms,
-                    hard_limit_s=self.opts.test_timeout - 1,
+                    hard_limit_s=self.opts.test_timeout - 1, idle_rtt=True, auth=auth,
                 )
                 r = self.hosts.run(src, cmd, timeout=self.opts.test_timeout)
             except TransportError as e:
@@ -357,7 +374,8 @@ class MeshRunner:
                 "congestion": self.opts.congestion, "bidir": self.opts.bidir, "parallel": self.opts.parallel,
                 "retest_below": self.opts.retest_below,
             },
-            "hosts": {n: {"iperf3": self.hosts.version_text.get(n), "error": self.hosts.error.get(n)} for n in names},
+            "hosts": {n: {"iperf3": self.hosts.version_text.get(n), "error": self.hosts.error.get(n),
+                          "auth": bool(self.hosts.auth.get(n))} for n in names},
         }
 
 

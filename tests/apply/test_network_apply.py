@@ -4,6 +4,7 @@ a network namespace of this test's own, from a scan made by the real collector a
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -59,7 +60,8 @@ def test_plan_writes_the_project(world):
     inv = load_data((d / "inventory.yml").read_text())
     hv = inv["all"]["hosts"]["st01"]
     assert hv["ansible_host"] == "127.0.0.1" and hv["ansible_port"] == 22 and hv["ansible_user"] == "root"
-    assert f"UserKnownHostsFile={host.known_hosts}" in hv["ansible_ssh_common_args"]
+    # quoted for Ansible's shlex split and for ssh's own split of the value (docs/security.md)
+    assert f'UserKnownHostsFile="{host.known_hosts}"' in shlex.split(hv["ansible_ssh_common_args"])
     assert "StrictHostKeyChecking=yes" in hv["ansible_ssh_common_args"]
     assert "st01" in inv["all"]["children"]["storadvise_network_tuning"]["hosts"]
     vars_ = load_data((d / "host_vars" / "st01.yml").read_text())

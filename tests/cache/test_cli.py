@@ -49,6 +49,8 @@ def test_bad_input_is_one_line_error_exit_1(tmp_path):
         (["x.csv", "-c", "lots"], "--capacity 'lots'"),
         (["x.csv", "-c", "1T", "--policy", "fifo"], "--policy fifo"),
         (["x.csv", "-c", "1T", "--sample", "2"], "--sample"),
+        (["x.csv", "-c", "1T", "--type", "a=(AOD"], "file type 'a': bad pattern"),
+        (["x.csv", "-c", "1T", "--type", "a=(?P<x>AOD)"], "has named groups"),
     ]
     for args, msg in cases:
         r = subprocess.run([sys.executable, "-m", "advisor.cli", "cache", "simulate", *args], capture_output=True,

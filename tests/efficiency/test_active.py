@@ -222,7 +222,12 @@ def _factory(site, tmp_path):
 def test_run_efficiency_test_over_ssh(ssh_site, tmp_path):
     site, _ = ssh_site
     msgs: list[str] = []
-    r = run_efficiency_test(site, _factory(site, tmp_path), clients=[1, 2], progress=msgs.append)
+    steps: list[tuple[int, int, str]] = []
+    r = run_efficiency_test(site, _factory(site, tmp_path), clients=[1, 2], progress=msgs.append,
+                            step_progress=lambda done, total, what: steps.append((done, total, what)))
+    # the progress bar's steps: the worker, then two scaling points; counted before and after each
+    assert [(d, t) for d, t, _ in steps] == [(0, 3), (1, 3), (1, 3), (2, 3), (2, 3), (3, 3)]
+    assert steps[0][2] == "wn: host" and steps[-1][2] == "wn: scaling done"
     h = r["hosts"]["wn"]
     assert r["failed"] == [] and h["efficiency"] is not None and 0 < h["efficiency"] <= 1.05
     assert r["mean"] == h["efficiency"]

@@ -15,9 +15,11 @@ B_bypass = 0) is a hit; each read is of the whole file. ~2.5 minutes.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -147,3 +149,78 @@ def test_real_xcache_matches_simulated_xcache():
             p.stop()
         subprocess.run(["ip", "netns", "del", ns], check=False)
         shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+PLAY = """---
+- name: XCache
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  roles:
+    - role: xcache
+      vars:
+        xcache_state: "{{ state | default('present') }}"
+"""
+
+
+@pytest.mark.root
+def test_xcache_role_on_a_real_instance():
+    """The xcache Ansible role (real ansible-playbook) changes a live XCache's configuration; after a
+    restart the instance runs with it (read back by the xcache.log probe from its own log);
+    rollback restores it."""
+    require_root()
+    from tests.apply.conftest import ANSIBLE_PLAYBOOK
+    from probes.probe import ProbeContext
+    from probes.xcache import XCacheLogProbe
+
+    from .conftest import REPO
+
+    ns = f"saxr{os.getpid() % 100000}"
+    tmp = Path(tempfile.mkdtemp(prefix="storadvise-xcache-role-"))
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    cache = None
+    try:
+        subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
+        os.chmod(tmp, 0o755)
+        cache = xs.start_xcache(tmp / "xcache", "127.0.0.1:21094", "127.0.0.1", 21095, disk_bytes=DISK, low=0.90,
+                                high=0.95, purge_interval=300, netns=ns)
+        cfg = cache.state_dir / "xcache.cfg"
+
+        def active():
+            ctx = ProbeContext(host="xcache", roles=["cache"], vars={"xcache_log": str(cache.log)})
+            cp = subprocess.run(["sh", "-c", XCacheLogProbe().script(ctx)], capture_output=True, text=True)
+            return XCacheLogProbe().parse(cp.stdout)
+
+        before = active()
+        assert (before.diskusage_low_bytes, before.purgeinterval_s) == (round(0.90 * DISK), 300)
+        (tmp / "play.yml").write_text(PLAY)
+        (tmp / "vars.json").write_text(json.dumps({
+            "xcache_directives": {"pfc.diskusage": "0.85 0.92 purgeinterval 120", "pfc.prefetch": "8"},
+            "xcache_config_file": str(cfg), "xcache_backup_file": str(tmp / "backup" / "xcache.json")}))
+        env = {**os.environ, "ANSIBLE_ROLES_PATH": str(REPO / "playbooks" / "roles"),
+               "ANSIBLE_MODULE_UTILS": str(REPO / "playbooks" / "module_utils"), "ANSIBLE_NOCOLOR": "1",
+               "ANSIBLE_PYTHON_INTERPRETER": sys.executable, "ANSIBLE_LOCALHOST_WARNING": "false",
+               "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false"}
+
+        def play(*args):
+            cp = subprocess.run([ANSIBLE_PLAYBOOK, "-i", "localhost,", "play.yml", "-e", "@vars.json", *args],
+                                cwd=tmp, capture_output=True, text=True, timeout=300, env=env)
+            assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-2000:]
+            return cp.stdout
+
+        out = play()
+        assert "changed=1" in out and "restart the xrootd instance" in out
+        assert "changed=0" in play()  # idempotent
+        cache.restart()
+        after = active()
+        assert (after.diskusage_low_bytes, after.diskusage_high_bytes) == (round(0.85 * DISK), round(0.92 * DISK))
+        assert after.purgeinterval_s == 120 and after.prefetch_blocks == 8
+        play("-e", "state=rollback")
+        cache.restart()
+        back = active()
+        assert (back.diskusage_low_bytes, back.purgeinterval_s, back.prefetch_blocks) == (round(0.90 * DISK), 300, 0)
+    finally:
+        if cache is not None:
+            cache.stop()
+        subprocess.run(["ip", "netns", "del", ns], check=False)
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -188,3 +188,61 @@ def test_relative_judgement_without_expected_rates():
     judge_paths(ps)
     assert all(p["ratio_basis"] == "median" for p in ps)
     assert [(p["src"], p["dst"]) for p in dg.slow_paths(ps, 0.8)] == [("a", "c")]
+
+
+def _with_window_scaling(facts: dict, value: str) -> dict:
+    facts["sysctls"]["net.ipv4.tcp_window_scaling"] = {"runtime": value, "runtime_ints": [int(value)], "line": f"k = {value}"}
+    return facts
+
+
+def test_window_scaling_off_on_a_worker_names_the_worker_both_ways():
+    # the issue's case: 64 KiB windows over 20 ms (~26 Mb/s) in both directions; the storage server's
+    # tcp_rmem (4096 87380 33554432) is not the cause and must not be "raised" to the same value
+    ps = [path("stor01", "wn01", 25, rtt=20_500.0, wnd=65535), path("wn01", "stor01", 25, rtt=20_500.0, wnd=65535),
+          path("stor01", "wn02", 940, rtt=20_500.0)]
+    for p in ps:
+        p["min_rtt_us"] = 20_100.0
+    judge_paths(ps)
+    facts = {"stor01": {"network.sysctl": _with_window_scaling(sysctl_facts(rmem=(4096, 87380, 33554432),
+                                                                             wmem=(4096, 16384, 33554432)), "1")},
+             "wn01": {"network.sysctl": _with_window_scaling(sysctl_facts(), "0")},
+             "wn02": {"network.sysctl": _with_window_scaling(sysctl_facts(), "1")}}
+    found = dg.buffer_limited(ps, facts, 0.8)
+    assert [(b.path["src"], b.path["dst"], b.host, b.sysctl) for b in found] == [
+        ("stor01", "wn01", "wn01", "net.ipv4.tcp_window_scaling"),
+        ("wn01", "stor01", "wn01", "net.ipv4.tcp_window_scaling")]
+    assert all(b.remediation_vars == {"network_tuning_sysctls": {"net.ipv4.tcp_window_scaling": "1"}} for b in found)
+
+
+def test_a_buffer_already_at_the_recommended_size_is_not_blamed():
+    # the receiver advertised 64 KiB (another cause) but its tcp_rmem max is already ESnet's maximum
+    p = path("wn01", "stor01", 25, rtt=20_000.0, wnd=65535)
+    p["min_rtt_us"] = 20_000.0
+    judge_paths([p])
+    facts = {"wn01": {"network.sysctl": sysctl_facts(wmem=(4096, 16384, 33554432))},
+             "stor01": {"network.sysctl": sysctl_facts(rmem=(4096, 87380, 33554432))}}
+    assert dg.buffer_limited([p], facts, 0.8) == []
+
+
+def test_deep_queue_is_not_a_buffer_limit_and_is_reported_apart():
+    # a 100 Mb/s shaper with a deep queue on a 1 Gb/s-expected path: 2 ms idle RTT, 41 ms during the
+    # transfer; the receiver advertised what the queue held (~500 KB): window / mean RTT = the rate,
+    # but window / idle RTT is 2 Gb/s: the window is not the limit, the shaper is
+    p = path("stor01", "wn01", 98, rtt=41_000.0, wnd=512_000)
+    p["min_rtt_us"] = 2_000.0
+    judge_paths([p])
+    facts = {"stor01": {"network.sysctl": sysctl_facts()}, "wn01": {"network.sysctl": sysctl_facts()}}
+    assert dg.buffer_limited([p], facts, 0.8) == []
+    assert dg.queueing_delay_us(p) == 39_000.0
+    assert "idle rtt 2.00 ms, queueing delay 39.00 ms" in dg.describe_path(p)
+
+
+def test_pinged_idle_rtt_beats_iperf3_minimum():
+    # as measured in the lab: iperf3's minimum RTT (sampled from the smoothed RTT) already holds the
+    # queue (36 ms); the pings before the test saw the idle 2 ms
+    p = path("stor01", "wn03", 95, rtt=41_000.0, wnd=512_000)
+    p["min_rtt_us"], p["idle_rtt_us"] = 36_000.0, 2_050.0
+    judge_paths([p])
+    facts = {"stor01": {"network.sysctl": sysctl_facts()}, "wn03": {"network.sysctl": sysctl_facts()}}
+    assert dg.buffer_limited([p], facts, 0.8) == []
+    assert dg.queueing_delay_us(p) == 41_000.0 - 2_050.0

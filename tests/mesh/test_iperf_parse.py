@@ -89,3 +89,21 @@ def test_server_start_markers():
     assert iperf.parse_server_start("STORADVISE-IPERF3-MISSING\n").missing
     s = iperf.parse_server_start("STORADVISE-IPERF3-NOSTART iperf3: error - bad thing iperf3: exiting\n")
     assert not s.ready and "bad thing" in s.message
+
+
+def test_idle_rtt_line_before_the_json():
+    import subprocess
+
+    from advisor.mesh import iperf as ip
+
+    out = subprocess.run(["sh", "-c", ip.idle_rtt_script("127.0.0.1")], capture_output=True, text=True).stdout
+    idle, rest = ip.split_idle_rtt(out + "{}")
+    assert rest == "{}" and idle is not None and 0 < idle < 5_000  # loopback: well under 5 ms
+    # busybox's summary line is read as well; no line (no ping, ICMP filtered) leaves the text alone
+    line = "round-trip min/avg/max = 0.045/0.052/0.061 ms"
+    out = subprocess.run(["sh", "-c", f"echo '{line}' | sed -n " + ip.idle_rtt_script("x").split("sed -n ", 1)[1]],
+                         capture_output=True, text=True).stdout
+    assert ip.split_idle_rtt(out)[0] == 45.0
+    assert ip.split_idle_rtt('{"start": {}}') == (None, '{"start": {}}')
+    res = ip.parse_client_json("@@idle_rtt_ms 2.150\n" + '{"error": "unable to connect to server"}')
+    assert res.idle_rtt_us == 2150.0 and res.error == "unable to connect to server"

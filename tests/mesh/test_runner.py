@@ -214,8 +214,7 @@ def test_namespace_mesh_rules_through_engine():
     assert slow == [f"{h1}->{h2}", f"{h1}->{h3}"]
     (asym,) = [f for f in fails if f.rule_id == "MESH-ASYMMETRY"]
     assert asym.hosts == [h1] and "tcp_sack=0" in asym.message
-    assert asym.remediation.vars == {"network_tuning_sysctls": {"net.ipv4.tcp_sack": "1"}}
-    assert asym.remediation.role == "network_tuning"
+    assert [(c.host, c.adapter, c.key, c.target) for c in asym.changes] == [(h1, "sysctl", "net.ipv4.tcp_sack", "1")]
     assert not [f for f in fails if f.rule_id == "MESH-TEST-FAILED"]
 
 

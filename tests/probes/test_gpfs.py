@@ -65,7 +65,9 @@ def test_ibm_sample_full_config():
         "<IP=10.241.17.5><ATTRIBUTE=><GROUP=><PREFIX=>+<IP=10.241.17.4><ATTRIBUTE=><GROUP=><PREFIX=>"
     )
     eff = f.effective
-    assert "pagepool" not in eff  # only set for [storagenodegrp]; node unknown
+    # only set for [storagenodegrp] and the node's classes are unknown: unknown, never dropped or defaulted
+    assert eff["pagepool"].value is None and eff["pagepool"].bytes is None
+    assert "[storagenodegrp]" in eff["pagepool"].unknown and eff["pagepool"].line == "pagepool 2G"
     assert eff["maxFilesToCache"].value == "128K" and eff["maxFilesToCache"].count is None
     assert eff["maxblocksize"].bytes == 16 * 2**20
     assert eff["workerThreads"].count == 1024
@@ -146,15 +148,19 @@ def test_edge_scopes_resolution():
     text = (GPFS / "mmlsconfig-edge-scopes.txt").read_text()
     f = MMLS.parse(text)
     assert f.filesystems == ["/dev/gpfs1", "/dev/gpfs2"]
-    assert f.effective["pagepool"].value == "768M"  # cluster-wide, last line wins (after [common])
+    # [nsdNodes] and [wn01,wn02] may name this (unknown) node's classes: unknown, not the cluster-wide 768M
+    assert f.effective["pagepool"].value is None and f.effective["pagepool"].scope == ["wn01", "wn02"]
+    assert "pagepool" not in f.named
     assert f.effective["someFutureKnob"].value == "value with   spaces ; and; semicolons"
     assert f.effective["seqDiscardThreshhold"].bytes == 999 * 2**30
     assert f.effective["nsdInlineWriteMax"].bytes == 8 * 2**10
-    assert f.effective["maxFilesToCache"].value == "4M" and f.effective["maxFilesToCache"].count is None
+    assert f.effective["maxFilesToCache"].value is None  # [nsdNodes] 256000 may apply
     assert f.effective["prefetchThreads"].count == 50
     wn = MMLS.parse(sectioned(text, node="wn01.ifca.es"))
     assert wn.node == "wn01.ifca.es"
     assert wn.effective["pagepool"].value == "1G" and wn.effective["pagepool"].scope == ["wn01", "wn02"]
+    # named directly after the [nsdNodes] line: known; maxFilesToCache only has an [nsdNodes] line: unknown
+    assert wn.effective["maxFilesToCache"].value is None and wn.effective["prefetchThreads"].count == 50
     nc = (GPFS / "mmlsnodeclass-Y-CONSTRUCTED-from-community-column-names.txt").read_text()
     srv = MMLS.parse(sectioned(text, node="gpfs01", nodeclasses=nc))
     assert srv.node_classes == ["GUI_MGMT_SERVERS", "nsdNodes"]
@@ -199,7 +205,9 @@ def test_daemon_down_is_parse_error():
 
 
 def test_drift_pagepool():
-    persisted = MMLS.parse((GPFS / "mmlsconfig-edge-scopes.txt").read_text().replace("pagepool 768M", "pagepool 1G")).model_dump()
+    nc = (GPFS / "mmlsnodeclass-Y-CONSTRUCTED-from-community-column-names.txt").read_text()
+    persisted = MMLS.parse(sectioned((GPFS / "mmlsconfig-edge-scopes.txt").read_text().replace("pagepool 768M", "pagepool 1G"),
+                                     node="wn03", nodeclasses=nc)).model_dump()
     active = MMDIAG.parse((GPFS / "mmdiag-config-Y-drift-CONSTRUCTED.txt").read_text()).model_dump()
     drift = gpfs_drift(persisted, active, DEFAULT_DRIFT_ATTRIBUTES)
     assert [d["attribute"] for d in drift] == ["pagepool"]
@@ -260,3 +268,19 @@ def test_parsers_structured_noise(lines):
             probe.parse(text)
         except ProbeParseError:
             pass
+
+
+def test_unknown_node_class_value_is_not_judged_as_unset():
+    """IBM's sample sets pagepool only for [storagenodegrp]; without mmlsnodeclass the pagepool rules say
+    the value is unknown (not applicable), they never judge a default or the cluster-wide value."""
+    from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+    from advisor.findings import FindingStatus
+    from advisor.rule_engine import evaluate
+
+    facts = MMLS.parse(sectioned(sample("mmlsconfig-IBM-ibm-spectrum-scale-ibm-cloud-schematics.txt"), node="stor1"))
+    assert facts.effective["pagepool"].value is None
+    h = HostFacts(name="stor1", roles=["storage"], probes={
+        "gpfs.mmlsconfig": ProbeResult(probe="gpfs.mmlsconfig", status=ProbeStatus.ok, facts=facts.model_dump())})
+    found = [f for f in evaluate(FactSet(site="t", hosts={"stor1": h}), profiles=["gpfs-site"]).findings
+             if f.rule_id.startswith("GPFS-PAGEPOOL")]
+    assert found and all(f.status == FindingStatus.not_applicable for f in found)

@@ -41,7 +41,7 @@ def test_mountinfo_and_raw():
     f = PROBE.parse((MOUNTS / "mountinfo-CONSTRUCTED.txt").read_text())
     assert [(m.mountpoint, m.fstype, m.device) for m in f.mounts] == [
         ("/", "xfs", "/dev/sda2"), ("/mnt/cephfs", "fuse.ceph-fuse", "ceph-fuse")]
-    assert "allow_other" in f.mounts[1].options and f.ceph_kernel_possible is None
+    assert "allow_other" in f.mounts[1].super_options and f.ceph_kernel_possible is None
     with pytest.raises(ProbeParseError):
         PROBE.parse("garbage\n")
 

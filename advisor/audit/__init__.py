@@ -1,0 +1,1 @@
+"""``storadvise audit``: the acceptance checklist of a new installation (advisor/audit/checklist.py)."""

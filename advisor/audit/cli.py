@@ -1,0 +1,81 @@
+"""``storadvise audit``: scan a site under the pre-deployment profile and judge the acceptance checklist."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from advisor.errors import UsageError
+from advisor.findings import SEVERITY_ORDER
+from advisor.scan import ScanOptions
+
+out = Console()
+err = Console(stderr=True)
+
+
+def audit(
+    site: str = typer.Option(..., "--site", "-s", help="Site name or site file path."),
+    threshold: str = typer.Option("medium", "--threshold", help="A failed finding at least this severe fails the audit."),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="Write the checklist as JUnit XML to FILE."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Write the checklist and the scan as a self-contained HTML report."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the scan JSON to FILE."),
+    history: Optional[Path] = typer.Option(None, "--history", help="Scan history database (default $STORADVISE_HISTORY, else $XDG_DATA_HOME/storadvise/history.db)."),
+    no_history: bool = typer.Option(False, "--no-history", help="Do not store the audit's scan in the history."),
+    json_out: bool = typer.Option(False, "--json", help="Print {site, accepted, checks} as JSON."),
+    *,
+    options: ScanOptions,
+) -> None:
+    """The acceptance checklist of a new installation: every host reachable, every mesh path within its expected
+    rate, no finding at or above medium, waivers valid and unexpired, the GPFS/XCache settings the profile demands.
+
+    Profile: pre-deployment unless --profile is given. Exit 0 accepted, 2 a check failed, 1 usage or tool error.
+    """
+    from advisor.audit.checklist import DEFAULT_PROFILE, audit_checklist
+    from advisor.history.store import store_scan
+    from advisor.report.junit import checklist_junit
+    from advisor.report.outputs import ReportFiles, write_report_files
+    from advisor.report.progress import ScanProgress
+    from advisor.scan import open_scan, run_scan
+    from advisor.site_file import load_site
+
+    if threshold not in SEVERITY_ORDER:
+        raise UsageError(f"--threshold must be one of {', '.join(SEVERITY_ORDER)}, got {threshold!r}")
+    if not options.profiles:
+        options = dataclasses.replace(options, profiles=(DEFAULT_PROFILE,))
+    target = open_scan(options, load_site(site))
+    with ScanProgress(len(target.hosts), f"auditing {target.site.name}", enabled=not json_out, console=err) as bar:
+        run = run_scan(target, options, progress=bar.host_done, quiet=json_out, console=err)
+    report = run.report
+    items = audit_checklist(report, target.site, target.catalog, threshold=threshold)
+    write_report_files(report, ReportFiles(json=output, junit=junit, html=html), audit=items,
+                       junit_text=checklist_junit(report.site, items, report.started_at, report.duration_s))
+    store_scan(report, history, no_history, None, warn=err.print)
+    accepted = all(i.passed for i in items)
+    if json_out:
+        print(json.dumps({"site": report.site, "profiles": report.profiles, "accepted": accepted,
+                          "checks": [i.as_dict() for i in items]}, indent=2))
+    else:
+        from rich.markup import escape
+        from rich.table import Table
+
+        t = Table(header_style="bold", title=f"acceptance checklist of {report.site} ({', '.join(report.profiles)})")
+        for c in ("result", "check", "subject", "detail"):
+            t.add_column(c, overflow="fold")
+        for i in sorted(items, key=lambda i: i.passed):
+            t.add_row("[green]pass[/]" if i.passed else "[red]FAIL[/]", i.check, escape(i.subject), escape(i.message))
+        out.print(t)
+        failed = sum(1 for i in items if not i.passed)
+        out.print("[green]ACCEPTED[/]" if accepted else f"[red]NOT ACCEPTED[/]: {failed} of {len(items)} checks fail")
+    raise typer.Exit(0 if accepted else 2)
+
+
+def register(app: typer.Typer) -> None:
+    from advisor.scan_flags import scan_options
+
+    app.command("audit", epilog="Examples:\n\n  storadvise audit --site newsite --junit audit.xml --html audit.html\n\n"
+                "  storadvise audit --site newsite --profile pre-deployment --profile gpfs-site")(scan_options()(audit))

@@ -1,0 +1,238 @@
+"""The scan history: SQLite in WAL mode, one transaction per scan.
+
+Where: ``--history PATH``, else ``$STORADVISE_HISTORY``, else ``$XDG_DATA_HOME/storadvise/history.db``
+(``~/.local/share/storadvise/history.db`` when XDG_DATA_HOME is unset).
+
+A scan is written in one ``BEGIN IMMEDIATE`` transaction: the whole report (JSON), one row per
+finding x host, one per mesh path and one per efficiency host. Concurrent writers wait for each
+other (busy timeout); a writer killed mid-transaction leaves nothing behind (SQLite rolls the
+uncommitted WAL frames back), so a reader sees whole scans or none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from advisor.errors import StoradviseError
+from advisor.report.model import ScanReport
+
+ENV = "STORADVISE_HISTORY"
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 60.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS scans (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    site TEXT NOT NULL, started_at TEXT NOT NULL, finished_at TEXT NOT NULL, duration_s REAL NOT NULL,
+    profiles TEXT NOT NULL, tool_version TEXT NOT NULL, hosts INTEGER NOT NULL, unreachable INTEGER NOT NULL,
+    failed INTEGER NOT NULL, worst_failed_severity TEXT, incomplete INTEGER NOT NULL,
+    findings INTEGER NOT NULL, paths INTEGER NOT NULL, report TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS scans_site ON scans(site, id);
+CREATE TABLE IF NOT EXISTS findings (
+    scan_id INTEGER NOT NULL REFERENCES scans(id) ON DELETE CASCADE, rule_id TEXT NOT NULL, host TEXT NOT NULL,
+    subject TEXT NOT NULL, status TEXT NOT NULL, severity TEXT NOT NULL, observed TEXT);
+CREATE INDEX IF NOT EXISTS findings_scan ON findings(scan_id);
+CREATE TABLE IF NOT EXISTS paths (
+    scan_id INTEGER NOT NULL REFERENCES scans(id) ON DELETE CASCADE, src TEXT NOT NULL, dst TEXT NOT NULL,
+    status TEXT, measured_bps REAL, expected_bps REAL, ratio REAL);
+CREATE INDEX IF NOT EXISTS paths_scan ON paths(scan_id);
+CREATE TABLE IF NOT EXISTS efficiency (
+    scan_id INTEGER NOT NULL REFERENCES scans(id) ON DELETE CASCADE, host TEXT NOT NULL, efficiency REAL);
+CREATE INDEX IF NOT EXISTS efficiency_scan ON efficiency(scan_id);
+"""
+
+
+def history_path(explicit: str | Path | None = None) -> Path:
+    """``--history PATH``, else ``$STORADVISE_HISTORY``, else ``$XDG_DATA_HOME/storadvise/history.db``."""
+    if explicit:
+        return Path(explicit).expanduser()
+    if os.environ.get(ENV):
+        return Path(os.environ[ENV]).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "storadvise" / "history.db"
+
+
+class HistoryStore:
+    def __init__(self, path: str | Path, create: bool = True):
+        self.path = Path(path)
+        if not create and not self.path.exists():
+            raise StoradviseError(f"{self.path}: no scan history here (scans are stored by 'storadvise scan')")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoradviseError(f"{self.path}: history schema {version} is newer than this storadvise ({SCHEMA_VERSION})")
+            if version < SCHEMA_VERSION:
+                with self._write():
+                    for statement in filter(str.strip, _SCHEMA.split(";")):
+                        self.db.execute(statement)
+                    self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as exc:
+            raise StoradviseError(f"{self.path}: not a storadvise history database: {exc}") from None
+        except OSError as exc:
+            raise StoradviseError(f"{self.path}: cannot open the scan history: {exc.strerror or exc}") from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "HistoryStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # ------------------------------------------------------------------ write
+
+    def record(self, report: ScanReport, progress: Callable[[int], None] | None = None) -> int:
+        """Store one scan (one transaction); returns its id. ``progress(rows)`` is called every 1000 rows."""
+        s = report.summary
+        paths = (report.mesh or {}).get("paths") or []
+        rows = 0
+        try:
+            with self._write():
+                cur = self.db.execute(
+                    "INSERT INTO scans (site, started_at, finished_at, duration_s, profiles, tool_version, hosts,"
+                    " unreachable, failed, worst_failed_severity, incomplete, findings, paths, report)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (report.site, report.started_at, report.finished_at, report.duration_s, json.dumps(report.profiles),
+                     report.tool_version, s.hosts, s.unreachable, sum(s.failed_by_severity.values()),
+                     s.worst_failed_severity, int(s.incomplete), 0, len(paths), report.model_dump_json()))
+                scan_id = cur.lastrowid
+                for f in report.findings:
+                    for host in f.hosts or [""]:
+                        self.db.execute("INSERT INTO findings VALUES (?,?,?,?,?,?,?)",
+                                        (scan_id, f.rule_id, host, f.subject or "", f.status.value, f.severity.value,
+                                         json.dumps(f.observed, default=str)))
+                        rows += 1
+                        if progress and rows % 1000 == 0:
+                            progress(rows)
+                for p in paths:
+                    self.db.execute("INSERT INTO paths VALUES (?,?,?,?,?,?,?)",
+                                    (scan_id, str(p.get("src")), str(p.get("dst")), p.get("status"),
+                                     p.get("measured_bps"), p.get("expected_bps"), _ratio(p)))
+                for host, rec in ((report.efficiency or {}).get("hosts") or {}).items():
+                    if isinstance(rec, dict):
+                        eff = rec.get("efficiency")
+                        self.db.execute("INSERT INTO efficiency VALUES (?,?,?)",
+                                        (scan_id, host, eff if isinstance(eff, (int, float)) else None))
+                # the row count last: a scan whose count matches its rows was written whole
+                self.db.execute("UPDATE scans SET findings=? WHERE id=?", (rows, scan_id))
+        except sqlite3.Error as exc:
+            raise StoradviseError(f"{self.path}: cannot store the scan: {exc}") from None
+        return int(scan_id)
+
+    def prune(self, *, keep: int | None = None, older_than: str | None = None, site: str | None = None) -> int:
+        """Delete scans beyond the ``keep`` newest per site and/or started before ``older_than``; returns how many."""
+        where, args = [], []
+        if site:
+            where.append("site = ?")
+            args.append(site)
+        if older_than:
+            where.append("julianday(started_at) < julianday(?)")
+            args.append(older_than)
+        if keep is not None:
+            where.append("id NOT IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY site ORDER BY id DESC)"
+                         " AS n FROM scans) WHERE n <= ?)")
+            args.append(keep)
+        if not where:
+            raise StoradviseError("history prune needs --keep N or --older-than DATE")
+        with self._write():
+            n = self.db.execute("DELETE FROM scans WHERE " + " AND ".join(where), args).rowcount
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return n
+
+    # ------------------------------------------------------------------ read
+
+    def scans(self, site: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        q = ("SELECT id, site, started_at, duration_s, hosts, unreachable, failed, worst_failed_severity, incomplete,"
+             " findings, paths FROM scans" + (" WHERE site = ?" if site else "") + " ORDER BY id DESC LIMIT ?")
+        cur = self.db.execute(q, ((site,) if site else ()) + (limit,))
+        cols = [d[0] for d in cur.description]
+        return [{**dict(zip(cols, r)), "incomplete": bool(r[cols.index("incomplete")])} for r in cur.fetchall()]
+
+    def report(self, scan_id: int) -> ScanReport:
+        row = self.db.execute("SELECT report FROM scans WHERE id = ?", (scan_id,)).fetchone()
+        if row is None:
+            raise StoradviseError(f"{self.path}: no scan {scan_id} in the history ('storadvise history list')")
+        return ScanReport.model_validate_json(row[0])
+
+    def last(self, site: str, before_id: int | None = None) -> ScanReport | None:
+        """The newest stored scan of ``site`` (older than ``before_id`` when given)."""
+        q = "SELECT id FROM scans WHERE site = ?" + (" AND id < ?" if before_id else "") + " ORDER BY id DESC LIMIT 1"
+        row = self.db.execute(q, (site, before_id) if before_id else (site,)).fetchone()
+        return None if row is None else self.report(row[0])
+
+    def path_trend(self, site: str, src: str | None = None, dst: str | None = None) -> list[dict[str, Any]]:
+        q = ("SELECT s.id, s.started_at, p.src, p.dst, p.status, p.measured_bps, p.expected_bps, p.ratio FROM paths p"
+             " JOIN scans s ON s.id = p.scan_id WHERE s.site = ?")
+        args: list[Any] = [site]
+        for col, v in (("p.src", src), ("p.dst", dst)):
+            if v:
+                q += f" AND {col} = ?"
+                args.append(v)
+        cur = self.db.execute(q + " ORDER BY p.src, p.dst, s.id", args)
+        cols = ["scan", "started_at", "src", "dst", "status", "measured_bps", "expected_bps", "ratio"]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    def efficiency_trend(self, site: str, host: str | None = None) -> list[dict[str, Any]]:
+        q = ("SELECT s.id, s.started_at, e.host, e.efficiency FROM efficiency e JOIN scans s ON s.id = e.scan_id"
+             " WHERE s.site = ?" + (" AND e.host = ?" if host else "") + " ORDER BY e.host, s.id")
+        cur = self.db.execute(q, (site, host) if host else (site,))
+        return [dict(zip(["scan", "started_at", "host", "efficiency"], r)) for r in cur.fetchall()]
+
+    def check(self) -> list[str]:
+        """Problems found: SQLite's integrity check, and scans whose rows do not match their counts."""
+        problems = [r[0] for r in self.db.execute("PRAGMA integrity_check").fetchall() if r[0] != "ok"]
+        for sid, want, got, pwant, pgot in self.db.execute(
+                "SELECT s.id, s.findings, (SELECT COUNT(*) FROM findings f WHERE f.scan_id = s.id), s.paths,"
+                " (SELECT COUNT(*) FROM paths p WHERE p.scan_id = s.id) FROM scans s").fetchall():
+            if want != got or pwant != pgot:
+                problems.append(f"scan {sid}: {got}/{want} finding rows, {pgot}/{pwant} path rows")
+        return problems
+
+
+def _ratio(p: dict[str, Any]) -> float | None:
+    from advisor.mesh.results import path_ratio
+
+    return path_ratio(p)
+
+
+def store_scan(report: ScanReport, history: str | Path | None, no_history: bool, fail_on_new: str | None,
+               warn: Callable[[str], None]) -> list[dict[str, Any]] | None:
+    """What a command that scans does with its report: store it (unless ``no_history``); with
+    ``fail_on_new`` (a severity) return the failures at or above it absent from the site's last stored
+    scan. A history that cannot be written is a warning, unless the exit code depends on it."""
+    if no_history:
+        return None
+    from advisor.history.compare import new_failures
+
+    try:
+        with HistoryStore(history_path(history)) as store:
+            new = new_failures(store.last(report.site), report, fail_on_new) if fail_on_new else None
+            store.record(report)
+    except StoradviseError as exc:
+        if fail_on_new:
+            raise
+        warn(f"storadvise: warning: scan not stored in the history: {exc}")
+        return None
+    return new

@@ -1,0 +1,86 @@
+"""The report files a command writes beside its console output: JSON, JUnit, HTML, Prometheus textfile.
+
+One place for every command that ends with a scan report (``scan``, ``verify``, ``audit``, ``report``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from advisor.errors import StoradviseError
+from advisor.report.model import ScanReport
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    json: Path | None = None
+    junit: Path | None = None
+    html: Path | None = None
+    prometheus: Path | None = None
+
+
+def write_text(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as exc:
+        raise StoradviseError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def load_cache_simulation(path: Path) -> dict[str, Any]:
+    """A result written by ``storadvise cache simulate --output FILE`` (or printed with --json), checked."""
+    import json
+
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise StoradviseError(f"{path}: cache simulation result not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StoradviseError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise StoradviseError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
+    configs = data.get("configurations") if isinstance(data, dict) else None
+    if not isinstance(configs, list):
+        raise StoradviseError(f"{path}: not a 'storadvise cache simulate' result (no 'configurations' list)")
+    for i, c in enumerate(configs):
+        ok = isinstance(c, dict) and isinstance(c.get("policy"), str) and all(
+            isinstance(c.get(k), (int, float)) and not isinstance(c.get(k), bool)
+            for k in ("capacity_bytes", "hit_efficiency", "transfer_efficiency"))
+        if not ok:
+            raise StoradviseError(f"{path}: configurations[{i}]: needs policy, capacity_bytes, hit_efficiency, "
+                                  "transfer_efficiency")
+    curve = data.get("curve")
+    if curve is not None and not (isinstance(curve, dict) and isinstance(curve.get("capacities_bytes"), list)):
+        raise StoradviseError(f"{path}: curve: needs a capacities_bytes list")
+    return data
+
+
+def write_report_files(report: ScanReport, files: ReportFiles, verify: dict[str, Any] | None = None,
+                       junit_text: str | None = None, audit: list | None = None,
+                       cache: dict[str, Any] | None = None) -> None:
+    """Write each file asked for. ``verify``: the before -> after shown in the HTML; ``junit_text``: a
+    JUnit document other than the scan's findings and ``audit`` the checklist (``audit`` writes both);
+    ``cache``: a cache simulation result whose curves the HTML plots."""
+    if files.json:  # streamed a host at a time: a 10,000-host report is hundreds of MB
+        from advisor.report.json_stream import write_report_json
+
+        try:
+            files.json.parent.mkdir(parents=True, exist_ok=True)
+            with files.json.open("w") as fh:
+                write_report_json(report, fh)
+        except OSError as exc:
+            raise StoradviseError(f"{files.json}: cannot write: {exc.strerror or exc}") from None
+    if files.junit:
+        from advisor.report.junit import junit_xml
+
+        write_text(files.junit, junit_text if junit_text is not None else junit_xml(report))
+    if files.html:
+        from advisor.report.html import scan_html
+
+        write_text(files.html, scan_html(report, verify=verify, audit=audit, cache=cache))
+    if files.prometheus:
+        from advisor.report.prometheus import write_prometheus
+
+        write_prometheus(report, files.prometheus)
