@@ -3,7 +3,7 @@
 Where: ``--history PATH``, else ``$STORADVISE_HISTORY``, else ``$XDG_DATA_HOME/storadvise/history.db``
 (``~/.local/share/storadvise/history.db`` when XDG_DATA_HOME is unset).
 
-A scan is written in one ``BEGIN IMMEDIATE`` transaction: the whole report (JSON), one row per
+A scan is written in one ``BEGIN IMMEDIATE`` transaction: the whole report (zlib-compressed JSON), one row per
 finding x host, one per mesh path and one per efficiency host. Concurrent writers wait for each
 other (busy timeout); a writer killed mid-transaction leaves nothing behind (SQLite rolls the
 uncommitted WAL frames back), so a reader sees whole scans or none.
@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,6 +58,24 @@ def history_path(explicit: str | Path | None = None) -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "storadvise" / "history.db"
 
+
+
+def compressed_report(report: ScanReport) -> bytes:
+    """The report's JSON, zlib-compressed as it is written a host at a time
+    (advisor.report.json_stream): a 10,000-host report is never one string in memory, and the
+    hosts' repeated facts compress to little."""
+    from advisor.report.json_stream import write_report_json
+
+    packer = zlib.compressobj(6)
+    chunks: list[bytes] = []
+
+    class _Sink:
+        def write(self, text: str) -> None:
+            chunks.append(packer.compress(text.encode("utf-8")))
+
+    write_report_json(report, _Sink())  # type: ignore[arg-type]
+    chunks.append(packer.flush())
+    return b"".join(chunks)
 
 class HistoryStore:
     def __init__(self, path: str | Path, create: bool = True):
@@ -116,7 +135,7 @@ class HistoryStore:
                     " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (report.site, report.started_at, report.finished_at, report.duration_s, json.dumps(report.profiles),
                      report.tool_version, s.hosts, s.unreachable, sum(s.failed_by_severity.values()),
-                     s.worst_failed_severity, int(s.incomplete), 0, len(paths), report.model_dump_json()))
+                     s.worst_failed_severity, int(s.incomplete), 0, len(paths), compressed_report(report)))
                 scan_id = cur.lastrowid
                 for f in report.findings:
                     for host in f.hosts or [""]:
@@ -174,7 +193,12 @@ class HistoryStore:
         row = self.db.execute("SELECT report FROM scans WHERE id = ?", (scan_id,)).fetchone()
         if row is None:
             raise StoradviseError(f"{self.path}: no scan {scan_id} in the history ('storadvise history list')")
-        return ScanReport.model_validate_json(row[0])
+        data = row[0]
+        try:  # zlib-compressed JSON (bytes); scans stored before that: the JSON text
+            text = zlib.decompress(data) if isinstance(data, bytes) else data
+        except zlib.error as exc:
+            raise StoradviseError(f"{self.path}: scan {scan_id}: stored report unreadable: {exc}") from None
+        return ScanReport.model_validate_json(text)
 
     def last(self, site: str, before_id: int | None = None) -> ScanReport | None:
         """The newest stored scan of ``site`` (older than ``before_id`` when given)."""
