@@ -166,3 +166,21 @@ def test_scan_stores_and_fail_on_new(tmp_path):
         assert len(store.scans()) == 5  # verify stored its scan
     r = run("verify", "--site", site, "--from", cap, "--history", tmp_path / "empty.db")
     assert r.returncode == 1 and "give --before FILE" in r.stderr
+
+
+def test_stored_report_is_compressed_and_old_text_rows_still_read(tmp_path):
+    """A 10,000-host report is stored compressed as it is streamed (issue 14), and read back whole."""
+
+    rep = make_report(site="big")
+    db = tmp_path / "h.db"
+    with HistoryStore(db) as store:
+        sid = store.record(rep)
+        assert store.report(sid) == rep
+    raw = sqlite3.connect(db).execute("SELECT report FROM scans WHERE id = ?", (sid,)).fetchone()[0]
+    assert isinstance(raw, bytes) and len(raw) < len(rep.model_dump_json(indent=2))
+    con = sqlite3.connect(db)  # a row written before compression: the JSON text
+    con.execute("UPDATE scans SET report = ? WHERE id = ?", (rep.model_dump_json(), sid))
+    con.commit()
+    con.close()
+    with HistoryStore(db) as store:
+        assert store.report(sid) == rep
