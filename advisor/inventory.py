@@ -92,7 +92,7 @@ def parse_inventory_list(data: Any, path: str = "<inventory>") -> dict[str, Inve
         return out
 
     hosts: dict[str, InventoryHost] = {}
-    for name in {*direct, *hostvars}:
+    for name in dict.fromkeys([*hostvars, *direct]):  # Ansible's order, each host once
         groups: set[str] = set()
         for g in direct.get(name, ()):
             groups |= up(g)
