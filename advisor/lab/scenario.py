@@ -93,6 +93,9 @@ class Firewall(_Strict):
 
     nft: str | None = None
     iptables: str | None = Field(None, description="iptables-restore input")
+    #: also written to the host's persisted ruleset (``<host dir>/etc/nftables.conf``,
+    #: ``<host dir>/etc/iptables/rules.v4``), which ``lab reboot`` loads; false = runtime only
+    persist: bool = True
 
 
 class ScenarioHost(_Strict):
