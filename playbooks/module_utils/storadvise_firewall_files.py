@@ -160,12 +160,20 @@ def _first_brace(line):
 
 
 def _closing_brace(line):
-    quoted = False
+    """Index of the ``}`` that closes the enclosing block (braces of anonymous sets such as
+    ``tcp dport { 22, 1094 }`` are skipped), or None."""
+    quoted, depth = False, 0
     for i, ch in enumerate(line):
         if ch == '"':
             quoted = not quoted
-        elif ch == "}" and not quoted:
-            return i
+        elif quoted:
+            continue
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            if depth == 0:
+                return i
+            depth -= 1
     return None
 
 
@@ -193,6 +201,7 @@ def ipt_save_rules(text):
 
 
 _DIRECT_RULE = re.compile(r"<rule\b([^>]*)>(.*?)</rule>[ \t]*\n?", re.S)
+_XML_QUOTES = {"&quot;": '"', "&apos;": "'"}
 _ATTR = re.compile(r'(\w+)\s*=\s*"([^"]*)"|(\w+)\s*=\s*\'([^\']*)\'')
 
 
@@ -204,12 +213,12 @@ def firewalld_direct_rules(text):
     for m in _DIRECT_RULE.finditer(text):
         attrs = {}
         for a in _ATTR.finditer(m.group(1)):
-            attrs[a.group(1) or a.group(3)] = unescape(a.group(2) if a.group(1) else a.group(4))
+            attrs[a.group(1) or a.group(3)] = unescape(a.group(2) if a.group(1) else a.group(4), _XML_QUOTES)
         if "chain" not in attrs:
             continue
         family = {"ipv4": "ip", "ipv6": "ip6", "eb": "eb"}.get(attrs.get("ipv", "ipv4"), attrs.get("ipv"))
         chain = attrs["chain"] + "_direct"
-        args = " ".join(unescape(m.group(2)).split())
+        args = " ".join(unescape(m.group(2), _XML_QUOTES).split())
         out.append({"family": family, "table": attrs.get("table", "filter"), "chain": chain,
                     "text": "-A %s %s" % (chain, args), "span": (m.start(), m.end())})
     return out
