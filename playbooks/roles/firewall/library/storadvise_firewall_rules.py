@@ -149,6 +149,9 @@ def invalid(rule):
             return "%s %r is not a table/chain name" % (k, rule[k])
     if any(c in str(rule["text"]) for c in "\n\r\0"):
         return "rule text holds a line break"
+    if rule["backend"] == "nft" and rule["table"] == "firewalld":
+        return ("managed by firewalld (its zone or policy files): a runtime removal would come back at the next "
+                "reload; remove it with firewall-cmd --permanent (e.g. --remove-rich-rule) and --reload")
     if rule["backend"] == "iptables":
         try:
             chain, _spec = ipt_spec(rule)
