@@ -78,12 +78,10 @@ not_found:
   returned: always
 """
 
-import glob
-import os
 import re
 
-from ansible.module_utils.storadvise_firewall_files import (comment_out, firewalld_direct_rules, ipt_norm, ipt_save_rules,
-                                                            nft_conf_includes, nft_conf_rules, nft_norm, norm, remove_spans)
+from ansible.module_utils.storadvise_firewall_files import comment_out, ipt_norm, nft_norm, remove_spans
+from ansible.module_utils.storadvise_firewall_persisted import persisted_hits
 from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change, record_failure,
                                                    restore_text, retire_backup, run_backed_module, save_backup)
 
@@ -230,64 +228,6 @@ def nft_find(module, rule):
 def describe(rule):
     return "%s %s %s %s: %s" % (rule.get("backend"), rule.get("family") or "", rule.get("table"), rule.get("chain"),
                                 rule.get("text"))
-
-
-# --- the persisted rulesets -------------------------------------------------------------------
-
-def nft_files(conf):
-    """The nft script read at boot and every file it includes (recursively, globs sorted; a
-    relative include is resolved against the including file's directory)."""
-    out, todo = [], [conf]
-    while todo:
-        path = todo.pop(0)
-        if path in out or len(out) > 200:
-            continue
-        text = read_text(path)
-        if text is None:
-            continue
-        out.append(path)
-        for inc in nft_conf_includes(text):
-            full = inc if os.path.isabs(inc) else os.path.join(os.path.dirname(path), inc)
-            todo.extend(sorted(glob.glob(full)) if glob.has_magic(full) else [full])
-    return out
-
-
-def ipt_family(rule):
-    return "ip6" if rule.get("family") in ("ip6", "ipv6", "inet6") else "ip"
-
-
-def persisted_hits(p, rule):
-    """{path: (kind, [line numbers], {line: statement}, [spans])} of the files holding ``rule``."""
-    hits = {}
-    if rule["backend"] == "nft":
-        want = nft_norm(rule["text"])
-        for path in nft_files(p["nftables_conf"]) if p["nftables_conf"] else []:
-            for r in nft_conf_rules(read_text(path) or ""):
-                if (r["family"], r["table"], r["chain"]) == (rule["family"], rule["table"], rule["chain"]) \
-                        and nft_norm(r["text"]) == want:
-                    h = hits.setdefault(path, ("nft", [], {}, []))
-                    if r["whole_line"]:
-                        h[1].append(r["line"])
-                    else:
-                        h[2][r["line"]] = r["text"]
-        return hits
-    want = ipt_norm(rule["text"])
-    for path in (p["iptables_files"] or {}).get(ipt_family(rule)) or []:
-        text = read_text(path)
-        if text is None:
-            continue
-        lines = [r["line"] for r in ipt_save_rules(text) if r["table"] == rule["table"] and ipt_norm(r["text"]) == want]
-        if lines:
-            hits[path] = ("iptables-save", lines, {}, [])
-    if p["firewalld_dir"]:
-        path = os.path.join(p["firewalld_dir"], "direct.xml")
-        text = read_text(path)
-        if text:
-            spans = [r["span"] for r in firewalld_direct_rules(text)
-                     if r["family"] == ipt_family(rule) and r["table"] == rule["table"] and ipt_norm(r["text"]) == want]
-            if spans:
-                hits[path] = ("firewalld direct", [], {}, spans)
-    return hits
 
 
 def apply(module, p):
