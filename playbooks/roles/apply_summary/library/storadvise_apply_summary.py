@@ -62,6 +62,8 @@ def outcome(entry):
     if result is None:
         return [], [{"setting": "(whole role)",
                      "why": "no result: the host was unreachable, or the play stopped on it before this role"}]
+    if result.get("unreachable"):
+        return [], [{"setting": "(whole role)", "why": "unreachable: %s" % str(result.get("msg") or "").strip()}]
     if result.get("skipped"):
         return [], []
     if result.get("failed"):
