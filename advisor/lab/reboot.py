@@ -137,6 +137,8 @@ def reboot_host(rec: LabRecord, host: str) -> dict:
     gpfs = hdir / "emu" / "gpfs"
     if (gpfs / "mmstartup").exists():
         for tool in ("mmshutdown", "mmstartup"):
-            nx.run(["env", f"STORADVISE_LAB_HOST={host}", str(gpfs / tool), "-N", host], check=False)
+            cp = nx.run(["env", f"STORADVISE_LAB_HOST={host}", str(gpfs / tool), "-N", host], check=False)
+            if cp.returncode != 0:
+                raise StoradviseError(f"host {host}: {tool} failed: {(cp.stderr or cp.stdout).strip()[-300:]}")
         report["gpfs_restarted"] = True
     return report

@@ -61,6 +61,11 @@ hosts:
         -A INPUT -p tcp -m tcp --dport 22 -j ACCEPT
         -A INPUT -s {{ addr:st1 }}/32 -p tcp -m tcp --dport 1191 -j DROP
         COMMIT
+gpfs:
+  cluster_name: gpfs.applyreboot.lab
+  nodes: [st1]
+  config: {pagepool: 512M}
+  filesystems: [/dev/fs1]
 site:
   profiles: [generic]
 """
@@ -201,6 +206,14 @@ def test_apply_isolates_a_refusal_and_fixes_survive_reboot(lab_registry: Path, t
             reboot(name, h)
             assert sack(name, h) == "0"
         assert nft_drop(name) and ipt_drop(name)
+
+        # GPFS: a value persisted without -i waits for a restart; a reboot restarts the node
+        gpfs = d / "hosts" / "st1" / "emu" / "gpfs"
+        env = ["env", "STORADVISE_LAB_HOST=st1"]
+        assert run([*env, gpfs / "mmchconfig", "maxMBpS=3000", "-N", "st1"]).returncode == 0
+        assert ":maxMBpS:3000:" not in run([*env, gpfs / "mmdiag", "--config", "-Y"]).stdout
+        assert reboot(name, "st1")["gpfs_restarted"] is True
+        assert ":maxMBpS:3000:" in run([*env, gpfs / "mmdiag", "--config", "-Y"]).stdout
     finally:
         lab_cli(["down", "--name", name], check=False)
 
