@@ -97,7 +97,7 @@ def reboot(
 ) -> None:
     """Restart a host's namespace state from its persisted files, as a reboot would: net.* sysctls
     back to the kernel defaults then the host's sysctl.d files loaded, the firewall flushed then its
-    persisted ruleset loaded, the emulated GPFS node restarted. sshd and iperf3 keep running.
+    persisted ruleset loaded, emulated storage daemons restarted (GPFS). sshd and iperf3 keep running.
 
     Example: storadvise lab reboot gpfs02 --name ifca && storadvise scan --site ifca
     """

@@ -16,8 +16,9 @@ iperf3 keep running, its addresses and links stay):
    (``nft -f``), ``<host dir>/etc/iptables/rules.v4`` / ``rules.v6`` (``iptables-restore`` /
    ``ip6tables-restore``). These are the files the firewall role edits in the lab (role variables
    set in the lab's site file).
-3. **GPFS** (hosts running the emulator): ``mmshutdown`` and ``mmstartup`` of the node, so persisted
-   attributes that waited for a restart become active.
+3. **emulated storage systems**: each lab emulation's ``reboot`` hook (advisor/lab/emulation.py);
+   the GPFS emulation runs ``mmshutdown`` and ``mmstartup`` of the node, so persisted attributes that
+   waited for a restart become active.
 
 Block devices are not emulated by the lab, so there is no udev state to reload.
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 from advisor.errors import StoradviseError
@@ -107,7 +109,7 @@ def reboot_host(rec: LabRecord, host: str) -> dict:
     if ns not in nx.list_netns():
         raise StoradviseError(f"host {host} of lab {rec.name}: namespace {ns} is gone; run lab up --recreate")
     report: dict = {"lab": rec.name, "host": host, "sysctls_reset": 0, "sysctls_loaded": {}, "sysctls_refused": [],
-                    "firewall_files": []}
+                    "firewall_files": [], "emulations_rebooted": []}
     # 1. sysctls: defaults, then the persisted files
     try:
         defaults = json.loads((hdir / DEFAULTS_FILE).read_text())
@@ -133,12 +135,13 @@ def reboot_host(rec: LabRecord, host: str) -> dict:
             if cp.returncode != 0:
                 raise StoradviseError(f"host {host}: loading {path} failed: {(cp.stderr or cp.stdout).strip()[-300:]}")
             report["firewall_files"].append(str(path))
-    # 3. GPFS emulator: restart the node
-    gpfs = hdir / "emu" / "gpfs"
-    if (gpfs / "mmstartup").exists():
-        for tool in ("mmshutdown", "mmstartup"):
-            cp = nx.run(["env", f"STORADVISE_LAB_HOST={host}", str(gpfs / tool), "-N", host], check=False)
-            if cp.returncode != 0:
-                raise StoradviseError(f"host {host}: {tool} failed: {(cp.stderr or cp.stdout).strip()[-300:]}")
-        report["gpfs_restarted"] = True
+    # 3. emulated storage systems (advisor/lab/emulation.py): e.g. the GPFS node restarts
+    from advisor.lab.emulation import lab_emulations
+
+    for section, emulation in sorted(lab_emulations().items()):
+        try:
+            if emulation.reboot(hdir, host):
+                report["emulations_rebooted"].append(section)
+        except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+            raise StoradviseError(f"host {host}: {section} emulation: {exc}") from None
     return report

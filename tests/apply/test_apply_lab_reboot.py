@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from advisor.apply.ansible_data import dump_data, load_data
 from advisor.lab.records import host_ns
 from tests.lab.conftest import lab_cli, lab_registry, require_root  # noqa: F401 (fixture)
 
@@ -153,11 +154,11 @@ def test_apply_isolates_a_refusal_and_fixes_survive_reboot(lab_registry: Path, t
         # one impossible setting on each host among the good ones
         for h in ("st1", "st2"):
             hv_path = plan / "host_vars" / f"{h}.yml"
-            hv = yaml.safe_load(hv_path.read_text())
+            hv = load_data(hv_path.read_text())
             assert hv["network_tuning_sysctls"]["net.ipv4.tcp_sack"] in (1, "1")
             assert hv["firewall_remove_rules"]
             hv["network_tuning_sysctls"]["net.core.wmem_max"] = "16777216"
-            hv_path.write_text(yaml.safe_dump(hv))
+            hv_path.write_text(dump_data(hv))
 
         check = run([PLAYBOOK, "apply-tuning.yml", "--check", "--diff"], cwd=plan)
         assert check.returncode == 2, check.stdout[-3000:]
@@ -212,7 +213,7 @@ def test_apply_isolates_a_refusal_and_fixes_survive_reboot(lab_registry: Path, t
         env = ["env", "STORADVISE_LAB_HOST=st1"]
         assert run([*env, gpfs / "mmchconfig", "maxMBpS=3000", "-N", "st1"]).returncode == 0
         assert ":maxMBpS:3000:" not in run([*env, gpfs / "mmdiag", "--config", "-Y"]).stdout
-        assert reboot(name, "st1")["gpfs_restarted"] is True
+        assert reboot(name, "st1")["emulations_rebooted"] == ["gpfs"]
         assert ":maxMBpS:3000:" in run([*env, gpfs / "mmdiag", "--config", "-Y"]).stdout
     finally:
         lab_cli(["down", "--name", name], check=False)
