@@ -116,15 +116,32 @@ class Host(StrictModel):
     def _parse_rate(cls, v: Any) -> int | None:
         return _rate(v)
 
-    @field_validator("address", "gpfs_node")
+    @field_validator("address")
     @classmethod
     def _valid_address(cls, v: str | None) -> str | None:
         return None if v is None else host_address(v)
 
-    @field_validator("san_controllers")
+    @field_validator("vars")
     @classmethod
-    def _valid_controllers(cls, v: list[str]) -> list[str]:
-        return [host_address(x) for x in v]
+    def _valid_storage_settings(cls, v: dict[str, Any]) -> dict[str, Any]:
+        """The host settings storage kinds declare reach commands on hosts: a setting declared as
+        an ``address`` (or a list of ``addresses``) must be an IP address or a DNS name."""
+        from advisor.storage_kinds import host_setting_kinds
+
+        for name, kind in host_setting_kinds().items():
+            value = v.get(name)
+            if value is None:
+                continue
+            try:
+                if kind == "address":
+                    v[name] = host_address(str(value)) if isinstance(value, str) else host_address(repr(value))
+                elif kind == "addresses":
+                    if not isinstance(value, list):
+                        raise ValueError("a list of addresses")
+                    v[name] = [host_address(str(x)) for x in value]
+            except ValueError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+        return v
 
     @field_validator("user")
     @classmethod
