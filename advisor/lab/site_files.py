@@ -70,6 +70,8 @@ def site_document(rec: LabRecord, sc: Scenario) -> dict[str, Any]:
         doc["vars"] = dict(sc.site.vars)
     if sc.site.waivers:
         doc["waivers"] = [dict(w) for w in sc.site.waivers]
+    if sc.site.immutable:
+        doc["immutable"] = list(sc.site.immutable)
     if sc.site.mesh is not None:
         doc["mesh"] = sc.site.mesh.model_dump(mode="json", exclude_none=True)
     doc["extensions"] = {
