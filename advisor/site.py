@@ -128,22 +128,27 @@ class Host(StrictModel):
     def _valid_address(cls, v: str | None) -> str | None:
         return None if v is None else host_address(v)
 
-    @model_validator(mode="after")
-    def _valid_storage_settings(self) -> "Host":
-        """A storage kind's host settings name hosts (a GPFS node name, SAN controllers): each
-        value, or each item of a list, must be an IP address or a DNS name."""
-        from advisor.storage_kinds import host_setting_names
+    @field_validator("vars")
+    @classmethod
+    def _valid_storage_settings(cls, v: dict[str, Any]) -> dict[str, Any]:
+        """The host settings storage kinds declare reach commands on hosts: a setting declared as
+        an ``address`` (or a list of ``addresses``) must be an IP address or a DNS name."""
+        from advisor.storage_kinds import host_setting_kinds
 
-        for name in host_setting_names() & set(self.vars):
-            v = self.vars[name]
+        for name, kind in host_setting_kinds().items():
+            value = v.get(name)
+            if value is None:
+                continue
             try:
-                if isinstance(v, list):
-                    self.vars[name] = [host_address(str(x)) for x in v]
-                elif v is not None:
-                    self.vars[name] = host_address(str(v))
+                if kind == "address":
+                    v[name] = host_address(str(value)) if isinstance(value, str) else host_address(repr(value))
+                elif kind == "addresses":
+                    if not isinstance(value, list):
+                        raise ValueError("a list of addresses")
+                    v[name] = [host_address(str(x)) for x in value]
             except ValueError as exc:
                 raise ValueError(f"{name}: {exc}") from None
-        return self
+        return v
 
     @field_validator("user")
     @classmethod

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class StorageKind:
     name: str
     description: str = ""
@@ -29,9 +29,11 @@ class StorageKind:
     adapter_module: str | None = None
     #: the profile a site of this kind gets when its site file names none
     default_profile: str = "generic"
-    #: per-host settings a site file may give at host level (kept in the host's ``vars``; the
-    #: probes read them from ``ProbeContext.vars``, the adapter from the planner's host settings)
-    host_settings: tuple[str, ...] = field(default_factory=tuple)
+    #: per-host settings a site file may give at host level, name -> what it holds (``address``:
+    #: an IP address or DNS name; ``addresses``: a list of them; ``text``: not checked). Kept in
+    #: the host's ``vars``; the probes read them from ``ProbeContext.vars``, the adapter from the
+    #: planner's host settings; the site model refuses a value that is not what it says
+    host_settings: dict[str, str] = field(default_factory=dict)
     #: the title of the role's play in apply-tuning.yml (for a role not in the shipped playbook)
     play_title: str = ""
     #: the module whose ``EMULATION`` (advisor.lab.emulation.LabEmulation) emulates the system in the lab
@@ -45,11 +47,11 @@ class StorageKind:
 _BUILTIN = (
     StorageKind("gpfs", "IBM Storage Scale (GPFS): mmlsconfig/mmdiag, mmchconfig",
                 probe_module="probes.gpfs", rule_pack="gpfs.yml", role="gpfs_tuning",
-                adapter_module="advisor.adapters.gpfs", default_profile="gpfs-site", host_settings=("gpfs_node",),
+                adapter_module="advisor.adapters.gpfs", default_profile="gpfs-site", host_settings={"gpfs_node": "address"},
                 play_title="Change GPFS configuration with mmchconfig", lab_emulation="advisor.lab.emulators.gpfs_lab"),
     StorageKind("san", "SAN logical drives behind the storage servers (DS/SANtricity SMcli)",
                 probe_module="probes.san", rule_pack="san.yml", role="san_cache",
-                adapter_module="advisor.adapters.san", host_settings=("san_controllers",),
+                adapter_module="advisor.adapters.san", host_settings={"san_controllers": "addresses"},
                 play_title="Set SAN logical drive cache settings with SMcli", lab_emulation="advisor.lab.emulators.san_lab"),
     StorageKind("xrootd", "XRootD servers and XCache proxies",
                 probe_module="probes.xcache", rule_pack="xcache.yml", role="xcache",
@@ -91,6 +93,10 @@ def unregister_storage_kind(name: str) -> None:
 
 def host_setting_names() -> set[str]:
     return {s for k in _REGISTRY.values() for s in k.host_settings}
+
+
+def host_setting_kinds() -> dict[str, str]:
+    return {name: what for k in _REGISTRY.values() for name, what in k.host_settings.items()}
 
 
 def probe_modules() -> list[str]:

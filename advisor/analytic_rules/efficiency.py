@@ -26,6 +26,5 @@ def efficiency_active_low(ctx: RuleContext) -> Iterator[Finding]:
         yield ctx.finding(
             host, FindingStatus.passed if value >= floor else FindingStatus.fail,
             observed=round(float(value), 3), expected=f">= {floor:g}", evidence=evidence,
-            subject=str(source) if source else None,
             message=None if value >= floor else "the test job waits for its data",
         )

@@ -89,6 +89,29 @@ def down(
                   f"{r['seconds']:.1f}s)")
 
 
+@app.command("reboot")
+def reboot(
+    host: str = typer.Argument(..., help="the lab host to reboot"),
+    name: Optional[str] = typer.Option(None, "--name", "-n", help="lab of the host (default: the one lab that has it)"),
+    as_json: bool = typer.Option(False, "--json", help="print what was reloaded as JSON"),
+) -> None:
+    """Restart a host's namespace state from its persisted files, as a reboot would: net.* sysctls
+    back to the kernel defaults then the host's sysctl.d files loaded, the firewall flushed then its
+    persisted ruleset loaded, emulated storage daemons restarted (GPFS). sshd and iperf3 keep running.
+
+    Example: storadvise lab reboot gpfs02 --name ifca && storadvise scan --site ifca
+    """
+    res = control.lab_reboot(name, host)
+    if as_json:
+        out.print_json(json.dumps(res))
+        return
+    out.print(f"host {res['host']} of lab {res['lab']} rebooted: {res['sysctls_reset']} sysctl(s) back to defaults, "
+              f"{len(res['sysctls_loaded'])} net.* value(s) from its sysctl.d, firewall from "
+              f"{', '.join(res['firewall_files']) or 'no persisted ruleset (empty)'}")
+    for k in res["sysctls_refused"]:
+        out.print(f"  {k}: could not be set in the namespace")
+
+
 @app.command("status")
 def status(as_json: bool = typer.Option(False, "--json", help="print as JSON")) -> None:
     """List labs with their hosts and health (sshd alive).

@@ -22,6 +22,7 @@ from typing import Callable
 from advisor.errors import StoradviseError
 from advisor.lab import hosts as hostmod
 from advisor.lab import netns as nx
+from advisor.lab.reboot import reboot_host, record_defaults
 from advisor.lab.records import (
     LabRecord,
     allocate_index,
@@ -204,6 +205,11 @@ def _build(rec: LabRecord, sc: Scenario, progress: Progress) -> None:
         if h.link_rate:
             nx.tc_batch([nx.tbf_line("eth0", h.link_rate, h.link_queue)], info["ns"])
         nx.in_ns(info["ns"], ["ethtool", "-K", "eth0", "tso", "off", "gso", "off"])
+    # each host's net.* values before any fault: what `lab reboot` resets to
+    for h in sc.hosts:
+        hdir = d / "hosts" / h.name
+        hdir.mkdir(parents=True, exist_ok=True)
+        record_defaults(rec.hosts[h.name]["ns"], hdir)
     # the controller's route for the lab prefix must be the lab veth, nothing else
     route = nx.run(["ip", "route", "get", rec.hosts[sc.hosts[0].name]["address"]]).stdout
     if f"dev {ctl}" not in route:
@@ -245,6 +251,7 @@ def _build(rec: LabRecord, sc: Scenario, progress: Progress) -> None:
             text = "".join(f"# {c}\n" for c in (p.comment or "").splitlines()) + "".join(f"{k} = {v}\n" for k, v in vals.items())
             persisted[p.file] = text
         pub = hostmod.prepare_host_dir(hdir, d, h.name, info["address"], persisted)
+        _persist_firewall(hdir, h, rec, sc)
         known.append(f"{info['address']} {' '.join(pub.split()[:2])}")
         emus: dict[str, Path] = {}
         for emulation, spec in emulated:
@@ -259,6 +266,32 @@ def _build(rec: LabRecord, sc: Scenario, progress: Progress) -> None:
     _wait_ready(rec, sc, procs)
     rec.timings["processes"] = round(time.monotonic() - t, 3)
     rec.site_file = str(write_site_files(rec, sc))
+
+
+def _persist_firewall(hdir: Path, h, rec: LabRecord, sc: Scenario) -> None:
+    """The host's persisted ruleset (its private /etc copies, loaded by `lab reboot`)."""
+    etc = hdir / "etc"
+    (etc / "iptables").mkdir(parents=True, exist_ok=True)
+    if not h.firewall or not h.firewall.persist:
+        return
+    if h.firewall.nft:
+        (etc / "nftables.conf").write_text("#!/usr/sbin/nft -f\n" + _fill(h.firewall.nft, rec, sc, h.name))
+    if h.firewall.iptables:
+        (etc / "iptables" / "rules.v4").write_text(_fill(h.firewall.iptables, rec, sc, h.name))
+
+
+def lab_reboot(name: str | None, host: str) -> dict:
+    """Restart one host's namespace state from its persisted files (advisor/lab/reboot.py)."""
+    require_root()
+    if name is None:
+        owners = [n for n in all_lab_names() if (r := LabRecord.load(n)) is not None and host in r.hosts]
+        if len(owners) != 1:
+            raise StoradviseError(f"host {host!r} is in {len(owners)} labs ({', '.join(owners) or 'none'}): give --name LAB")
+        name = owners[0]
+    rec = LabRecord.load(check_lab_name(name))
+    if rec is None:
+        raise StoradviseError(f"no lab named {name!r}")
+    return reboot_host(rec, host)
 
 
 def _fill(text: str, rec: LabRecord, sc: Scenario, self_host: str) -> str:

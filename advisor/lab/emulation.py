@@ -37,6 +37,11 @@ class LabEmulation:
         """Write the tools' wrappers for one host; returns {path in the host: directory to bind there}."""
         raise NotImplementedError
 
+    def reboot(self, host_dir: Path, host: str) -> bool:
+        """What a reboot of ``host`` does to the emulated system (``lab reboot``), when the host carries
+        its tools; True when it did something. Default: nothing."""
+        return False
+
     def site_host_settings(self, spec: Any, scenario: Any, host: str) -> dict[str, Any]:
         """What the lab's site file records about ``host`` (the storage kind's host settings)."""
         return {}

@@ -93,6 +93,9 @@ class Firewall(_Strict):
 
     nft: str | None = None
     iptables: str | None = Field(None, description="iptables-restore input")
+    #: also written to the host's persisted ruleset (``<host dir>/etc/nftables.conf``,
+    #: ``<host dir>/etc/iptables/rules.v4``), which ``lab reboot`` loads; false = runtime only
+    persist: bool = True
 
 
 class ScenarioHost(_Strict):
@@ -188,6 +191,8 @@ class SiteSection(_Strict):
     mesh: MeshSpec | None = None
     #: advisor.site.Waiver entries, copied into the site file (e.g. what a namespace cannot set)
     waivers: list[dict[str, Any]] = Field(default_factory=list)
+    #: advisor.site.ImmutableSetting entries (settings no plan may change), copied into the site file
+    immutable: list[Any] = Field(default_factory=list)
     #: extra site-file sections (e.g. ``efficiency:`` for the active CPU-efficiency test)
     extensions: dict[str, Any] = Field(default_factory=dict)
 

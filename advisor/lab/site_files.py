@@ -27,6 +27,15 @@ def rate_text(bps: int | None) -> str | None:
     return f"{bps}bit"
 
 
+def persisted_ruleset_vars(hdir: Path) -> dict[str, Any]:
+    """The firewall role's persisted-ruleset paths, pointed at the host's private copies (the
+    files ``lab reboot`` loads), so that the role never reads or edits the machine's real /etc."""
+    etc = hdir / "etc"
+    return {"firewall_nftables_conf": str(etc / "nftables.conf"),
+            "firewall_iptables_files": {"ip": [str(etc / "iptables" / "rules.v4")], "ip6": [str(etc / "iptables" / "rules.v6")]},
+            "firewall_firewalld_dir": str(etc / "firewalld")}
+
+
 def site_document(rec: LabRecord, sc: Scenario) -> dict[str, Any]:
     d = rec.dir
     key, kh = str(d / "client_key"), str(d / "known_hosts")
@@ -46,7 +55,8 @@ def site_document(rec: LabRecord, sc: Scenario) -> dict[str, Any]:
         for emulation, spec in sc.emulated():
             entry.update(emulation.site_host_settings(spec, sc, h.name))
         # the apply roles keep their backups per host; lab hosts share the real /var/lib
-        entry["vars"] = {"storadvise_backup_dir": str(d / "backup" / h.name), **dict(h.vars)}
+        entry["vars"] = {"storadvise_backup_dir": str(d / "backup" / h.name), **persisted_ruleset_vars(d / "hosts" / h.name),
+                         **dict(h.vars)}
         hosts.append(entry)
     doc: dict[str, Any] = {
         "name": rec.name,
@@ -60,6 +70,8 @@ def site_document(rec: LabRecord, sc: Scenario) -> dict[str, Any]:
         doc["vars"] = dict(sc.site.vars)
     if sc.site.waivers:
         doc["waivers"] = [dict(w) for w in sc.site.waivers]
+    if sc.site.immutable:
+        doc["immutable"] = list(sc.site.immutable)
     if sc.site.mesh is not None:
         doc["mesh"] = sc.site.mesh.model_dump(mode="json", exclude_none=True)
     doc["extensions"] = {

@@ -1,7 +1,13 @@
 # -*- coding: utf-8 -*-
 # storadvise: shared helpers of the storadvise roles' modules (backups, atomic writes).
 # Licensed as storadvise itself.
-"""Backups of replaced values and atomic file writes, for the storadvise role modules.
+"""Backups of replaced values, atomic file writes and per-setting outcomes, for the storadvise role modules.
+
+Every module reports, besides Ansible's ``changed``, two lists that the ``apply_summary`` role
+gathers into the play's summary: ``changed_settings`` (``{setting, old, new}``: what changed, or in
+check mode would) and ``failed_settings`` (``{setting, why}``). One setting that cannot be applied
+(a read-only kernel parameter, an mmchconfig that fails, a refused value) is recorded there and the
+module goes on with the others; the task itself does not fail for it.
 
 A backup is a JSON file per role on the managed host (``<backup_dir>/<role>.json``). It is
 written BEFORE a value is changed and only ever gains entries: a value already recorded is the
@@ -17,6 +23,14 @@ import json
 import os
 import tempfile
 import time
+
+
+def record_change(result, setting, old, new):
+    result.setdefault("changed_settings", []).append({"setting": setting, "old": old, "new": new})
+
+
+def record_failure(result, setting, why):
+    result.setdefault("failed_settings", []).append({"setting": setting, "why": why})
 
 
 def load_backup(path):
@@ -127,4 +141,6 @@ def run_backed_module(options, apply, rollback, apply_state="present", check=Non
         module.fail_json(msg="%s" % exc)
     if diff_only_when_asked and not module._diff:
         result.pop("diff", None)
+    result.setdefault("changed_settings", [])
+    result.setdefault("failed_settings", [])
     module.exit_json(**result)

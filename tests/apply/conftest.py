@@ -107,7 +107,13 @@ class NsHost:
             "hosts": [{
                 "name": self.name, "address": "127.0.0.1", "port": 22, "user": "root",
                 "key": str(self.key), "known_hosts": str(self.known_hosts), "roles": roles,
-                "vars": {"storadvise_backup_dir": str(self.backup_dir), **(host_vars or {})},
+                # the firewall role's persisted ruleset: private paths, never the machine's /etc
+                "vars": {"storadvise_backup_dir": str(self.backup_dir),
+                         "firewall_nftables_conf": str(self.dir / "etc" / "nftables.conf"),
+                         "firewall_iptables_files": {"ip": [str(self.dir / "etc" / "iptables" / "rules.v4")],
+                                                     "ip6": [str(self.dir / "etc" / "iptables" / "rules.v6")]},
+                         "firewall_firewalld_dir": str(self.dir / "etc" / "firewalld"),
+                         **(host_vars or {})},
             }],
         }
         doc.update(extra or {})

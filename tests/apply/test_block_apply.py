@@ -96,12 +96,49 @@ def test_nothing_planned_changes_nothing(tmp_path: Path) -> None:
     assert not w["rules"].exists() and not any((tmp_path / "backup").iterdir())
 
 
-def test_unknown_device_is_a_one_line_failure(tmp_path: Path) -> None:
-    w = world(tmp_path, {"sdz": {"read_ahead_kb": 8192}})
+def test_unknown_device_fails_alone_and_the_summary_names_it(tmp_path: Path) -> None:
+    """An unknown device is refused for itself; the other device is still tuned; the apply's summary
+    play names the failure and the run exits non-zero."""
+    w = world(tmp_path, {"sdz": {"read_ahead_kb": 8192}, "sdb": {"read_ahead_kb": 8192}})
+    (tmp_path / "inv.yml").write_text(json.dumps({"all": {"children": {"storadvise_block_tuning": {
+        "hosts": {"st01": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}}}))
+    (tmp_path / "play.yml").write_text(PLAY.replace("hosts: localhost", "hosts: storadvise_block_tuning")
+                                       + "- name: Summary\n  hosts: localhost\n  gather_facts: false\n"
+                                         "  roles:\n    - role: apply_summary\n")
     env = {**os.environ, "ANSIBLE_ROLES_PATH": str(REPO / "playbooks" / "roles"),
            "ANSIBLE_MODULE_UTILS": str(REPO / "playbooks" / "module_utils"), "ANSIBLE_NOCOLOR": "1",
            "ANSIBLE_PYTHON_INTERPRETER": sys.executable}
-    cp = subprocess.run([ANSIBLE_PLAYBOOK, "-i", "localhost,", "play.yml", "-e", "@vars.json"], cwd=tmp_path,
+    cp = subprocess.run([ANSIBLE_PLAYBOOK, "-i", "inv.yml", "play.yml", "-e", "@vars.json"], cwd=tmp_path,
                         capture_output=True, text=True, timeout=300, env=env)
-    assert cp.returncode != 0 and "sdz: no such block device" in cp.stdout
-    assert q(w, "sdb", "read_ahead_kb") == "128"
+    assert cp.returncode == 2, cp.stdout[-3000:]
+    assert "FAILED block_tuning sdz: no such block device" in cp.stdout
+    assert q(w, "sdb", "read_ahead_kb") == "8192"
+    summary = json.loads((tmp_path / "apply-summary.json").read_text())
+    assert summary["failed_hosts"] == ["st01"]
+    assert [c["setting"] for c in summary["hosts"]["st01"]["changed"]] == ["sdb read_ahead_kb"]
+
+
+def test_an_unreachable_host_does_not_stop_the_others(tmp_path: Path) -> None:
+    """A host that cannot be reached (ssh to a closed port) is named in the summary; the reachable host
+    is tuned; the run exits non-zero."""
+    w = world(tmp_path, {"sdb": {"read_ahead_kb": 4096}})
+    (tmp_path / "inv.yml").write_text(json.dumps({"all": {"children": {"storadvise_block_tuning": {"hosts": {
+        "st01": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
+        "st02": {"ansible_host": "127.0.0.1", "ansible_port": 9, "ansible_user": "nobody",
+                 "ansible_ssh_common_args": "-o ConnectTimeout=3 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"},
+    }}}}}))
+    play = PLAY.replace("hosts: localhost", "hosts: storadvise_block_tuning").replace("  connection: local\n", "")
+    (tmp_path / "play.yml").write_text(play + "- name: Summary\n  hosts: localhost\n  connection: local\n  gather_facts: false\n"
+                                              "  roles:\n    - role: apply_summary\n")
+    env = {**os.environ, "ANSIBLE_ROLES_PATH": str(REPO / "playbooks" / "roles"),
+           "ANSIBLE_MODULE_UTILS": str(REPO / "playbooks" / "module_utils"), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_PYTHON_INTERPRETER": sys.executable, "ANSIBLE_HOST_KEY_CHECKING": "False"}
+    cp = subprocess.run([ANSIBLE_PLAYBOOK, "-i", "inv.yml", "play.yml", "-e", "@vars.json"], cwd=tmp_path,
+                        capture_output=True, text=True, timeout=300, env=env)
+    assert cp.returncode != 0, cp.stdout[-3000:]
+    assert q(w, "sdb", "read_ahead_kb") == "4096"
+    summary = json.loads((tmp_path / "apply-summary.json").read_text())
+    assert summary["failed_hosts"] == ["st02"]
+    assert summary["hosts"]["st02"]["failed"][0]["why"].startswith("unreachable: "), summary["hosts"]["st02"]
+    assert [c["setting"] for c in summary["hosts"]["st01"]["changed"]] == ["sdb read_ahead_kb"]
+    assert "FAILED block_tuning (whole role): unreachable: " in cp.stdout

@@ -96,3 +96,57 @@ def test_rollback_puts_them_back_in_place(world):
     assert ipt_rules(host) == world["ipt_before"]
     cp = playbook(world, "rollback.yml")
     assert play_recap(cp.stdout)["fw01"]["changed"] == 0 and "nothing to roll back" in cp.stdout
+
+
+def test_a_rule_named_loosely_is_left_alone(world):
+    """Issue 13: matching is exact after normalisation. A plan naming 'ip saddr X drop' must not remove
+    'ip saddr X tcp dport 1191 counter drop' (the old loose subsequence match did)."""
+    host = world["host"]
+    host.on_host("nft add rule inet sa_test input ip saddr 10.77.0.8 tcp dport 1191 counter drop")
+    before = nft_rules(host)
+    rules = [{"backend": "nft", "family": "inet", "table": "sa_test", "chain": "input", "text": "ip saddr 10.77.0.8 drop"}]
+    cp = playbook(world, "apply-tuning.yml", "-e", json.dumps({"firewall_remove_rules": rules}), check=False)
+    assert nft_rules(host) == before
+    assert "nft inet sa_test input: ip saddr 10.77.0.8 drop" in cp.stdout  # reported as not found
+    host.on_host("nft flush chain inet sa_test input && nft -f - <<'EOF'\n" + NFT + "EOF\n")
+
+
+def test_persisted_ruleset_include_and_firewalld_direct(world, tmp_path):
+    """The rule is taken out of the persisted ruleset even where the runtime no longer has it: an nft
+    file included by the main script (relative glob) and a firewalld direct rule; rollback restores both."""
+    host = world["host"]
+    etc = host.dir / "etc-fw"
+    (etc / "nft.d").mkdir(parents=True)
+    main = '#!/usr/sbin/nft -f\nflush ruleset\ninclude "nft.d/*.nft"\n'
+    inc = ("table inet sa_test {\n  chain input {\n    type filter hook input priority 0; policy accept;\n"
+           "    tcp dport 22 accept\n    ip saddr 10.77.0.9 tcp dport 1191 drop\n  }\n}\n")
+    direct = ('<?xml version="1.0" encoding="utf-8"?>\n<direct>\n'
+              '  <rule ipv="ipv4" table="filter" chain="INPUT" priority="0">-s 10.77.0.9/32 -j DROP</rule>\n'
+              '  <rule ipv="ipv4" table="filter" chain="INPUT" priority="1">-s 10.77.0.10/32 -j DROP</rule>\n</direct>\n')
+    (etc / "nftables.conf").write_text(main)
+    (etc / "nft.d" / "50-site.nft").write_text(inc)
+    (etc / "firewalld").mkdir()
+    (etc / "firewalld" / "direct.xml").write_text(direct)
+    rules = [{"backend": "nft", "family": "inet", "table": "sa_test", "chain": "input", "text": "ip saddr 10.77.0.9 tcp dport 1191 drop"},
+             {"backend": "iptables", "family": "ip", "table": "filter", "chain": "INPUT_direct", "text": "-A INPUT_direct -s 10.77.0.9/32 -j DROP"}]
+    extra = json.dumps({"firewall_remove_rules": rules, "firewall_nftables_conf": str(etc / "nftables.conf"),
+                        "firewall_iptables_files": {"ip": [], "ip6": []}, "firewall_firewalld_dir": str(etc / "firewalld"),
+                        "firewall_backup_file": str(tmp_path / "fw-backup.json")})
+    cp = playbook(world, "apply-tuning.yml", "--check", "--diff", "-e", extra)
+    assert (etc / "nft.d" / "50-site.nft").read_text() == inc
+    cp = playbook(world, "apply-tuning.yml", "-e", extra)
+    assert play_recap(cp.stdout)["fw01"]["changed"] == 1
+    edited = (etc / "nft.d" / "50-site.nft").read_text()
+    assert "# storadvise removed (the plan's firewall role): ip saddr 10.77.0.9 tcp dport 1191 drop" in edited
+    assert "    tcp dport 22 accept\n" in edited
+    assert "10.77.0.9" not in (etc / "firewalld" / "direct.xml").read_text()
+    assert "10.77.0.10/32" in (etc / "firewalld" / "direct.xml").read_text()
+    assert (etc / "nftables.conf").read_text() == main
+    summary = json.loads((world["plan"] / "apply-summary.json").read_text())
+    changed = {c["setting"] for c in summary["hosts"]["fw01"]["changed"]}
+    assert any(s.endswith("(in %s)" % (etc / "nft.d" / "50-site.nft")) for s in changed), changed
+    cp = playbook(world, "apply-tuning.yml", "-e", extra)
+    assert play_recap(cp.stdout)["fw01"]["changed"] == 0
+    cp = playbook(world, "rollback.yml", "-e", extra)
+    assert (etc / "nft.d" / "50-site.nft").read_text() == inc
+    assert (etc / "firewalld" / "direct.xml").read_text() == direct

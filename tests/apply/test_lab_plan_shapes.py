@@ -6,7 +6,8 @@ real ansible-playbook applies the rest without aborting; verify finds the faults
   a network namespace: "Cannot apply here", never sent to Ansible;
 - net.core.rmem_max is covered by a site waiver's ``settings:``: "Cannot apply here" (waived);
 - pool01 runs tcp_sack=1 but a vendor file persists 0: a file-only change;
-- door01 runs and persists tcp_sack=0: a runtime-and-file change.
+- door01 runs and persists tcp_sack=0: a runtime-and-file change;
+- pool02's tcp_wmem is immutable by the site: "Cannot apply here" (pool01's is planned).
 Needs root (CI is root). About 40 s on the 2-core CI box (lab up/down, two scans, two applies)."""
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ site:
     - settings: [net.core.rmem_max]
       hosts: "*"
       justification: the kernel team owns the core buffer maxima
+  immutable:
+    - {key: net.ipv4.tcp_wmem, hosts: "pool02", reason: "pool02 is a vendor appliance"}
 """
 
 
@@ -82,6 +85,8 @@ def test_issue12_shape_plan_and_apply(tmp_path):
             assert "read-only /proc/sys entry" in cannot[(h, "net.core.wmem_max")], cannot
             assert cannot[(h, "net.core.rmem_max")] == "the site waives this setting: the kernel team owns the core buffer maxima"
             assert (h, "net.core.wmem_max") not in changes and (h, "net.core.rmem_max") not in changes
+        assert cannot[("pool02", "net.ipv4.tcp_wmem")] == "immutable on this site: pool02 is a vendor appliance"
+        assert ("pool01", "net.ipv4.tcp_wmem") in changes  # NET-TCP-BUFFER-MAX: 4 MiB < 32 MiB at 1 Gb/s
         sack = changes[("pool01", "net.ipv4.tcp_sack")]
         assert (sack["runtime"], sack["persisted"], sack["target"], sack["scope"]) == ("1", "0", "1", "persisted")
         door = changes[("door01", "net.ipv4.tcp_sack")]

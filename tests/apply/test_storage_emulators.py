@@ -29,6 +29,11 @@ PLAYS = """---
   roles:
     - role: san_cache
       vars: {san_cache_state: "{{ state | default('present') }}"}
+- name: Summary
+  hosts: localhost
+  gather_facts: false
+  roles:
+    - role: apply_summary
 """
 
 
@@ -104,8 +109,9 @@ def test_apply_sends_the_expected_commands(world):
     active = world["host"].on_host(f"STORADVISE_LAB_HOST=st01 {world['gpfs']}/mmdiag --config -Y").stdout
     assert ":pagepool:1073741824:" in active
     sets = [c for c in calls(world, "SMcli") if " set " in c]
+    # one script per logical drive (a drive the array refuses does not hold back the others)
     assert sets == ['SMcli ctl-a ctl-b -c set logicalDrive ["data01"] cacheReadPrefetch=TRUE modificationPriority=low '
-                    'writeCacheEnabled=FALSE; set logicalDrive ["data02"] cacheReadPrefetch=TRUE '
+                    'writeCacheEnabled=FALSE;', 'SMcli ctl-a ctl-b -c set logicalDrive ["data02"] cacheReadPrefetch=TRUE '
                     'modificationPriority=low writeCacheEnabled=FALSE;']
     text = drives(world)
     assert text.count("Dynamic cache read prefetch: Enabled") == 2 and text.count("Modification priority: Low") == 2
@@ -129,3 +135,36 @@ def test_rollback_restores_the_old_values(world):
     assert text.count("Write cache: Enabled") == 2
     cp = playbook(world, "-e", "state=rollback")
     assert play_recap(cp.stdout)["st01"]["changed"] == 0 and "nothing to roll back" in cp.stdout
+
+
+def test_smuggled_syntax_is_refused_per_setting_and_the_rest_applied(world):
+    """Issue 13 item 4: an attribute, value or drive name carrying mmchconfig/SMcli syntax is refused for that
+    setting only; the good settings of the same run are applied; the summary names the refusals; exit non-zero."""
+    import json
+
+    before = {t: len(calls(world, t)) for t in ("mmchconfig", "SMcli")}
+    extra = {
+        "gpfs_config": {"pagepool": "2G", "maxMBpS": "4000,pagepool=64M", "prefetchThreads;id": "100",
+                        "worker1Threads": "'48'", "nsdBufSpace": "30\n"},
+        "san_logical_drives": {"data01": {"writeCacheEnabled": "FALSE"},
+                               'data02"] writeCacheEnabled=FALSE; set logicalDrive ["data01': {"readCacheEnabled": "TRUE"},
+                               "data02": {"modificationPriority": "low;show allLogicalDrives", "cacheReadPrefetch": "TRUE"}},
+    }
+    cp = world["host"].controller([ANSIBLE_PLAYBOOK, "storage.yml", "-e", json.dumps(extra)], cwd=world["plan"], check=False)
+    assert cp.returncode == 2, cp.stdout[-3000:]
+    new_mm = calls(world, "mmchconfig")[before["mmchconfig"]:]
+    assert new_mm == ["mmchconfig pagepool=2G -i -N st01"], new_mm
+    new_sm = [c for c in calls(world, "SMcli")[before["SMcli"]:] if " set " in c]
+    assert new_sm == ['SMcli ctl-a ctl-b -c set logicalDrive ["data01"] writeCacheEnabled=FALSE;',
+                      'SMcli ctl-a ctl-b -c set logicalDrive ["data02"] cacheReadPrefetch=TRUE;'], new_sm
+    assert "pagepool 2G [st01]" in mmlsconfig(world, "pagepool")
+    assert "64M" not in mmlsconfig(world, "pagepool")
+    summary = json.loads((world["plan"] / "apply-summary.json").read_text())
+    failed = {f["setting"]: f["why"] for f in summary["hosts"]["st01"]["failed"]}
+    assert "maxMBpS=4000,pagepool=64M" in failed and "prefetchThreads;id=100" in failed
+    assert "worker1Threads='48'" in failed and any(s.startswith("nsdBufSpace=") for s in failed)
+    assert any(s.startswith('data02"] writeCacheEnabled') for s in failed)
+    assert "data02 modificationPriority=low;show allLogicalDrives" in failed
+    changed = {c["setting"] for c in summary["hosts"]["st01"]["changed"]}
+    assert changed == {"pagepool on st01", "data01 writeCacheEnabled", "data02 cacheReadPrefetch"}, changed
+    assert "FAILED gpfs_tuning maxMBpS=4000,pagepool=64M" in cp.stdout

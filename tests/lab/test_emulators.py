@@ -11,7 +11,7 @@ import pytest
 
 from advisor.lab.emulators import gpfs, san
 from advisor.lab.emulators.common import HEADER_COMMENT, read_invocations, write_wrapper
-from advisor.lab.hosts import package_root
+from advisor.lab.emulation import package_root
 
 
 @pytest.fixture

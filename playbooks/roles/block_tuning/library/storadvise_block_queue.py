@@ -53,10 +53,11 @@ changed_devices:
 import os
 import re
 
-from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, restore_text,
-                                                   retire_backup, run_backed_module, save_backup)
+from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change, record_failure,
+                                                   restore_text, retire_backup, run_backed_module, save_backup)
 
 KEYS = ("read_ahead_kb", "scheduler")
+_DEVICE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:!+-]{0,63}\Z")  # a kernel block device name (no / or quotes)
 
 
 def attr_path(p, dev, key):
@@ -79,15 +80,17 @@ def available_schedulers(p, dev):
     return [s.strip("[]") for s in text.split()]
 
 
-def write_attr(module, p, dev, key, value, result):
+def write_attr(p, dev, key, value):
+    """Write a queue attribute and read it back; returns why it did not take, or None."""
     try:
         with open(attr_path(p, dev, key), "w") as f:
             f.write(str(value) + "\n")
     except OSError as exc:
-        module.fail_json(msg="%s %s=%s: write failed: %s" % (dev, key, value, exc), **result)
+        return "write failed: %s" % exc
     now = read_attr(p, dev, key)
     if str(now) != str(value):
-        module.fail_json(msg="%s %s=%s did not take: the kernel reports %s" % (dev, key, value, now), **result)
+        return "did not take: the kernel reports %s" % now
+    return None
 
 
 def udev_text(values):
@@ -110,27 +113,30 @@ def parse_udev(text):
 
 
 def apply(module, p):
-    result = {"changed": False, "changed_devices": {}}
+    result = {"changed": False, "changed_devices": {}, "changed_settings": [], "failed_settings": []}
     if not p["devices"]:
         return result  # nothing planned: neither sysfs nor the udev rule is touched
-    changes = {}
+    changes, planned = {}, {}
     for dev, want in sorted((p["devices"] or {}).items()):
-        if not os.path.isdir(os.path.join(p["sysfs_block"], dev)):
-            module.fail_json(msg="%s: no such block device (%s)" % (dev, os.path.join(p["sysfs_block"], dev)))
+        if not _DEVICE.match(str(dev)) or not os.path.isdir(os.path.join(p["sysfs_block"], dev)):
+            record_failure(result, str(dev), "no such block device (%s)" % os.path.join(p["sysfs_block"], str(dev)))
+            continue
         for key in KEYS:
             if want.get(key) is None:
                 continue
             if key == "scheduler" and want[key] not in available_schedulers(p, dev):
-                module.fail_json(msg="%s: scheduler %s is not available (the kernel offers: %s)"
-                                 % (dev, want[key], " ".join(available_schedulers(p, dev))))
+                record_failure(result, "%s %s" % (dev, key), "scheduler %s is not available (the kernel offers: %s)"
+                               % (want[key], " ".join(available_schedulers(p, dev))))
+                continue
+            if key == "read_ahead_kb" and not str(want[key]).isdigit():
+                record_failure(result, "%s %s" % (dev, key), "not a number of KiB: %r" % str(want[key]))
+                continue
+            planned.setdefault(dev, {})[key] = str(want[key])
             cur = read_attr(p, dev, key)
             if str(cur) != str(want[key]):
                 changes.setdefault(dev, {})[key] = {"old": cur, "new": str(want[key])}
     before = read_text(p["udev_rules_file"])
-    values = parse_udev(before)
-    for dev, want in (p["devices"] or {}).items():
-        values.setdefault(dev, {}).update({k: str(v) for k, v in want.items() if k in KEYS and v is not None})
-    after = udev_text(values)
+    after = udev_text(merged(before, planned))
     result["changed_devices"] = changes
     result["changed"] = bool(changes) or before != after
     if module._diff and result["changed"]:
@@ -139,7 +145,12 @@ def apply(module, p):
                            "after": "".join("%s %s = %s\n" % (d, k, c["new"]) for d, kc in sorted(changes.items()) for k, c in sorted(kc.items()))},
                           {"before_header": p["udev_rules_file"], "after_header": p["udev_rules_file"],
                            "before": before or "", "after": after}]
-    if not result["changed"] or module.check_mode:
+    if not result["changed"]:
+        return result
+    if module.check_mode:
+        for dev, kc in sorted(changes.items()):
+            for k, c in sorted(kc.items()):
+                record_change(result, "%s %s" % (dev, k), c["old"], c["new"])
         return result
     backup = load_backup(p["backup_file"]) or {"role": "block_tuning", "devices": {}, "files": {}}
     for dev, kc in changes.items():
@@ -149,17 +160,33 @@ def apply(module, p):
     save_backup(p["backup_file"], backup)
     for dev, kc in sorted(changes.items()):
         for k, c in sorted(kc.items()):
-            write_attr(module, p, dev, k, c["new"], result)
+            why = write_attr(p, dev, k, c["new"])
+            if why:
+                record_failure(result, "%s %s" % (dev, k), why)
+                planned[dev].pop(k, None)  # not persisted either
+            else:
+                record_change(result, "%s %s" % (dev, k), c["old"], c["new"])
+    after = udev_text(merged(before, planned))
     if before != after:
         d = os.path.dirname(p["udev_rules_file"])
         if not os.path.isdir(d):
             module.fail_json(msg="%s: directory does not exist" % d, **result)
         atomic_write(p["udev_rules_file"], after, mode=0o644)
+    result["changed"] = bool(result["changed_settings"]) or before != after
     return result
 
 
+def merged(before, planned):
+    """The udev rule's values: those it holds, updated with the planned ones."""
+    values = parse_udev(before)
+    for dev, want in planned.items():
+        if want:
+            values.setdefault(dev, {}).update(want)
+    return values
+
+
 def rollback(module, p):
-    result = {"changed": False, "changed_devices": {}, "rolled_back": False}
+    result = {"changed": False, "changed_devices": {}, "rolled_back": False, "changed_settings": [], "failed_settings": []}
     backup = load_backup(p["backup_file"])
     if backup is None:
         result["msg"] = "no backup at %s: nothing to roll back on this host (nothing changed)" % p["backup_file"]
@@ -173,7 +200,11 @@ def rollback(module, p):
         return result
     for dev, kc in sorted(result["changed_devices"].items()):
         for k, c in sorted(kc.items()):
-            write_attr(module, p, dev, k, c["new"], result)
+            why = write_attr(p, dev, k, c["new"])
+            if why:
+                record_failure(result, "%s %s" % (dev, k), why)
+            else:
+                record_change(result, "%s %s" % (dev, k), c["old"], c["new"])
     for path, text in (backup.get("files") or {}).items():
         restore_text(path, text)
     result["backup_kept_as"] = retire_backup(p["backup_file"])

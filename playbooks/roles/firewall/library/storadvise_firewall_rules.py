@@ -12,14 +12,29 @@ description:
     checked with C(-C) and removed with C(-D) and the same specification.
   - nft rules are named by family, table, chain and text; the handle is looked up at run time by
     the text (C(nft -a list chain)) and the rule deleted by handle.
-  - The removed rules and their positions are recorded in a JSON backup before the removal;
-    C(state=rollback) re-inserts them at their positions.
+  - A rule is matched by equality after normalisation (whitespace, quotes, counters, default burst,
+    /32 on a single address), never by a substring.
+  - The rule is also taken out of the ruleset persisted for boot (the nft script and its includes,
+    iptables-save files, firewalld direct.xml), so that a reboot does not bring it back.
+  - The removed rules, their positions and the edited files' contents are recorded in a JSON backup
+    before the removal; C(state=rollback) re-inserts the rules and restores the files.
 options:
   rules:
     description: Rules to remove (backend, family, table, chain, text).
     type: list
     elements: dict
     default: []
+  nftables_conf:
+    description: The nft script loaded at boot; the rule is commented out there and in the files it includes.
+    type: path
+    default: /etc/nftables.conf
+  iptables_files:
+    description: iptables-save files loaded at boot, per family (C(ip), C(ip6)); the rule line is commented out.
+    type: dict
+  firewalld_dir:
+    description: firewalld's configuration directory; a matching C(<rule>) of its direct.xml is removed.
+    type: path
+    default: /etc/firewalld
   backup_file:
     description: JSON file recording the removed rules.
     type: path
@@ -45,6 +60,18 @@ removed:
   description: Rules removed (or, in check mode, that would be).
   type: list
   returned: always
+persisted:
+  description: Rules taken out of the persisted ruleset (file, rule).
+  type: list
+  returned: always
+changed_settings:
+  description: What changed (setting, old, new), one entry per rule and per file.
+  type: list
+  returned: always
+failed_settings:
+  description: Rules that could not be removed, with why (the others are removed).
+  type: list
+  returned: always
 not_found:
   description: Named rules not present (already removed, or changed since the scan).
   type: list
@@ -53,28 +80,14 @@ not_found:
 
 import re
 
-from ansible.module_utils.storadvise_state import load_backup, retire_backup, run_backed_module, save_backup
+from ansible.module_utils.storadvise_firewall_files import comment_out, ipt_norm, nft_norm, remove_spans
+from ansible.module_utils.storadvise_firewall_persisted import persisted_hits
+from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change, record_failure,
+                                                   restore_text, retire_backup, run_backed_module, save_backup)
 
 _HANDLE = re.compile(r"\s+# handle (\d+)\s*$")
-
-
-def norm(text):
-    return " ".join(str(text).replace('"', " ").split())
-
-
-_COUNTER = re.compile(r"\bcounter packets \d+ bytes \d+")
-_DEFAULT_BURST = re.compile(r"\s+burst 5 packets\b")
-
-
-def nft_norm(text):
-    """nft rule text without run-time counters and without the default limit burst (the JSON
-    rendering spells out ``burst 5 packets``, ``nft list`` leaves it out)."""
-    return norm(_DEFAULT_BURST.sub("", _COUNTER.sub("counter", norm(text))))
-
-
-def subsequence(short, long):
-    it = iter(long)
-    return all(tok in it for tok in short)
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")  # \Z: "$" would let a trailing newline through
+_FAMILIES = ("ip", "ip6", "inet", "arp", "bridge", "netdev", "ipv4", "ipv6", "inet6")
 
 
 def ipt_bin(module, family):
@@ -118,6 +131,35 @@ def ipt_spec(rule):
     return tokens[1], tokens[2:]
 
 
+def invalid(rule):
+    """Why a planned rule cannot be acted on (missing or malformed fields), or None."""
+    for k in ("backend", "table", "chain", "text"):
+        if not rule.get(k):
+            return "firewall rule without %s" % k
+    if rule["backend"] not in ("iptables", "nft"):
+        return "unknown firewall backend %r (iptables or nft)" % rule["backend"]
+    if rule["backend"] == "nft" and not rule.get("family"):
+        return "nft rule without family"
+    if rule.get("family") and rule["family"] not in _FAMILIES:
+        return "unknown family %r" % rule["family"]
+    for k in ("table", "chain"):
+        if not _NAME.match(str(rule[k])):
+            return "%s %r is not a table/chain name" % (k, rule[k])
+    if any(c in str(rule["text"]) for c in "\n\r\0"):
+        return "rule text holds a line break"
+    if rule["backend"] == "nft" and rule["table"] == "firewalld":
+        return ("managed by firewalld (its zone or policy files): a runtime removal would come back at the next "
+                "reload; remove it with firewall-cmd --permanent (e.g. --remove-rich-rule) and --reload")
+    if rule["backend"] == "iptables":
+        try:
+            chain, _spec = ipt_spec(rule)
+        except ValueError as exc:
+            return str(exc)
+        if chain != rule["chain"]:
+            return "rule text names chain %s, the rule says %s" % (chain, rule["chain"])
+    return None
+
+
 def ipt_rules(module, rule):
     """Rule lines of the chain (as ``-S`` prints them, the same as iptables-save)."""
     b = ipt_bin(module, rule.get("family"))
@@ -132,9 +174,9 @@ def ipt_position(module, rule):
     lines = ipt_rules(module, rule)
     if lines is None:
         return None
-    want = norm(rule["text"])
+    want = ipt_norm(rule["text"])
     for i, line in enumerate(lines):
-        if norm(line) == want:
+        if ipt_norm(line) == want:
             return i + 1
     b = ipt_bin(module, rule.get("family"))
     chain, spec = ipt_spec(rule)
@@ -166,7 +208,7 @@ def nft_rules(module, rule):
 
 
 def nft_find(module, rule):
-    """(index, handle, text) of the named rule, or None."""
+    """(index, handle, text) of the named rule (equal after normalisation), or None."""
     rules = nft_rules(module, rule)
     if not rules:
         return None
@@ -174,61 +216,80 @@ def nft_find(module, rule):
     for i, (h, text) in enumerate(rules):
         if nft_norm(text) == want:
             return i, h, text
-    # a rendering that spells out more (or less) than `nft list`: accept one unique rule whose
-    # words are, in order, a subsequence of the other's
-    loose = [(i, h, text) for i, (h, text) in enumerate(rules)
-             if subsequence(nft_norm(text).split(), want.split()) or subsequence(want.split(), nft_norm(text).split())]
-    if len(loose) == 1:
-        return loose[0]
     handle = rule.get("handle")
     if handle is not None:
         for i, (h, text) in enumerate(rules):
-            if h == int(handle):
+            if str(h) == str(handle):
                 module.warn("nft rule handle %s found but its text differs from the plan (%r vs %r): left alone"
                             % (handle, text, rule["text"]))
     return None
 
 
 def describe(rule):
-    return "%s %s %s %s: %s" % (rule.get("backend"), rule.get("family") or "", rule["table"], rule["chain"], rule["text"])
+    return "%s %s %s %s: %s" % (rule.get("backend"), rule.get("family") or "", rule.get("table"), rule.get("chain"),
+                                rule.get("text"))
 
 
 def apply(module, p):
-    result = {"changed": False, "removed": [], "not_found": []}
-    todo = []
+    result = {"changed": False, "removed": [], "not_found": [], "persisted": [], "changed_settings": [],
+              "failed_settings": []}
+    todo, file_edits = [], {}
     for rule in p["rules"]:
-        for k in ("backend", "table", "chain", "text"):
-            if not rule.get(k):
-                module.fail_json(msg="firewall rule without %s: %r" % (k, rule))
-        if rule["backend"] == "iptables":
-            pos = ipt_position(module, rule)
-            if pos is None:
-                result["not_found"].append(describe(rule))
-                continue
-            todo.append((rule, {"position": pos}))
-        elif rule["backend"] == "nft":
-            if not rule.get("family"):
-                module.fail_json(msg="nft rule without family: %r" % rule)
-            found = nft_find(module, rule)
-            if found is None:
-                result["not_found"].append(describe(rule))
-                continue
-            todo.append((rule, {"index": found[0], "handle": found[1], "listed": found[2]}))
-        else:
-            module.fail_json(msg="unknown firewall backend %r (iptables or nft)" % rule["backend"])
+        why = invalid(rule)
+        if why:
+            record_failure(result, describe(rule), why)
+            continue
+        try:
+            if rule["backend"] == "iptables":
+                pos = ipt_position(module, rule)
+                where = None if pos is None else {"position": pos}
+            else:
+                found = nft_find(module, rule)
+                where = None if found is None else {"index": found[0], "handle": found[1], "listed": found[2]}
+            hits = persisted_hits(p, rule)
+        except (OSError, ValueError) as exc:
+            record_failure(result, describe(rule), str(exc))
+            continue
+        if where is not None:
+            todo.append((rule, where))
+        for path, hit in hits.items():
+            file_edits.setdefault(path, []).append((rule, hit))
+        if where is None and not hits:
+            result["not_found"].append(describe(rule))
+    new_files = {}
+    for path, edits in file_edits.items():
+        before = read_text(path)
+        lines = sorted({n for _r, hit in edits for n in hit[1]})
+        statements = {n: st for _r, hit in edits for n, st in hit[2].items()}
+        spans = sorted({s for _r, hit in edits for s in hit[3]})
+        after = remove_spans(before, spans) if spans else comment_out(before, lines, statements)
+        new_files[path] = (before, after)
     result["removed"] = [describe(r) for r, _ in todo]
-    result["changed"] = bool(todo)
-    if module._diff and todo:
-        result["diff"] = {"before": "".join(describe(r) + "\n" for r, _ in todo), "after": "",
-                          "before_header": "rules removed", "after_header": "rules removed"}
-    if not todo or module.check_mode:
+    result["persisted"] = ["%s: %s" % (path, describe(r)) for path, edits in sorted(file_edits.items()) for r, _h in edits]
+    result["changed"] = bool(todo or new_files)
+    if module._diff and result["changed"]:
+        result["diff"] = [{"before": "".join(describe(r) + "\n" for r, _ in todo), "after": "",
+                           "before_header": "rules removed (runtime)", "after_header": "rules removed (runtime)"}]
+        result["diff"] += [{"before_header": path, "after_header": path, "before": b, "after": a}
+                           for path, (b, a) in sorted(new_files.items())]
+    if not result["changed"]:
+        return result
+    if module.check_mode:
+        for r, _w in todo:
+            record_change(result, describe(r), "present", "removed")
+        for path, edits in sorted(file_edits.items()):
+            for r, _h in edits:
+                record_change(result, "%s (in %s)" % (describe(r), path), "present", "removed")
         return result
     backup = load_backup(p["backup_file"]) or {"role": "firewall", "removed": []}
+    backup.setdefault("files", {})
     for rule, where in todo:
         entry = dict(rule, **where)
         if not any(e.get("text") == rule["text"] and e.get("chain") == rule["chain"] and e.get("table") == rule["table"]
                    for e in backup["removed"]):
             backup["removed"].append(entry)
+    for path, (before, _after) in new_files.items():
+        backup["files"].setdefault(path, before)
     save_backup(p["backup_file"], backup)
     for rule, where in todo:
         if rule["backend"] == "iptables":
@@ -238,12 +299,24 @@ def apply(module, p):
             rc, _o, err = module.run_command([module.get_bin_path("nft", required=True), "delete", "rule", rule["family"],
                                               rule["table"], rule["chain"], "handle", str(where["handle"])])
         if rc != 0:
-            module.fail_json(msg="could not remove %s: %s" % (describe(rule), (err or "").strip()), **result)
+            record_failure(result, describe(rule), "could not remove: %s" % (err or "").strip())
+        else:
+            record_change(result, describe(rule), "present", "removed")
+    for path, (_before, after) in sorted(new_files.items()):
+        try:
+            atomic_write(path, after)
+        except OSError as exc:
+            for r, _h in file_edits[path]:
+                record_failure(result, "%s (in %s)" % (describe(r), path), "could not rewrite the file: %s" % exc)
+            continue
+        for r, _h in file_edits[path]:
+            record_change(result, "%s (in %s)" % (describe(r), path), "present", "removed")
     return result
 
 
 def rollback(module, p):
-    result = {"changed": False, "removed": [], "not_found": [], "restored": [], "rolled_back": False}
+    result = {"changed": False, "removed": [], "not_found": [], "restored": [], "rolled_back": False,
+              "changed_settings": [], "failed_settings": []}
     backup = load_backup(p["backup_file"])
     if backup is None:
         result["msg"] = "no backup at %s: nothing to roll back on this host (nothing changed)" % p["backup_file"]
@@ -253,12 +326,15 @@ def rollback(module, p):
         present = ipt_position(module, e) if e["backend"] == "iptables" else nft_find(module, e)
         if present is None:
             todo.append(e)
-    result["restored"] = [describe(e) for e in todo]
+    files = {path: text for path, text in sorted((backup.get("files") or {}).items()) if read_text(path) != text}
+    result["restored"] = [describe(e) for e in todo] + ["file %s" % path for path in files]
     result["changed"] = True
     result["rolled_back"] = True
-    if module._diff and todo:
-        result["diff"] = {"before": "", "after": "".join(describe(e) + "\n" for e in todo),
-                          "before_header": "rules restored", "after_header": "rules restored"}
+    if module._diff and (todo or files):
+        result["diff"] = [{"before": "", "after": "".join(describe(e) + "\n" for e in todo),
+                           "before_header": "rules restored", "after_header": "rules restored"}]
+        result["diff"] += [{"before_header": path, "after_header": path, "before": read_text(path) or "", "after": text or ""}
+                           for path, text in files.items()]
     if module.check_mode:
         return result
     # re-insert in recorded order, lowest position first, so that positions line up again
@@ -281,7 +357,15 @@ def rollback(module, p):
                 cmd = [nft, "add", "rule", e["family"], e["table"], e["chain"]] + [text]
         rc, _o, err = module.run_command(cmd)
         if rc != 0:
-            module.fail_json(msg="could not restore %s: %s" % (describe(e), (err or "").strip()), **result)
+            record_failure(result, describe(e), "could not restore: %s" % (err or "").strip())
+        else:
+            record_change(result, describe(e), "removed", "present")
+    for path, text in files.items():
+        restore_text(path, text)
+        record_change(result, "file %s" % path, "edited", "restored")
+    if result["failed_settings"]:
+        result["msg"] = "backup %s kept: some rules could not be restored" % p["backup_file"]
+        return result
     result["backup_kept_as"] = retire_backup(p["backup_file"])
     return result
 
@@ -290,6 +374,10 @@ def main():
     run_backed_module(
         dict(
             rules=dict(type="list", elements="dict", default=[]),
+            nftables_conf=dict(type="path", default="/etc/nftables.conf"),
+            iptables_files=dict(type="dict", default={"ip": ["/etc/iptables/rules.v4", "/etc/sysconfig/iptables"],
+                                                      "ip6": ["/etc/iptables/rules.v6", "/etc/sysconfig/ip6tables"]}),
+            firewalld_dir=dict(type="path", default="/etc/firewalld"),
         ),
         apply, rollback, apply_state="absent",
     )

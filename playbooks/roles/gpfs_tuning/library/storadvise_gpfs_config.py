@@ -77,9 +77,14 @@ restart_required:
 import os
 import re
 
-from ansible.module_utils.storadvise_state import load_backup, retire_backup, run_backed_module, save_backup
+from ansible.module_utils.storadvise_state import (load_backup, record_change, record_failure, retire_backup,
+                                                   run_backed_module, save_backup)
 
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([KMGT]?)$", re.I)
+_ATTR = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}\Z")  # \Z: "$" would let a trailing newline through
+# a value is words of these characters separated by single spaces: no , ; = quotes brackets or line breaks
+_VALUE = re.compile(r"^[A-Za-z0-9._:+/@%-]+(?: [A-Za-z0-9._:+/@%-]+)*\Z")
+_NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}\Z")
 _MULT = {"": 1, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
 
 
@@ -111,7 +116,7 @@ def effective(module, p, attr, nodes):
     if rc != 0:
         if "No value for attribute" in text:
             return {n: None for n in nodes}
-        module.fail_json(msg="mmlsconfig %s failed: %s" % (attr, text.strip().splitlines()[-1] if text.strip() else rc))
+        raise ValueError("mmlsconfig %s failed: %s" % (attr, text.strip().splitlines()[-1] if text.strip() else rc))
     cluster, scoped = None, {}
     for line in out.splitlines():
         parts = line.split(None, 1)
@@ -124,6 +129,15 @@ def effective(module, p, attr, nodes):
         else:
             cluster = parts[1].strip()
     return {n: scoped.get(n, cluster) for n in nodes}
+
+
+def refusal(attr, value):
+    """Why ``attr=value`` cannot be given to mmchconfig, or None."""
+    if not _ATTR.match(str(attr)):
+        return "not a GPFS attribute name (letters, digits, _)"
+    if not _VALUE.match(str(value)) or len(str(value)) > 256:
+        return "value %r refused: only letters, digits and . _ : + / @ %% - (words separated by single spaces)" % str(value)
+    return None
 
 
 def order_attrs(attrs, config, current):
@@ -164,18 +178,51 @@ def commands_for(p, wanted, current=None):
     return cmds
 
 
-def run_mmchconfig(module, p, args, result):
+def run_mmchconfig(module, p, args):
+    """Run one mmchconfig; returns why it failed, or None."""
     cmd = [tool(p, "mmchconfig")] + args
     rc, out, err = module.run_command(cmd)
     if rc != 0:
         last = ((err or "") + (out or "")).strip().splitlines()
-        module.fail_json(msg="mmchconfig %s failed: %s" % (" ".join(args), last[-1] if last else rc), **result)
+        return "mmchconfig %s failed: %s" % (" ".join(args), last[-1] if last else rc)
+    return None
+
+
+def command_settings(args):
+    """(attrs, nodes) of an mmchconfig argument list built by commands_for."""
+    attrs = [kv.split("=", 1)[0] for kv in args[0].split(",")]
+    return attrs, args[args.index("-N") + 1]
+
+
+def usable(module, p, result):
+    """(config, nodes) without the refused attributes and node names (each refusal recorded)."""
+    config = {}
+    for a, v in sorted((p["config"] or {}).items()):
+        why = refusal(a, v)
+        if why:
+            record_failure(result, "%s=%s" % (a, v), why)
+        else:
+            config[a] = str(v)
+    nodes = []
+    for n in p["nodes"]:
+        if _NODE.match(str(n)):
+            nodes.append(n)
+        else:
+            record_failure(result, "node %r" % n, "not a GPFS node name; left out")
+    return config, nodes
 
 
 def apply(module, p):
-    nodes, config = p["nodes"], {k: str(v) for k, v in (p["config"] or {}).items()}
-    result = {"changed": False, "commands": [], "restart_required": sorted(set(p["pending_attrs"])), "old": {}}
-    current = {a: effective(module, p, a, nodes) for a in config}
+    result = {"changed": False, "commands": [], "restart_required": sorted(set(p["pending_attrs"])), "old": {},
+              "changed_settings": [], "failed_settings": []}
+    config, nodes = usable(module, p, result)
+    current = {}
+    for a in list(config):
+        try:
+            current[a] = effective(module, p, a, nodes)
+        except ValueError as exc:
+            record_failure(result, a, str(exc))
+            del config[a]
     wanted = {n: {a: v for a, v in config.items() if not same(current[a][n], v)} for n in nodes}
     cmds = commands_for(p, wanted, current)
     result["old"] = {a: {n: current[a][n] for n in nodes if a in wanted[n]} for a in config}
@@ -193,17 +240,43 @@ def apply(module, p):
             for n, old in per_node.items():
                 backup["attrs"].setdefault(a, {}).setdefault(n, old)
         save_backup(p["backup_file"], backup)
+        failed = set()
         for args, _later in cmds:
-            run_mmchconfig(module, p, args, result)
-        after = {a: effective(module, p, a, nodes) for a in config}
-        wrong = ["%s on %s is %s" % (a, n, after[a][n]) for a in config for n in nodes if not same(after[a][n], config[a])]
-        if wrong:
-            module.fail_json(msg="mmchconfig did not take: " + "; ".join(wrong), **result)
-    if p["restart"] and result["restart_required"] and not module.check_mode:
+            why = run_mmchconfig(module, p, args)
+            if not why:
+                continue
+            # one refused attribute fails the whole command: try each attribute alone
+            specs = args[0].split(",")
+            singles = [[spec] + args[1:] for spec in specs] if len(specs) > 1 else [args]
+            for one in singles:
+                why = run_mmchconfig(module, p, one) if len(specs) > 1 else why
+                if why:
+                    attrs, on = command_settings(one)
+                    record_failure(result, "%s on %s" % (attrs[0], on), why)
+                    failed.update((attrs[0], n) for n in on.split(","))
+        for a in config:
+            try:
+                after = effective(module, p, a, nodes)
+            except ValueError as exc:
+                after = {n: "unreadable (%s)" % exc for n in nodes}
+            for n in nodes:
+                if a not in wanted[n] or (a, n) in failed:
+                    continue
+                if same(after[n], config[a]):
+                    record_change(result, "%s on %s" % (a, n), current[a][n], config[a])
+                else:
+                    record_failure(result, "%s on %s" % (a, n), "mmchconfig did not take: the value is %s" % after[n])
+    elif cmds:
+        for n in nodes:
+            for a in sorted(wanted[n]):
+                record_change(result, "%s on %s" % (a, n), current[a][n], config[a])
+    if p["restart"] and result["restart_required"] and nodes and not module.check_mode:
         for t in ("mmshutdown", "mmstartup"):
             rc, out, err = module.run_command([tool(p, t), "-N", ",".join(nodes)])
             if rc != 0:
-                module.fail_json(msg="%s -N %s failed: %s" % (t, ",".join(nodes), (err or out).strip()), **result)
+                record_failure(result, "GPFS restart on %s" % ",".join(nodes),
+                               "%s -N %s failed: %s" % (t, ",".join(nodes), (err or out).strip()))
+                return result
         result["restarted"] = nodes
         result["changed"] = True
         result["restart_required"] = []
@@ -211,7 +284,8 @@ def apply(module, p):
 
 
 def rollback(module, p):
-    result = {"changed": False, "commands": [], "restart_required": [], "rolled_back": False}
+    result = {"changed": False, "commands": [], "restart_required": [], "rolled_back": False,
+              "changed_settings": [], "failed_settings": []}
     backup = load_backup(p["backup_file"])
     if backup is None:
         result["msg"] = "no backup at %s: nothing to roll back on this host (nothing changed)" % p["backup_file"]
@@ -229,7 +303,16 @@ def rollback(module, p):
     if module.check_mode:
         return result
     for args, _later in cmds:
-        run_mmchconfig(module, p, args, result)
+        why = run_mmchconfig(module, p, args)
+        attrs, on = command_settings(args)
+        for a in attrs:
+            if why:
+                record_failure(result, "%s on %s" % (a, on), why)
+            else:
+                record_change(result, "%s on %s" % (a, on), "(applied value)", "(recorded value)")
+    if result["failed_settings"]:
+        result["msg"] = "backup %s kept: some values could not be restored" % p["backup_file"]
+        return result
     result["backup_kept_as"] = retire_backup(p["backup_file"])
     return result
 

@@ -69,13 +69,14 @@ cannot_change:
 import os
 import re
 
-from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, restore_text,
-                                                   retire_backup, run_backed_module, save_backup)
+from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change, record_failure,
+                                                   restore_text, retire_backup, run_backed_module, save_backup)
 
 DEFAULT_CONF_PATHS = ["/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d",
                       "/lib/sysctl.d", "/etc/sysctl.conf"]
 MARKER = "# storadvise disabled"
 _LINE = re.compile(r"^\s*-?\s*([A-Za-z0-9_./*-]+)\s*=\s*(.*?)\s*$")
+_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")  # \Z: "$" would let a trailing newline through
 _MARKED = re.compile(r"^# storadvise disabled \(.*?\): (.*)$")
 
 
@@ -125,7 +126,10 @@ def boot_files(conf_paths):
 
 def settings_in(path):
     """(index, key, value, line) of every assignment in a file."""
-    text = read_text(path)
+    return settings_in_text(read_text(path))
+
+
+def settings_in_text(text):
     if text is None:
         return []
     out = []
@@ -155,7 +159,7 @@ def editable(path, prefixes):
     return any(real.startswith(p) for p in prefixes) and os.access(os.path.dirname(real), os.W_OK)
 
 
-def plan_conflicts(module, sysctls, own_file, conf_paths, prefixes):
+def plan_conflicts(sysctls, own_file, conf_paths, prefixes):
     """Lines in other boot files that set one of ``sysctls`` to another value."""
     to_disable, cannot = {}, []
     own_real = os.path.realpath(own_file)
@@ -182,49 +186,82 @@ def marker_line(key, value, own_file, line):
     return "%s (%s = %s is set in %s): %s" % (MARKER, key, value, own_file, line)
 
 
-def apply(module, p):
-    sysctls = {norm_key(k): norm_value(v) for k, v in (p["sysctls"] or {}).items()}
-    own = p["sysctl_file"]
-    conf_paths = p["conf_paths"] or DEFAULT_CONF_PATHS
-    result = {"changed": False, "changed_sysctls": {}, "disabled_lines": [], "cannot_change": [], "diff": []}
-    runtime = {}
-    for k in sysctls:
-        cur = read_runtime(k)
-        if cur is None:
-            module.fail_json(msg="%s: no such kernel parameter on this host (%s missing)" % (k, proc_path(k)), **result)
-        runtime[k] = cur
+def refusal(key, value, runtime):
+    """Why ``key`` cannot be set to ``value`` on this host, or None."""
+    if not _KEY.match(key):
+        return "not a kernel parameter name"
+    if runtime is None:
+        return "no such kernel parameter on this host (%s missing)" % proc_path(key)
+    if "\n" in value or "\r" in value:
+        return "value holds a line break"
+    if runtime != value:
+        try:
+            writable = os.stat(proc_path(key)).st_mode & 0o222
+        except OSError as exc:
+            return "%s: %s" % (proc_path(key), exc)
+        if not writable:
+            return ("read-only here (%s has no write permission: a per-host key inside a network namespace "
+                    "or container)" % proc_path(key))
+    return None
+
+
+def persistence(sysctls, own, conf_paths, prefixes):
+    """(own_before, own_after, to_disable, cannot, file_changes) for persisting ``sysctls``."""
     own_before = read_text(own)
     own_values = parse_own_file(own)
     own_values.update(sysctls)
     own_after = render_file(own_values)
-    to_disable, cannot = plan_conflicts(module, sysctls, own, conf_paths, p["editable_prefixes"])
-    result["cannot_change"] = cannot
-    runtime_changes = {k: {"old": runtime[k], "new": v} for k, v in sysctls.items() if runtime[k] != v}
+    to_disable, cannot = plan_conflicts(sysctls, own, conf_paths, prefixes)
     file_changes = {}
     for fp, hits in to_disable.items():
         text = read_text(fp)
         lines = text.splitlines()
         for idx, key, line in hits:
             lines[idx] = marker_line(key, sysctls[key], own, line)
-            result["disabled_lines"].append({"file": fp, "line": line.strip()})
         file_changes[fp] = (text, "\n".join(lines) + ("\n" if text.endswith("\n") else ""))
-    own_changed = own_before != own_after
+    return own_before, own_after, to_disable, cannot, file_changes
+
+
+def disabled_lines(to_disable):
+    return [{"file": fp, "line": line.strip()} for fp, hits in sorted(to_disable.items()) for _i, _k, line in hits]
+
+
+def apply(module, p):
+    own = p["sysctl_file"]
+    conf_paths = p["conf_paths"] or DEFAULT_CONF_PATHS
+    result = {"changed": False, "changed_sysctls": {}, "disabled_lines": [], "cannot_change": [], "diff": [],
+              "changed_settings": [], "failed_settings": []}
+    sysctls, runtime = {}, {}
+    for k, v in sorted((p["sysctls"] or {}).items()):
+        k, v = norm_key(k), norm_value(v)
+        cur = read_runtime(k) if _KEY.match(k) else None
+        why = refusal(k, v, cur)
+        if why:
+            record_failure(result, k, why)
+            continue
+        sysctls[k], runtime[k] = v, cur
+    own_before, own_after, to_disable, cannot, file_changes = persistence(sysctls, own, conf_paths, p["editable_prefixes"])
+    result["cannot_change"] = cannot
+    result["disabled_lines"] = disabled_lines(to_disable)
+    runtime_changes = {k: {"old": runtime[k], "new": v} for k, v in sysctls.items() if runtime[k] != v}
     result["changed_sysctls"] = runtime_changes
     if runtime_changes:
         result["diff"].append({"before_header": "runtime (/proc/sys)", "after_header": "runtime (/proc/sys)",
                                "before": "".join("%s = %s\n" % (k, c["old"]) for k, c in sorted(runtime_changes.items())),
                                "after": "".join("%s = %s\n" % (k, c["new"]) for k, c in sorted(runtime_changes.items()))})
-    if own_changed:
+    if own_before != own_after:
         result["diff"].append({"before_header": own, "after_header": own, "before": own_before or "", "after": own_after})
     for fp, (before, after) in sorted(file_changes.items()):
         result["diff"].append({"before_header": fp, "after_header": fp, "before": before, "after": after})
-    result["changed"] = bool(runtime_changes or own_changed or file_changes)
-    if not result["changed"] or module.check_mode:
+    result["changed"] = bool(runtime_changes or own_before != own_after or file_changes)
+    own_values_before = parse_own_file(own)
+    if not result["changed"]:
+        return result
+    if module.check_mode:
+        settings_changed(result, sysctls, runtime, own_values_before, own_after)
         return result
     # 1. the backup, before anything changes; values already recorded are kept (the originals)
     backup = load_backup(p["backup_file"]) or {"role": "network_tuning", "runtime": {}, "disabled": [], "files": {}}
-    for k, c in runtime_changes.items():
-        backup["runtime"].setdefault(k, c["old"])
     for k in sysctls:
         backup["runtime"].setdefault(k, runtime[k])
     backup["files"].setdefault(own, own_before)
@@ -234,21 +271,45 @@ def apply(module, p):
             if entry not in backup["disabled"]:
                 backup["disabled"].append(entry)
     save_backup(p["backup_file"], backup)
-    # 2. runtime, read back
+    # 2. runtime, read back. A value the kernel refuses is reported, and neither persisted nor
+    #    set against other files' lines; the other values go on.
+    refused = False
     for k, c in sorted(runtime_changes.items()):
-        set_runtime(module, k, c["new"], result)
+        why = set_runtime(module, k, c["new"])
+        if why:
+            record_failure(result, k, why)
+            del sysctls[k]
+            refused = True
+    if refused:
+        own_before, own_after, to_disable, cannot, file_changes = persistence(sysctls, own, conf_paths, p["editable_prefixes"])
+        result["cannot_change"] = cannot
+        result["disabled_lines"] = disabled_lines(to_disable)
+        result["changed_sysctls"] = {k: c for k, c in runtime_changes.items() if k in sysctls}
     # 3. persistence, then the conflicting lines
-    if own_changed:
+    if own_before != own_after:
         d = os.path.dirname(own)
         if not os.path.isdir(d):
             module.fail_json(msg="%s: directory does not exist" % d, **result)
         atomic_write(own, own_after, mode=0o644)
     for fp, (_before, after) in sorted(file_changes.items()):
         atomic_write(fp, after)
+    settings_changed(result, sysctls, runtime, own_values_before, own_after)
+    result["changed"] = bool(result["changed_settings"] or file_changes or own_before != own_after)
     return result
 
 
-def set_runtime(module, key, value, result):
+def settings_changed(result, sysctls, runtime, own_values_before, own_after):
+    """One changed_settings entry per key whose runtime or persisted value changes."""
+    after = {k: v for _, k, v, _ in settings_in_text(own_after)}
+    for k, v in sorted(sysctls.items()):
+        if runtime[k] != v:
+            record_change(result, k, runtime[k], v)
+        elif own_values_before.get(k) != after.get(k):
+            record_change(result, k + " (persisted file only)", own_values_before.get(k), v)
+
+
+def set_runtime(module, key, value):
+    """Write a kernel parameter and read it back; returns why it did not take, or None."""
     sysctl = module.get_bin_path("sysctl")
     if sysctl:
         rc, _out, err = module.run_command([sysctl, "-w", "%s=%s" % (key, value)])
@@ -264,9 +325,9 @@ def set_runtime(module, key, value, result):
     now = read_runtime(key)
     if now != value:
         detail = (err or "").strip().splitlines()
-        module.fail_json(msg="%s: %s %s did not take: the kernel reports %s%s" % (
-            key, how, value, now, (" (" + detail[-1] + ")") if detail else " (read-only here, e.g. in a network namespace?)"),
-            rc=rc, **result)
+        return "%s %s did not take: the kernel reports %s%s" % (
+            how, value, now, (" (" + detail[-1] + ")") if detail else " (read-only here, e.g. in a network namespace?)")
+    return None
 
 
 def rollback(module, p):
@@ -316,7 +377,11 @@ def rollback(module, p):
     if module.check_mode:
         return result
     for k, c in sorted(runtime_changes.items()):
-        set_runtime(module, k, c["new"], result)
+        why = set_runtime(module, k, c["new"])
+        if why:
+            record_failure(result, k, why)
+        else:
+            record_change(result, k, c["old"], c["new"])
     for fp, (_before, after) in sorted(file_changes.items()):
         restore_text(fp, after)
     result["backup_kept_as"] = retire_backup(p["backup_file"])

@@ -52,8 +52,12 @@ files:
   returned: always
 """
 
-from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, restore_text,
-                                                   retire_backup, run_backed_module, save_backup)
+import re
+
+from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change, record_failure,
+                                                   restore_text, retire_backup, run_backed_module, save_backup)
+
+_DIRECTIVE = re.compile(r"^[A-Za-z][A-Za-z0-9_.]{0,63}\Z")
 
 
 def set_directive(lines, name, args):
@@ -72,8 +76,8 @@ def set_directive(lines, name, args):
 
 
 def apply(module, p):
-    result = {"changed": False, "files": []}
-    new_text, old_text = {}, {}
+    result = {"changed": False, "files": [], "changed_settings": [], "failed_settings": []}
+    new_text, old_text, where = {}, {}, {}
 
     def current(path):
         if path not in new_text:
@@ -88,6 +92,9 @@ def apply(module, p):
         module.fail_json(msg="%s: XRootD configuration file not found" % p["config_file"])
     for name, args in sorted((p["directives"] or {}).items()):
         args = " ".join(str(args).split())
+        if not _DIRECTIVE.match(str(name)) or not args:
+            record_failure(result, str(name), "not an XRootD directive name, or no value")
+            continue
         path = (p["directive_files"] or {}).get(name) or p["config_file"]
         text = current(path)
         found = False
@@ -101,19 +108,32 @@ def apply(module, p):
             if not found:
                 lines = main.splitlines() + ["# storadvise (xcache role)", "%s %s" % (name, args)]
             new_text[p["config_file"]] = "\n".join(lines) + "\n"
+            path = p["config_file"]
+        where.setdefault(path, []).append((name, args))
     changed = [f for f in sorted(new_text) if new_text[f] != (old_text[f] or "")]
     result["files"] = changed
     result["changed"] = bool(changed)
     if module._diff and changed:
         result["diff"] = [{"before_header": f, "after_header": f, "before": old_text[f] or "", "after": new_text[f]} for f in changed]
-    if not changed or module.check_mode:
+    if not changed:
         return result
-    backup = load_backup(p["backup_file"]) or {"role": "xcache", "files": {}}
+    if not module.check_mode:
+        backup = load_backup(p["backup_file"]) or {"role": "xcache", "files": {}}
+        for f in changed:
+            backup["files"].setdefault(f, old_text[f])
+        save_backup(p["backup_file"], backup)
     for f in changed:
-        backup["files"].setdefault(f, old_text[f])
-    save_backup(p["backup_file"], backup)
-    for f in changed:
-        atomic_write(f, new_text[f], mode=0o644)
+        try:
+            if not module.check_mode:
+                atomic_write(f, new_text[f], mode=0o644)
+        except OSError as exc:
+            for name, _args in where.get(f, []):
+                record_failure(result, "%s (in %s)" % (name, f), "could not write the file: %s" % exc)
+            result["files"].remove(f)
+            continue
+        for name, args in where.get(f, []):
+            record_change(result, "%s (in %s)" % (name, f), "(as in the file)", args)
+    result["changed"] = bool(result["files"])
     return result
 
 

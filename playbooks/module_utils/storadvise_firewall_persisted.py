@@ -1,0 +1,70 @@
+# -*- coding: utf-8 -*-
+# storadvise: which files of a host's persisted firewall ruleset hold a planned rule.
+# Licensed as storadvise itself.
+"""The persisted rulesets the firewall role reads on the managed host: the nft script and its
+includes, iptables-save files, firewalld's direct.xml. The text functions are in
+storadvise_firewall_files; this module only finds and reads the files."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+from ansible.module_utils.storadvise_firewall_files import (firewalld_direct_rules, ipt_norm, ipt_save_rules,
+                                                            nft_conf_includes, nft_conf_rules, nft_norm)
+from ansible.module_utils.storadvise_state import read_text
+
+def nft_files(conf):
+    """The nft script read at boot and every file it includes (recursively, globs sorted; a
+    relative include is resolved against the including file's directory)."""
+    out, todo = [], [conf]
+    while todo:
+        path = todo.pop(0)
+        if path in out or len(out) > 200:
+            continue
+        text = read_text(path)
+        if text is None:
+            continue
+        out.append(path)
+        for inc in nft_conf_includes(text):
+            full = inc if os.path.isabs(inc) else os.path.join(os.path.dirname(path), inc)
+            todo.extend(sorted(glob.glob(full)) if glob.has_magic(full) else [full])
+    return out
+
+
+def ipt_family(rule):
+    return "ip6" if rule.get("family") in ("ip6", "ipv6", "inet6") else "ip"
+
+
+def persisted_hits(p, rule):
+    """{path: (kind, [line numbers], {line: statement}, [spans])} of the files holding ``rule``."""
+    hits = {}
+    if rule["backend"] == "nft":
+        want = nft_norm(rule["text"])
+        for path in nft_files(p["nftables_conf"]) if p["nftables_conf"] else []:
+            for r in nft_conf_rules(read_text(path) or ""):
+                if (r["family"], r["table"], r["chain"]) == (rule["family"], rule["table"], rule["chain"]) \
+                        and nft_norm(r["text"]) == want:
+                    h = hits.setdefault(path, ("nft", [], {}, []))
+                    if r["whole_line"]:
+                        h[1].append(r["line"])
+                    else:
+                        h[2][r["line"]] = r["text"]
+        return hits
+    want = ipt_norm(rule["text"])
+    for path in (p["iptables_files"] or {}).get(ipt_family(rule)) or []:
+        text = read_text(path)
+        if text is None:
+            continue
+        lines = [r["line"] for r in ipt_save_rules(text) if r["table"] == rule["table"] and ipt_norm(r["text"]) == want]
+        if lines:
+            hits[path] = ("iptables-save", lines, {}, [])
+    if p["firewalld_dir"]:
+        path = os.path.join(p["firewalld_dir"], "direct.xml")
+        text = read_text(path)
+        if text:
+            spans = [r["span"] for r in firewalld_direct_rules(text)
+                     if r["family"] == ipt_family(rule) and r["table"] == rule["table"] and ipt_norm(r["text"]) == want]
+            if spans:
+                hits[path] = ("firewalld direct", [], {}, spans)
+    return hits

@@ -1,0 +1,114 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# storadvise apply_summary: what each role changed and what failed, per host and setting.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: storadvise_apply_summary
+short_description: Summarise the storadvise roles' results per host and setting
+description:
+  - Takes the registered results of the storadvise roles (their C(changed_settings) and
+    C(failed_settings)), the errors of roles that failed as a whole on a host, and the hosts that
+    gave no result (unreachable, or stopped before the role ran), and returns one line per setting.
+  - Writes the same summary as JSON to C(summary_file) on the controller.
+options:
+  results:
+    description: "[{host, role, result, error}], one per host and role the host is in."
+    type: list
+    elements: dict
+    required: true
+  run:
+    description: What ran (apply or rollback).
+    type: str
+    default: apply
+  summary_file:
+    description: Where the JSON summary is written (empty = not written).
+    type: path
+  check:
+    description: The run was in check mode (the changes are those that would be made).
+    type: bool
+    default: false
+author: storadvise
+"""
+
+RETURN = r"""
+lines:
+  description: The summary, one line per host, role and setting.
+  type: list
+  returned: always
+failed_count:
+  description: Settings that failed, plus roles that failed or gave no result on a host.
+  type: int
+  returned: always
+failed_hosts:
+  description: Hosts with at least one failure.
+  type: list
+  returned: always
+"""
+
+import json
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def outcome(entry):
+    """(changed, failed) lists of one host's role result."""
+    result, error = entry.get("result"), entry.get("error")
+    if error:
+        return [], [{"setting": "(whole role)", "why": str(error)}]
+    if result is None:
+        return [], [{"setting": "(whole role)",
+                     "why": "no result: the host was unreachable, or the play stopped on it before this role"}]
+    if result.get("unreachable"):
+        return [], [{"setting": "(whole role)", "why": "unreachable: %s" % str(result.get("msg") or "").strip()}]
+    if result.get("skipped"):
+        return [], []
+    if result.get("failed"):
+        return [], [{"setting": "(whole role)", "why": str(result.get("msg") or "failed")}]
+    return list(result.get("changed_settings") or []), list(result.get("failed_settings") or [])
+
+
+def main():
+    module = AnsibleModule(argument_spec=dict(
+        results=dict(type="list", elements="dict", required=True),
+        run=dict(type="str", default="apply"),
+        summary_file=dict(type="path"),
+        check=dict(type="bool", default=False),
+    ), supports_check_mode=True)
+    p = module.params
+    hosts = {}
+    for entry in p["results"]:
+        changed, failed = outcome(entry)
+        h = hosts.setdefault(entry["host"], {"changed": [], "failed": []})
+        h["changed"] += [dict(c, role=entry["role"]) for c in changed]
+        h["failed"] += [dict(f, role=entry["role"]) for f in failed]
+    verb = "would change" if p["check"] else "changed"
+    lines = []
+    for host in sorted(hosts):
+        h = hosts[host]
+        lines.append("%s: %d %s, %d failed" % (host, len(h["changed"]), verb, len(h["failed"])))
+        for c in h["changed"]:
+            lines.append("  %s %s: %s %s -> %s" % (verb, c["role"], c.get("setting"), c.get("old"), c.get("new")))
+        for f in h["failed"]:
+            lines.append("  FAILED %s %s: %s" % (f["role"], f.get("setting"), f.get("why")))
+    failed_hosts = sorted(h for h in hosts if hosts[h]["failed"])
+    count = sum(len(h["failed"]) for h in hosts.values())
+    summary = {"run": p["run"], "check_mode": p["check"], "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "failed_count": count, "failed_hosts": failed_hosts, "hosts": hosts}
+    if p["summary_file"]:
+        try:
+            tmp = p["summary_file"] + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump(summary, f, indent=2, sort_keys=True, default=str)
+                f.write("\n")
+            os.rename(tmp, p["summary_file"])
+        except OSError as exc:
+            module.warn("could not write %s: %s" % (p["summary_file"], exc))
+    module.exit_json(changed=False, lines=lines, failed_count=count, failed_hosts=failed_hosts, hosts=hosts)
+
+
+if __name__ == "__main__":
+    main()
