@@ -609,7 +609,9 @@ def parse_df_sections(text: str) -> XCacheUsageFacts:
     for name, lines in chunks:
         if not name.startswith("path "):
             continue
-        path = check_path(name[5:].strip(), "df: cache path")
+        path = name[5:].strip()
+        if path != "?":  # "?": plain df output without our section markers (the mount point names it)
+            path = check_path(path, "df: cache path")
         unit = 1
         fsid = next((m.group(1) for _, ln in lines if (m := re.fullmatch(r"fsid ([0-9a-fA-F]+)", ln.strip()))), None)
         rows = [ln for _, ln in lines if ln.strip() and not re.fullmatch(r"fsid ([0-9a-fA-F]+)", ln.strip())]
