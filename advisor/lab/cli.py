@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -55,6 +56,39 @@ def up(
     out.print(f"inventory: {rec.dir / 'inventory.ini'}")
     first = next(iter(rec.hosts.values()))["address"]
     out.print(f"ssh: ssh -i {rec.dir / 'client_key'} -o UserKnownHostsFile={rec.dir / 'known_hosts'} root@{first}")
+
+
+@app.command("generate")
+def generate(
+    seed: int = typer.Option(..., "--seed", help="the same seed always gives the same scenario"),
+    out_file: Optional[Path] = typer.Option(None, "--out", "-o", help="write the scenario file here (default: stdout)"),
+    name: Optional[str] = typer.Option(None, "--name", "-n", help="scenario name (default: genSEED)"),
+    min_hosts: int = typer.Option(3, "--min-hosts", min=3, max=64),
+    max_hosts: int = typer.Option(8, "--max-hosts", min=3, max=64),
+    as_json: bool = typer.Option(False, "--json", help="print the scenario as JSON instead of YAML"),
+) -> None:
+    """Generate a random lab scenario (roles, hosts, faults from the lab's catalogue) with the
+    findings it must produce under 'expect:'.
+
+    Example: storadvise lab generate --seed 7 --out gen7.yml && storadvise lab up --scenario gen7.yml
+    """
+    from advisor.errors import StoradviseError, UsageError
+    from advisor.lab.generate import generate_scenario, scenario_yaml
+    from advisor.lab.scenario import Scenario
+
+    if min_hosts > max_hosts:
+        raise UsageError(f"--min-hosts {min_hosts} is above --max-hosts {max_hosts}")
+    data = generate_scenario(seed, name=name, min_hosts=min_hosts, max_hosts=max_hosts)
+    Scenario.model_validate(data)  # a generated scenario is always a valid one
+    text = json.dumps(data, indent=2) + "\n" if as_json else scenario_yaml(data)
+    if out_file is None:
+        print(text, end="")
+        return
+    try:
+        out_file.write_text(text)
+    except OSError as exc:
+        raise StoradviseError(f"{out_file}: cannot write: {exc.strerror or exc}") from None
+    err.print(f"wrote {out_file}: {len(data['hosts'])} hosts; {data['description']}")
 
 
 @app.command("down")

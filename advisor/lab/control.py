@@ -224,6 +224,9 @@ def _build(rec: LabRecord, sc: Scenario, progress: Progress) -> None:
         ns = rec.hosts[h.name]["ns"]
         if h.sysctls:
             _apply_sysctls(ns, h.name, h.sysctls)
+        for key in h.read_only_sysctls:
+            if not Path("/proc/sys", *key.split(".")).exists():
+                raise StoradviseError(f"host {h.name}: read_only_sysctls: no sysctl {key} on this machine")
         if h.firewall:
             if h.firewall.nft:
                 nx.in_ns(ns, ["nft", "-f", "-"], input=_fill(h.firewall.nft, rec, sc, h.name))
@@ -257,7 +260,8 @@ def _build(rec: LabRecord, sc: Scenario, progress: Progress) -> None:
         for emulation, spec in emulated:
             if h.name in emulation.hosts(spec, sc):
                 emus.update(emulation.install(hdir, emu))
-        (hdir / "boot.sh").write_text(hostmod.boot_script(d, hdir, h.name, info["address"], emus, h.iperf3))
+        (hdir / "boot.sh").write_text(hostmod.boot_script(d, hdir, h.name, info["address"], emus, h.iperf3,
+                                                          h.read_only_sysctls))
     (d / "known_hosts").write_text("\n".join(known) + "\n")
     for h in sc.hosts:
         p = hostmod.spawn_host(rec.hosts[h.name]["ns"], d / "hosts" / h.name)

@@ -69,7 +69,8 @@ def _deepest_existing(path: str) -> str:
     return str(p)
 
 
-def boot_script(lab_dir: Path, hdir: Path, host: str, address: str, emulators: dict[str, Path], iperf3: bool) -> str:
+def boot_script(lab_dir: Path, hdir: Path, host: str, address: str, emulators: dict[str, Path], iperf3: bool,
+                read_only_sysctls: list[str] | tuple[str, ...] = ()) -> str:
     q = lambda s: "'" + str(s).replace("'", "'\\''") + "'"  # noqa: E731
     L, H = str(lab_dir), str(hdir)
     lines = [
@@ -105,6 +106,11 @@ def boot_script(lab_dir: Path, hdir: Path, host: str, address: str, emulators: d
         inner = H + "/run/" + str(Path(L).resolve().relative_to("/run"))
         lines += [f"mkdir -p {q(inner)}", f"mount -n --bind {q(L)} {q(inner)}"]
     lines.append(f"mount -n --move {q(H + '/run')} /run")
+    for key in read_only_sysctls:
+        # the key's /proc/sys file bound read-only onto itself in the host's mount namespace: what
+        # the host's processes (sshd, its sessions) see; a write fails as in a container
+        path = q("/proc/sys/" + key.replace(".", "/"))
+        lines.append(f"mount -n --bind {path} {path} && mount -n -o remount,bind,ro {path}")
     if iperf3:
         lines += [
             f"{IPERF3} -s -B {address} --logfile {q(H + '/iperf3.log')} </dev/null >/dev/null 2>&1 &",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -98,6 +98,9 @@ class Firewall(_Strict):
     persist: bool = True
 
 
+_SYSCTL_KEY_RE = re.compile(r"^net\.[a-z0-9_\-]+(\.[a-z0-9_\-]+)+$")
+
+
 class ScenarioHost(_Strict):
     name: str
     roles: list[Role] = Field(default_factory=list)
@@ -108,6 +111,9 @@ class ScenarioHost(_Strict):
     link_queue: float = 10.0
     sysctls: dict[str, Any] = Field(default_factory=dict)
     persist_sysctls: PersistedSysctls | None = None
+    #: net.* keys made read-only inside the host once its runtime sysctls are set (as a container
+    #: runtime or a site policy leaves them): ``sysctl -w`` of such a key fails on that host
+    read_only_sysctls: list[str] = Field(default_factory=list)
     firewall: Firewall | None = None
     iperf3: bool = True
     vars: dict[str, Any] = Field(default_factory=dict)
@@ -132,6 +138,14 @@ class ScenarioHost(_Strict):
         if not 1 <= ms <= 1000:
             raise ValueError(f"link_queue must be 1ms-1s (got {v!r})")
         return ms
+
+    @field_validator("read_only_sysctls")
+    @classmethod
+    def _ro_keys(cls, v: list[str]) -> list[str]:
+        for k in v:
+            if not _SYSCTL_KEY_RE.match(k):
+                raise ValueError(f"read-only sysctl {k!r}: a net.* key (per network namespace) like net.ipv4.tcp_sack")
+        return v
 
     @field_validator("sysctls")
     @classmethod
@@ -183,6 +197,73 @@ class PathFault(_Strict):
         return parse_delay_ms(v)
 
 
+class GroupFirewall(_Strict):
+    """A firewall between two groups: every receiver host drops (or rate-limits) what the senders
+    send it. Expanded at load time into the receivers' own ``firewall`` rulesets (an nft table
+    ``storadvise_lab_gfw<N>``, or ``*filter`` INPUT rules for iptables), so it is the host's
+    firewall like any other."""
+
+    src: list[str] = Field(alias="from", min_length=1)
+    dst: list[str] = Field(alias="to", min_length=1)
+    action: Literal["drop", "limit"] = "drop"
+    #: packets per second above which a ``limit`` drops
+    rate: int = Field(2000, ge=1, le=10_000_000)
+    backend: Literal["nft", "iptables"] = "nft"
+    #: only this TCP destination port (default: every packet from the senders)
+    port: int | None = Field(None, ge=1, le=65535)
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @field_validator("src", "dst", mode="before")
+    @classmethod
+    def _listify(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    def nft_table(self, index: int, senders: list[str]) -> str:
+        addrs = ", ".join(f"{{{{ addr:{s} }}}}" for s in senders)
+        port = f" tcp dport {self.port}" if self.port else ""
+        verdict = f"limit rate over {self.rate}/second drop" if self.action == "limit" else "drop"
+        return (f"table inet storadvise_lab_gfw{index} {{\n  chain input {{\n"
+                f"    type filter hook input priority 0; policy accept;\n"
+                f"    ip saddr {{ {addrs} }}{port} counter {verdict}\n  }}\n}}\n")
+
+    def iptables_rules(self, index: int, senders: list[str]) -> list[str]:
+        port = f" -p tcp --dport {self.port}" if self.port else ""
+        out = []
+        for s in senders:
+            if self.action == "limit":
+                out.append(f"-A INPUT -s {{{{ addr:{s} }}}}/32{port} -m hashlimit --hashlimit-above {self.rate}/sec "
+                           f"--hashlimit-burst {self.rate * 2} --hashlimit-mode srcip --hashlimit-name gfw{index} -j DROP")
+            else:
+                out.append(f"-A INPUT -s {{{{ addr:{s} }}}}/32{port} -j DROP")
+        return out
+
+
+def _merge_iptables(existing: str | None, rules: list[str]) -> str:
+    """Add INPUT rules to an iptables-restore text's ``*filter`` table (a new one when none)."""
+    if not existing or "*filter" not in existing:
+        head = (existing.rstrip() + "\n") if existing else ""
+        return head + "*filter\n:INPUT ACCEPT [0:0]\n" + "\n".join(rules) + "\nCOMMIT\n"
+    lines = existing.splitlines()
+    start = lines.index("*filter") if "*filter" in lines else next(i for i, ln in enumerate(lines) if ln.strip() == "*filter")
+    commit = next(i for i in range(start, len(lines)) if lines[i].strip() == "COMMIT")
+    return "\n".join(lines[:commit] + rules + lines[commit:]) + "\n"
+
+
+class ExpectedFinding(_Strict):
+    """A finding the scenario's faults must produce (tests and ``lab generate`` read these)."""
+
+    rule: str
+    host: str
+    subject: str | None = None
+    #: False: no plan can fix it on this host; the plan must list it under "Cannot apply here"
+    fixable: bool = True
+    #: the site waives it: the scan reports it waived and the plan leaves it alone
+    waived: bool = False
+    #: the fault that causes it, in words
+    fault: str = ""
+
+
 class SiteSection(_Strict):
     description: str | None = None
     storage_kind: str = "other"
@@ -208,7 +289,11 @@ class Scenario(_Strict):
     #: emulated storage systems (advisor.lab.emulation): a top-level key naming a registered
     #: emulation's section (``gpfs:``, ``san:``) is validated by it and kept here
     emulations: dict[str, Any] = Field(default_factory=dict)
+    #: firewalls between groups, expanded into the receivers' ``firewall`` at load time
+    firewalls: list[GroupFirewall] = Field(default_factory=list)
     site: SiteSection = Field(default_factory=SiteSection)
+    #: the findings the faults must produce, per host (documentation and test oracle)
+    expect: list[ExpectedFinding] = Field(default_factory=list)
     #: where the scenario came from (not part of the file)
     source: str | None = Field(None, exclude=True)
 
@@ -295,7 +380,31 @@ class Scenario(_Strict):
             model = spec if isinstance(spec, e.model) else e.model.model_validate(spec)
             e.check(model, self)
             self.emulations[section] = model
+        self._expand_group_firewalls()
+        for i, e in enumerate(self.expect):
+            if e.host not in names:
+                raise ValueError(f"expect[{i}]: unknown host {e.host!r}")
+        for h in self.hosts:
+            if h.read_only_sysctls and len(set(h.read_only_sysctls)) != len(h.read_only_sysctls):
+                raise ValueError(f"host {h.name!r}: read_only_sysctls lists a key twice")
         return self
+
+    def _expand_group_firewalls(self) -> None:
+        for i, fw in enumerate(self.firewalls):
+            for sel in fw.src + fw.dst:
+                if not self.select(sel):
+                    raise ValueError(f"firewalls[{i}]: selector {sel!r} matches no host, group or role")
+            senders = [s.name for s in self.select_all(fw.src)]
+            for h in self.select_all(fw.dst):
+                others = [s for s in senders if s != h.name]
+                if not others:
+                    continue
+                own = h.firewall or Firewall()
+                if fw.backend == "nft":
+                    own.nft = (own.nft or "") + fw.nft_table(i, others)
+                else:
+                    own.iptables = _merge_iptables(own.iptables, fw.iptables_rules(i, others))
+                h.firewall = own
 
     def select(self, selector: str) -> list[ScenarioHost]:
         """Hosts of a group, else a role, else the host of that name (as Site.hosts_in)."""

@@ -1,0 +1,245 @@
+"""Seeded random lab scenarios: sites of shapes nobody wrote by hand, for tests and for trying the loop.
+
+``generate_scenario(seed)`` draws a site (3-8 hosts with storage, worker and sometimes door roles,
+group names from several conventions, one or two switches) and faults from the catalogue the lab
+can inject, and returns the scenario file's data with an ``expect:`` list: for every fault the
+finding it must produce, on which host, and whether a plan can fix it there. The same seed always
+gives the same scenario. ``storadvise lab generate --seed N`` writes it as YAML;
+``storadvise lab up --scenario FILE`` builds it.
+
+The catalogue (``FAULT_KINDS``):
+
+==================  ==============================================================================
+sysctl-runtime      a TCP sysctl wrong at runtime (sometimes persisted wrong too, as an old tuning
+                    file leaves it)
+sysctl-persisted    runtime right, the host's sysctl.d file wrong: lost at the next boot
+sysctl-read-only    a TCP sysctl wrong and read-only on the host (container, site policy): no plan
+                    can change it there
+firewall            drops or a rate limit on the storage hosts for what another group sends
+                    (nft or iptables)
+buffers-delay       a delayed path between two groups and small receive/send buffer maxima on its
+                    receivers/senders; a short mesh over that path
+gpfs                GPFS settings below the baselines (emulated mmlsconfig/mmchconfig)
+san                 SAN logical-drive cache settings (emulated SMcli)
+waiver              one injected fault waived by the site
+==================  ==============================================================================
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import yaml
+
+FAULT_KINDS = ("sysctl-runtime", "sysctl-persisted", "sysctl-read-only", "firewall", "buffers-delay", "gpfs",
+               "san", "waiver")
+
+#: per-namespace TCP sysctls, the value that is wrong, the default that is right, and the rule
+TCP_SYSCTLS = {
+    "net.ipv4.tcp_sack": (0, 1, "NET-TCP-SACK"),
+    "net.ipv4.tcp_timestamps": (0, 1, "NET-TCP-TIMESTAMPS"),
+    "net.ipv4.tcp_window_scaling": (0, 1, "NET-TCP-WINDOW-SCALING"),
+}
+STORAGE_GROUPS = ("servers", "nsd-servers", "pools", "disk-servers")
+WORKER_GROUPS = ("workers", "wn", "batch", "compute")
+DOOR_GROUPS = ("doors", "gridftp", "se")
+#: GPFS attributes and values below the rule packs' baselines, with the rules they fail per role
+GPFS_FAULTS = {
+    "pagepool": ("256M", {"storage": "GPFS-PAGEPOOL-SERVER", "worker": "GPFS-PAGEPOOL-CLIENT"}),
+    "prefetchThreads": (24, {"storage": "GPFS-PREFETCH-THREADS", "worker": "GPFS-PREFETCH-THREADS"}),
+    "worker1Threads": (48, {"storage": "GPFS-WORKER1-THREADS", "worker": "GPFS-WORKER1-THREADS"}),
+}
+#: SAN logical-drive settings that fail a rule
+SAN_FAULTS = {
+    "prefetch": (False, "SAN-READ-PREFETCH"),
+    "read_cache": (False, "SAN-READ-CACHE"),
+    "modification_priority": ("highest", "SAN-MODIFICATION-PRIORITY"),
+}
+#: the receive/send buffer maximum on a delayed path (bytes): a 1 Gbit/s path at 10 ms needs ~1.2 MB
+SMALL_BUFFER = "4096 65536 262144"
+
+
+def _pick(rng: random.Random, seq, k: int = 1) -> list:
+    return rng.sample(list(seq), k)
+
+
+def generate_scenario(seed: int, name: str | None = None, min_hosts: int = 3, max_hosts: int = 8,
+                      kinds: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The scenario file's data for ``seed`` (see the module doc); ``kinds`` forces those faults in."""
+    if not 3 <= min_hosts <= max_hosts <= 64:
+        raise ValueError("hosts: 3 <= min_hosts <= max_hosts <= 64")
+    rng = random.Random(seed)
+    n = rng.randint(min_hosts, max_hosts)
+    n_storage = rng.randint(1, max(1, min(3, n - 2)))
+    n_door = 1 if n - n_storage >= 3 and rng.random() < 0.5 else 0
+    n_worker = n - n_storage - n_door
+    sg, wg, dg = rng.choice(STORAGE_GROUPS), rng.choice(WORKER_GROUPS), rng.choice(DOOR_GROUPS)
+    width = 2
+    hosts: list[dict[str, Any]] = []
+    for i in range(n_storage):
+        hosts.append({"name": f"st{i + 1:0{width}d}", "roles": ["storage"], "groups": [sg]})
+    for i in range(n_door):
+        hosts.append({"name": f"door{i + 1:0{width}d}", "roles": ["door"], "groups": [dg]})
+    for i in range(n_worker):
+        hosts.append({"name": f"wn{i + 1:0{width}d}", "roles": ["worker"], "groups": [wg]})
+    storage = [h for h in hosts if "storage" in h["roles"]]
+    workers = [h for h in hosts if "worker" in h["roles"]]
+    two_switches = rng.random() < 0.5
+    switches = [{"name": "core"}] + ([{"name": "edge", "uplink": "core"}] if two_switches else [])
+    for h in hosts:
+        h["switch"] = "edge" if two_switches and "worker" in h["roles"] else "core"
+
+    chosen = set(kinds or ())
+    for kind in FAULT_KINDS:
+        if kind not in chosen and rng.random() < 0.45:
+            chosen.add(kind)
+    if len(chosen - {"waiver"}) < 2:  # at least two faults to find
+        chosen |= set(_pick(rng, [k for k in FAULT_KINDS if k not in chosen and k != "waiver"], 2))
+
+    expect: list[dict[str, Any]] = []
+    injected: set[str] = set()
+    data: dict[str, Any] = {
+        "name": name or f"gen{seed}",
+        "description": "",
+        "link_rate": "1gbit",
+        "switches": switches,
+        "controller_switch": "core",
+        "hosts": hosts,
+    }
+    used_keys: dict[str, set[str]] = {h["name"]: set() for h in hosts}
+
+    def free_key(host: dict[str, Any]) -> str | None:
+        free = [k for k in TCP_SYSCTLS if k not in used_keys[host["name"]]]
+        if not free:
+            return None
+        key = rng.choice(free)
+        used_keys[host["name"]].add(key)
+        return key
+
+    if "sysctl-runtime" in chosen:
+        for h in _pick(rng, hosts, rng.randint(1, min(2, len(hosts)))):
+            key = free_key(h)
+            if key is None:
+                continue
+            bad, _good, rule = TCP_SYSCTLS[key]
+            h.setdefault("sysctls", {})[key] = bad
+            if rng.random() < 0.5:
+                h["persist_sysctls"] = {"file": "60-old-tuning.conf", "comment": "an old tuning guide",
+                                        "values": {**h.get("persist_sysctls", {}).get("values", {}), key: bad}}
+            expect.append({"rule": rule, "host": h["name"], "fault": f"{key}={bad} at runtime"})
+            injected.add("sysctl-runtime")
+    if "sysctl-persisted" in chosen:
+        h = rng.choice(hosts)
+        key = free_key(h)
+        if key is not None:
+            bad, _good, _rule = TCP_SYSCTLS[key]
+            pers = h.setdefault("persist_sysctls", {"file": "60-old-tuning.conf", "comment": "an old tuning guide",
+                                                    "values": {}})
+            pers.setdefault("values", {})[key] = bad
+            expect.append({"rule": "NET-SYSCTL-NOT-PERSISTED", "host": h["name"], "subject": key,
+                           "fault": f"{key}={bad} in /etc/sysctl.d/{pers['file']} only"})
+            injected.add("sysctl-persisted")
+    if "sysctl-read-only" in chosen:
+        h = rng.choice(hosts)
+        key = free_key(h)
+        if key is not None:
+            bad, _good, rule = TCP_SYSCTLS[key]
+            h.setdefault("sysctls", {})[key] = bad
+            h.setdefault("read_only_sysctls", []).append(key)
+            expect.append({"rule": rule, "host": h["name"], "fixable": False,
+                           "fault": f"{key}={bad}, read-only on the host"})
+            injected.add("sysctl-read-only")
+    # the runtime values of persisted-only keys must be right: the persisted file names them
+    for h in hosts:
+        pers = h.get("persist_sysctls")
+        if pers is not None:
+            for key in pers["values"]:
+                if key not in h.get("sysctls", {}):
+                    h.setdefault("sysctls", {})[key] = TCP_SYSCTLS[key][1]
+    firewalls = []
+    if "firewall" in chosen:
+        senders = rng.choice([g for g in ([wg] + ([dg] if n_door else []) + ([sg] if n_storage > 1 else []))])
+        backend = rng.choice(["nft", "iptables"])
+        action = rng.choice(["drop", "limit"])
+        fw: dict[str, Any] = {"from": [senders], "to": [sg], "action": action, "backend": backend}
+        if action == "drop":
+            fw["port"] = 1191  # the GPFS daemon port: the scan and the mesh still get through
+        else:
+            fw["rate"] = rng.choice([2000, 5000])
+        firewalls.append(fw)
+        sender_names = {h["name"] for h in hosts if senders in h["groups"]}
+        for h in storage:
+            if {x["name"] for x in hosts if senders in x["groups"]} - {h["name"]}:
+                expect.append({"rule": "FW-STORAGE-NETWORK", "host": h["name"],
+                               "fault": f"{backend} {action} of packets from {senders} ({', '.join(sorted(sender_names))})"})
+                injected.add("firewall")
+    if firewalls:
+        data["firewalls"] = firewalls
+    if "buffers-delay" in chosen:
+        delay = rng.choice(["5ms", "10ms"])
+        receive_side = rng.random() < 0.5
+        key = "net.ipv4.tcp_rmem" if receive_side else "net.ipv4.tcp_wmem"
+        limited = workers if receive_side else storage
+        for h in limited:
+            h.setdefault("sysctls", {})[key] = SMALL_BUFFER
+            expect.append({"rule": "NET-TCP-BUFFER-MAX", "host": h["name"], "subject": key,
+                           "fault": f"{key} max 256 KiB on a {delay} path"})
+        data["paths"] = [{"from": [sg], "to": [wg], "delay": delay}]
+        data.setdefault("site", {})["mesh"] = {
+            "duration": 2, "streams": 1, "omit": 0, "bidir": False, "parallel": 1,
+            "pairs": [{"a": sg, "b": wg, "direction": "forward"}],
+        }
+        injected.add("buffers-delay")
+    if "gpfs" in chosen:
+        attrs = _pick(rng, GPFS_FAULTS, rng.randint(1, len(GPFS_FAULTS)))
+        data["gpfs"] = {"cluster_name": f"gpfs.{data['name']}.lab", "nodes": [sg, wg],
+                        "node_classes": {"nsdNodes": [h["name"] for h in storage]},
+                        "config": {a: GPFS_FAULTS[a][0] for a in attrs}}
+        for h in storage + workers:
+            role = h["roles"][0]
+            for a in attrs:
+                expect.append({"rule": GPFS_FAULTS[a][1][role], "host": h["name"],
+                               "fault": f"GPFS {a} {GPFS_FAULTS[a][0]}"})
+        injected.add("gpfs")
+    if "san" in chosen:
+        mgmt = rng.choice(storage)
+        mgmt["roles"].append("san-controller")
+        settings = _pick(rng, SAN_FAULTS, rng.randint(1, len(SAN_FAULTS)))
+        data["san"] = {"host": mgmt["name"], "array_name": f"DS4700_{seed}", "controllers": ["ctl-a", "ctl-b"],
+                       "logical_drives": [f"data[1:{rng.randint(1, 3)}]"],
+                       "settings": {s: SAN_FAULTS[s][0] for s in settings}}
+        for s in settings:
+            expect.append({"rule": SAN_FAULTS[s][1], "host": mgmt["name"], "fault": f"SAN {s}={SAN_FAULTS[s][0]}"})
+        injected.add("san")
+    site: dict[str, Any] = data.setdefault("site", {})
+    site["storage_kind"] = "gpfs" if "gpfs" in chosen else rng.choice(["dcache", "xrootd", "eos", "other"])
+    site["profiles"] = ["generic"]
+    site["description"] = f"generated site, seed {seed}"
+    waivers = []
+    if "waiver" in chosen:
+        candidates = [e for e in expect if e.get("fixable", True)]
+        if candidates:
+            w = rng.choice(candidates)
+            w["waived"] = True
+            waivers.append({"rule": w["rule"], "hosts": w["host"], "approved_by": "generated site",
+                            "justification": f"generated waiver for {w['fault']}"})
+            injected.add("waiver")
+    if waivers:
+        site["waivers"] = waivers
+    data["description"] = (f"generated by 'storadvise lab generate --seed {seed}': "
+                           f"faults {', '.join(k for k in FAULT_KINDS if k in injected)}")
+    data["expect"] = expect
+    return data
+
+
+def scenario_yaml(data: dict[str, Any]) -> str:
+    head = f"# {data.get('description', '')}\n"
+    return head + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=110)
+
+
+def fault_kinds_of(data: dict[str, Any]) -> set[str]:
+    """The catalogue kinds a generated scenario holds (read back from its description)."""
+    text = str(data.get("description", ""))
+    listed = text.split("faults ", 1)[1] if "faults " in text else ""
+    return {k.strip() for k in listed.split(",") if k.strip()}
