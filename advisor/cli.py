@@ -22,7 +22,7 @@ except ImportError:  # pragma: no cover - older typer depends on click
     from click import exceptions as click_exceptions
 from advisor.errors import StoradviseError, UsageError
 from advisor.findings import SEVERITY_ORDER
-from advisor.scan import ScanOptions
+from advisor.scan_options import ScanOptions
 from advisor.scan_flags import scan_options
 
 app = typer.Typer(

@@ -20,7 +20,7 @@ report      ``advisor/report/model.py`` ``build_report``: the JSON report. Rende
             ...) stays in ``advisor/report/``; the CLI only writes what the report holds.
 ==========  ==========================================================================================
 
-Adding a scan option is a one-place change: add a field to :class:`ScanOptions` with
+Adding a scan option is a one-place change: add a field to ``ScanOptions`` (advisor/scan_options.py) with
 ``metadata=flag("--name", help=...)`` and read ``options.name`` in the stage that needs it. Every
 command built with ``advisor.scan_flags.scan_options`` (``scan``, ``collect``, ``plan``, ``verify``)
 gains the flag with the same name, default and help; the default lives in the field, once. A field
@@ -31,12 +31,11 @@ they belong to the command that renders the report.
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +46,7 @@ from advisor.measurements import run_site_measurements
 from advisor.report.model import ScanReport, build_report
 from advisor.rule_engine import evaluate
 from advisor.rule_specs import RuleCatalog, load_catalog, resolve_profiles
+from advisor.scan_options import ScanOptions
 from advisor.site import Host, Site, give_local_roles
 from advisor.site_file import resolve_site
 from advisor.transport.base import Command, CommandResult, HostUnreachable
@@ -54,53 +54,7 @@ from advisor.transport.capture_objects import CaptureObjects
 from advisor.transport.captured import CapturedTransport
 from advisor.transport.factory import SshOptions, transport_for
 
-#: the disk-utilisation sampling interval of every command that scans (one default everywhere)
-DEFAULT_SAMPLE_SECONDS = 5.0
-
 STAGES = ("collect", "measure", "evaluate")
-
-
-def flag(*decls: str, help: str, min: float | None = None, max: float | None = None) -> dict[str, Any]:  # noqa: A002
-    """Field metadata that makes a ``ScanOptions`` field a command-line flag (see the module doc)."""
-    return {"cli": {"decls": decls, "help": help, "min": min, "max": max}}
-
-
-@dataclass(frozen=True)
-class ScanOptions:
-    """Everything that decides how a site is scanned (not how the result is shown)."""
-
-    hosts: str | None = field(default=None, metadata=flag(
-        "--hosts", help="Only these hosts: names, globs, groups or roles, comma-separated."))
-    profiles: tuple[str, ...] = field(default=(), metadata=flag(
-        "--profile", "-p", help="Profile(s) to apply (default: the site's, else generic)."))
-    roles: tuple[str, ...] = field(default=(), metadata=flag(
-        "--role", help="Role(s) of the local host (no --site, or --site local): storage, worker, door, cache, san-controller."))
-    parallel: int = field(default=16, metadata=flag("--parallel", help="Hosts probed at once.", min=1, max=512))
-    sample_seconds: float = field(default=DEFAULT_SAMPLE_SECONDS, metadata=flag(
-        "--sample-seconds", help="Disk utilisation sampling interval, seconds.", min=0.1, max=600))
-    mesh: bool = field(default=True, metadata=flag(
-        "--mesh/--no-mesh", help="Run the iperf3 throughput mesh when the site defines one."))
-    efficiency: bool = field(default=True, metadata=flag(
-        "--efficiency/--no-efficiency", help="Run the active CPU-efficiency test when the site configures one."))
-    from_capture: Path | None = field(default=None, metadata=flag(
-        "--from", help="Analyse outputs saved by 'storadvise collect' instead of probing."))
-    trust_new_hosts: bool = field(default=False, metadata=flag(
-        "--trust-new-hosts", help="Record unknown SSH host keys in known_hosts (never accepts a changed key)."))
-    connect_timeout: float = field(default=10.0, metadata=flag(
-        "--connect-timeout", help="SSH connect timeout, seconds.", min=0.5))
-    #: parameters of the active efficiency test over the site's ``efficiency:`` section (hosts,
-    #: source, clients, mb, cpu_factor, readahead, slots); set by ``efficiency test``
-    efficiency_settings: dict[str, Any] = field(default_factory=dict)
-
-    def changed(self) -> list[str]:
-        """The flags (first spelling) whose value differs from the default."""
-        out = []
-        for f in dataclasses.fields(self):
-            cli = f.metadata.get("cli")
-            default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-            if cli and getattr(self, f.name) != default:
-                out.append(cli["decls"][0].split("/")[0 if getattr(self, f.name) else -1])
-        return out
 
 
 @dataclass

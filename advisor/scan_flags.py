@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from advisor.scan import ScanOptions
+from advisor.scan_options import ScanOptions
 
 #: the typer annotation of a field whose dataclass type typer cannot take as is
 _CLI_TYPES: dict[str, Any] = {"profiles": list[str], "roles": list[str], "from_capture": Optional[Path],

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from advisor.errors import UsageError
 from advisor.findings import SEVERITY_ORDER
-from advisor.scan import ScanOptions
+from advisor.scan_options import ScanOptions
 from advisor.scan_flags import scan_options
 
 out = Console()

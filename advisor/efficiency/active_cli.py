@@ -81,7 +81,8 @@ def register_active(app: typer.Typer) -> None:
         Example: storadvise efficiency test --site ifca --clients 1,5,15 --json
         """
         from advisor.efficiency.active import EfficiencyTestError
-        from advisor.scan import ScanOptions, open_scan, run_scan
+        from advisor.scan import open_scan, run_scan
+        from advisor.scan_options import ScanOptions
         from advisor.site_file import load_site
 
         try:

@@ -100,7 +100,7 @@ def test_every_scanning_command_offers_the_same_scan_options():
     import typer.main
 
     from advisor.cli import app
-    from advisor.scan import ScanOptions
+    from advisor.scan_options import ScanOptions
 
     group = typer.main.get_command(app)
     fields = [f for f in dataclasses.fields(ScanOptions) if f.metadata.get("cli")]
