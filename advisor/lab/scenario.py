@@ -228,7 +228,7 @@ class GroupFirewall(_Strict):
                 f"    ip saddr {{ {addrs} }}{port} counter {verdict}\n  }}\n}}\n")
 
     def iptables_rules(self, index: int, senders: list[str]) -> list[str]:
-        port = f" -p tcp --dport {self.port}" if self.port else ""
+        port = f" -p tcp -m tcp --dport {self.port}" if self.port else ""  # as iptables-save writes it
         out = []
         for s in senders:
             if self.action == "limit":
