@@ -170,7 +170,7 @@ for k in $(printf '%s\\n' {tracked} $extra | awk '!seen[$0]++'); do
   else printf '%s\\t%s\\n' "$k" "{_RUNTIME_UNREADABLE}"; fi
 done
 echo "@@section {_PROCSYS_SECTION}"
-awk '$5 == "/proc/sys" || $5 == "/proc" {{print $5, $6}}' /proc/self/mountinfo 2>/dev/null
+awk '$5 == "/proc/sys" || $5 == "/proc" || index($5, "/proc/sys/") == 1 {{print $5, $6}}' /proc/self/mountinfo 2>/dev/null
 """
 
 
@@ -198,7 +198,7 @@ def parse_sysctl_output(text: str) -> SysctlFacts:
         elif name == "" and body.strip():
             raise ProbeParseError("network.sysctl output has text before its first section")
 
-    procsys_ro = _procsys_read_only(sections.get(_PROCSYS_SECTION))
+    procsys_mounts = _procsys_mounts(sections.get(_PROCSYS_SECTION))
     runtime: dict[str, str | None] = {}
     absent: set[str] = set()
     modes: dict[str, str] = {}
@@ -251,6 +251,7 @@ def parse_sysctl_output(text: str) -> SysctlFacts:
             absent=key in absent,
             line=f"{key} = {rt}" if rt is not None else None,
         )
+        procsys_ro = _key_read_only(key, procsys_mounts)
         if rt is not None and procsys_ro:
             setting.writable, setting.read_only_reason = False, procsys_ro
         elif key in modes:
@@ -278,13 +279,30 @@ def parse_sysctl_output(text: str) -> SysctlFacts:
     return SysctlFacts(sysctls=out, files_read=applied, files_masked=masked, files_unreadable=unreadable)
 
 
-def _procsys_read_only(body: str | None) -> str | None:
-    """``/proc/sys`` (or ``/proc``) mounted read-only, from mountinfo's ``<mount point> <options>``."""
+def _procsys_mounts(body: str | None) -> dict[str, bool]:
+    """Mount points at or under ``/proc/sys`` (and ``/proc``) -> read-only, from mountinfo's
+    ``<mount point> <options>`` (a container's read-only /proc/sys, a read-only bind of one key)."""
+    out: dict[str, bool] = {}
     for line in (body or "").splitlines():
         point, _, options = line.strip().partition(" ")
-        if point in ("/proc/sys", "/proc") and "ro" in options.strip().split(","):
-            return f"{point} is mounted read-only (a container): no sysctl can be changed from inside"
-    return None
+        if point == "/proc" or point == "/proc/sys" or point.startswith("/proc/sys/"):
+            out[point] = "ro" in options.strip().split(",")
+    return out
+
+
+def _key_read_only(key: str, mounts: dict[str, bool]) -> str | None:
+    """Why ``key`` cannot be written because of a mount (the deepest mount holding its /proc/sys
+    file decides: a read-write /proc/sys/net under a read-only /proc/sys is writable), or None."""
+    path = "/proc/sys/" + key.replace(".", "/")
+    holders = [m for m in mounts if path == m or path.startswith(m.rstrip("/") + "/")]
+    if not holders:
+        return None
+    point = max(holders, key=len)
+    if not mounts[point]:
+        return None
+    if point == path:
+        return f"{path} is bound read-only on this host (a site or container policy): it cannot be changed from inside"
+    return f"{point} is mounted read-only (a container): no sysctl can be changed from inside"
 
 
 class NetworkSysctlProbe(Probe):

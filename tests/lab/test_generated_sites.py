@@ -114,7 +114,7 @@ def test_generated_site_loop(seed, lab_registry, tmp_path):
             assert any(f["status"] == want for f in hits), (seed, e, [(f["status"], f.get("subject")) for f in hits])
 
         plan_dir = tmp_path / "plan"
-        cp = storadvise("plan", "--site", name, "--scan", before, "--out", plan_dir, "--json")
+        cp = storadvise("plan", "--site", name, "--scan", before, "--out", plan_dir, "--json", "--min-severity", "info")
         assert cp.returncode == 0, cp.stderr[-2000:]
         plan = json.loads(cp.stdout)
         plan_md = (plan_dir / "PLAN.md").read_text()

@@ -6,6 +6,7 @@ private sysctl configuration tree of a GPFS storage server).
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -372,3 +373,39 @@ def test_a_mode_that_is_not_one_is_a_parse_error():
     bad = MODES_CAPTURE.replace("net.ipv4.tcp_sack\t1\t644", "net.ipv4.tcp_sack\t1\trw-r--r--")
     with pytest.raises(ProbeParseError, match="is not a file mode"):
         NetworkSysctlProbe().parse(bad)
+
+
+def test_a_key_bound_read_only_is_not_writable_and_the_others_are():
+    """One key's /proc/sys file bound read-only onto itself (a site or container policy; the lab's
+    read_only_sysctls): that key only."""
+    one = MODES_CAPTURE.replace("/proc rw,relatime", "/proc rw,relatime\n/proc/sys/net/ipv4/tcp_sack ro,relatime")
+    facts = NetworkSysctlProbe().parse(one)
+    sack = facts.sysctls["net.ipv4.tcp_sack"]
+    assert sack.writable is False and "/proc/sys/net/ipv4/tcp_sack is bound read-only" in sack.read_only_reason
+    assert facts.sysctls["net.ipv4.tcp_timestamps"].writable is True
+
+
+def test_a_read_write_mount_under_a_read_only_proc_sys_wins():
+    """LXC's layout: /proc/sys read-only, /proc/sys/net bound read-write over it."""
+    lxc = MODES_CAPTURE.replace("/proc rw,relatime", "/proc rw,relatime\n/proc/sys ro,relatime\n/proc/sys/net rw,relatime")
+    facts = NetworkSysctlProbe().parse(lxc)
+    assert facts.sysctls["net.ipv4.tcp_sack"].writable is True
+
+
+@pytest.mark.root
+def test_the_probe_script_sees_a_read_only_bound_key(tmp_path):
+    """The probe's own script run (as root) in a private mount namespace where tcp_sack is bound
+    read-only: the real mountinfo of that namespace reaches the parser."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (mount namespace); CI runs as root")
+    from probes.probe import ProbeContext
+
+    script = NetworkSysctlProbe().script(ProbeContext(host="h", roles=[]))
+    k = "/proc/sys/net/ipv4/tcp_sack"
+    wrapper = f"mount -n --bind {k} {k} && mount -n -o remount,bind,ro {k} && exec sh -c \"$1\""
+    cp = subprocess.run(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", wrapper, "sh", script],
+                        capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    facts = NetworkSysctlProbe().parse(cp.stdout)
+    assert facts.sysctls["net.ipv4.tcp_sack"].writable is False
+    assert facts.sysctls["net.ipv4.tcp_timestamps"].writable is True
