@@ -28,6 +28,8 @@ _COUNTER = re.compile(r"\bcounter packets \d+ bytes \d+")
 _DEFAULT_BURST = re.compile(r"\s+burst 5 packets\b")
 _HOST_PREFIX = re.compile(r"\b((?:\d{1,3}\.){3}\d{1,3})/32\b|\b([0-9A-Fa-f:]*:[0-9A-Fa-f:]+)/128\b")
 _IPT_COUNTERS = re.compile(r"^\[\d+:\d+\]\s*")
+#: an anonymous set of one element, ``{ 10.0.0.1 }``: nft lists it as the bare element
+_ONE_ELEMENT_SET = re.compile(r"\{\s*([^{},\s]+)\s*\}")
 
 
 def norm(text):
@@ -37,8 +39,10 @@ def norm(text):
 
 def nft_norm(text):
     """nft rule text compared as ``nft list`` prints it: no run-time counters, no default limit
-    burst (the JSON rendering spells out ``burst 5 packets``), no /32 or /128 on a single address."""
+    burst (the JSON rendering spells out ``burst 5 packets``), no /32 or /128 on a single address,
+    no braces around a one-element set."""
     t = _COUNTER.sub("counter", norm(text))
+    t = _ONE_ELEMENT_SET.sub(r"\1", t)
     t = _DEFAULT_BURST.sub("", t)
     t = _HOST_PREFIX.sub(lambda m: m.group(1) or m.group(2), t)
     return norm(t)

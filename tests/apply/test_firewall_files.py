@@ -129,3 +129,13 @@ def test_firewalld_direct_rules() -> None:
     out = ff.remove_spans(text, [rules[0]["span"]])
     assert [r["text"] for r in ff.firewalld_direct_rules(out)] == [r["text"] for r in rules[1:]]
     assert out.count("<passthrough") == 4 and out.rstrip().endswith("</direct>")
+
+
+def test_a_one_element_set_matches_the_bare_element() -> None:
+    """``ip saddr { 10.0.0.5 }`` in a hand-written nftables.conf is listed by nft as
+    ``ip saddr 10.0.0.5``: the same rule (found by a generated lab site whose fix came back after
+    a reboot); sets of several elements keep their braces."""
+    assert ff.nft_norm("ip saddr { 198.18.0.12 } tcp dport 1191 counter drop") == \
+        ff.nft_norm("ip saddr 198.18.0.12 tcp dport 1191 counter packets 4 bytes 240 drop")
+    assert ff.nft_norm("tcp dport { 22, 1094 } accept") == "tcp dport { 22, 1094 } accept"
+    assert ff.nft_norm("ip saddr { 10.0.0.5 } drop") != ff.nft_norm("ip saddr { 10.0.0.5, 10.0.0.6 } drop")
