@@ -83,3 +83,11 @@ def test_script_without_smartctl_on_path(tmp_path):
         assert not_applicable_reason(out) is None and out.rstrip().endswith("@@section end")  # found in sbin
     else:
         assert not_applicable_reason(out) == "smartctl not found"
+
+
+def test_virtio_disk_smartctl_cannot_identify_is_unreadable():
+    """Captured on the development VM: smartctl 7.3 on /dev/vda exits 1 with its message; no counter is invented."""
+    text = (Path(__file__).resolve().parents[1] / "fixtures" / "block" / "smartctl-json-firecracker-vm-virtio.txt").read_text()
+    vda = PROBE.parse(text).devices["vda"]
+    assert (vda.exit_status, vda.unreadable) == (1, "/dev/vda: Unable to detect device type")
+    assert vda.smart_passed is None and vda.reallocated_sectors is None and vda.temperature_c is None
