@@ -7,6 +7,7 @@ cd "$(dirname "$0")"
 APT_PACKAGES=(python3 python3-venv python3-pip openssh-server openssh-client iperf3 nftables iptables
               ethtool iproute2 procps kmod sudo util-linux coreutils iputils-ping
               xrootd-server xrootd-server-plugins xrootd-client
+              smartmontools  # smartctl --json for the disk.smart probe
               chromium prometheus)  # the HTML report's browser test; promtool for the metrics file
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -1,6 +1,7 @@
 """Block devices: queue tunables (``block.queue``) and kernel I/O error lines (``block.ioerrors``).
 
-``block.queue`` reads ``/sys/block/<dev>/queue/*`` (Documentation/block/queue-sysfs.rst, see
+``block.queue`` reads ``/sys/block/<dev>/queue/*`` (Documentation/block/queue-sysfs.rst) and the
+SCSI device's ``device/queue_depth`` (Documentation/scsi/scsi_mid_low_api.rst; see
 shared/reference/FORMATS.md §3.1). Sysfs spells a ``/`` in a device name as ``!``
 (``cciss!c0d0``); facts use the ``/proc/diskstats`` spelling (``cciss/c0d0``) so the two
 probes' device keys match.
@@ -43,6 +44,9 @@ class BlockDevice(BaseModel):
     #: every scheduler the kernel offers for the device, active one included
     schedulers: list[str] = Field(default_factory=list)
     nr_requests: int | None = None
+    #: the SCSI device's command queue depth (/sys/block/<dev>/device/queue_depth); None where the
+    #: driver has none (NVMe, virtio, loop)
+    queue_depth: int | None = None
     max_sectors_kb: int | None = None
     max_hw_sectors_kb: int | None = None
     rotational: bool | None = None
@@ -58,7 +62,9 @@ class BlockQueueFacts(BaseModel):
 
 
 QUEUE_FILES = ("read_ahead_kb", "scheduler", "nr_requests", "max_sectors_kb", "max_hw_sectors_kb", "rotational")
-INT_FIELDS = ("read_ahead_kb", "nr_requests", "max_sectors_kb", "max_hw_sectors_kb")
+INT_FIELDS = ("read_ahead_kb", "nr_requests", "queue_depth", "max_sectors_kb", "max_hw_sectors_kb")
+#: read from /sys/block/<dev>/device/
+DEVICE_FILES = ("queue_depth", "model", "vendor")
 VIRTUAL_NAME = re.compile(r"^(loop|ram|zram|dm-|md)\d*")
 DEVICE_SECTION = "device "
 SCHEDULER_TOKEN = re.compile(r"^\[?([A-Za-z0-9_-]+)\]?$")
@@ -125,7 +131,7 @@ def parse_block_device(name: str, body: str) -> BlockDevice:
 
 class BlockQueueProbe(Probe):
     name = "block.queue"
-    title = "Block device queue tunables (read-ahead, scheduler, request sizes)"
+    title = "Block device queue tunables (read-ahead, scheduler, request queue and device queue depth, request sizes)"
     facts_model = BlockQueueFacts
 
     def script(self, ctx: ProbeContext) -> str:
@@ -140,7 +146,7 @@ class BlockQueueProbe(Probe):
             '    [ -r "$d/queue/$f" ] && printf \'%s=%s\\n\' "$f" "$(cat "$d/queue/$f" 2>/dev/null)"\n'
             "  done\n"
             '  [ -r "$d/size" ] && printf \'size=%s\\n\' "$(cat "$d/size" 2>/dev/null)"\n'
-            "  for f in model vendor; do\n"
+            f"  for f in {' '.join(DEVICE_FILES)}; do\n"
             '    [ -r "$d/device/$f" ] && printf \'%s=%s\\n\' "$f" "$(cat "$d/device/$f" 2>/dev/null)"\n'
             "  done\n"
             "done\n" + section(END_SECTION)

@@ -1,6 +1,7 @@
 """Block device queue settings: role ``block_tuning``, variable ``block_tuning_devices``
-{device: {read_ahead_kb, scheduler}}. A key is ``<device>/<attribute>`` (as under
-/sys/block/<device>/queue); current values from the ``block.queue`` probe. The role persists with
+{device: {scheduler, queue_depth, nr_requests, read_ahead_kb}}. A key is ``<device>/<attribute>``
+(as under /sys/block/<device>/queue, ``queue_depth`` under /sys/block/<device>/device); current
+values from the ``block.queue`` probe. The role persists with
 a udev rule the scan does not read, so the persisted value is unknown (None)."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from advisor.adapters.base import Adapter, HostProbeFacts
 from advisor.findings import Change
 
 PROBE = "block.queue"
-ATTRIBUTES = {"read_ahead_kb": int, "scheduler": str}
+ATTRIBUTES = {"read_ahead_kb": int, "scheduler": str, "nr_requests": int, "queue_depth": int}
 
 
 def split_key(key: str) -> tuple[str, str]:
@@ -33,8 +34,18 @@ class BlockAdapter(Adapter):
         dev, attr = split_key(change.key)
         if not dev or attr not in ATTRIBUTES:
             return f"block_tuning sets {', '.join(ATTRIBUTES)} of a named device, not {change.key!r}"
+        d = ((facts.get(PROBE) or {}).get("devices") or {}).get(dev) or {}
+        if attr in ("nr_requests", "queue_depth"):
+            target = self.normalize_target(change.key, change.target)
+            if not isinstance(target, int) or target < 1:
+                return f"{dev} {attr} must be a positive integer, not {change.target!r}"
+        if attr == "queue_depth" and d and d.get("queue_depth") is None:
+            return f"{dev} has no SCSI device queue depth (/sys/block/{dev}/device/queue_depth)"
+        if attr == "nr_requests" and d.get("scheduler") == "none" and isinstance(d.get("nr_requests"), int) \
+                and self.normalize_target(change.key, change.target) > d["nr_requests"]:
+            return (f"{dev} runs without an I/O scheduler: its nr_requests is the hardware tag depth "
+                    f"({d['nr_requests']}) and the kernel refuses more")
         if attr == "scheduler":
-            d = ((facts.get(PROBE) or {}).get("devices") or {}).get(dev) or {}
             offered = d.get("schedulers") or []
             if offered and str(change.target) not in offered:
                 return f"{dev} offers no scheduler {change.target} (it offers {', '.join(offered)})"

@@ -12,29 +12,47 @@ from advisor.rule_engine import RuleContext, analytic_rule
 DISKSTATS = "block.diskstats"
 
 
+def busy_devices(diskstats: dict, min_iops: float) -> dict[str, dict]:
+    """Whole devices with an await and at least ``min_iops`` requests per second over the sample."""
+    return {
+        name: d for name, d in (diskstats.get("devices") or {}).items()
+        if not d.get("partition") and d.get("await_ms") is not None
+        and (d.get("r_s", 0) or 0) + (d.get("w_s", 0) or 0) >= min_iops
+    }
+
+
+def await_limits(busy: dict[str, dict], factor: float, floor_ms: float) -> dict[str, tuple[float, float]]:
+    """Per busy device: (limit, peers' median await): ``max(factor x median of the others, floor)``.
+    Empty with fewer than 3 busy devices (no peers to compare with)."""
+    if len(busy) < 3:
+        return {}
+    out = {}
+    for name in busy:
+        median = statistics.median(p["await_ms"] for n, p in busy.items() if n != name)
+        out[name] = (max(factor * median, floor_ms), median)
+    return out
+
+
+def outlier_settings(ctx: RuleContext) -> tuple[float, float, float]:
+    return (float(ctx.vars.get("disk_await_outlier_factor", 3.0)), float(ctx.vars.get("disk_await_min_ms", 20.0)),
+            float(ctx.vars.get("disk_await_min_iops", 1.0)))
+
+
 @analytic_rule("DISK-AWAIT-OUTLIER")
 def await_outlier(ctx: RuleContext) -> Iterator[Finding]:
-    factor = float(ctx.vars.get("disk_await_outlier_factor", 3.0))
-    floor_ms = float(ctx.vars.get("disk_await_min_ms", 20.0))
-    min_iops = float(ctx.vars.get("disk_await_min_iops", 1.0))
+    factor, floor_ms, min_iops = outlier_settings(ctx)
     for host in ctx.hosts():
         facts = ctx.facts(host, DISKSTATS)
         if facts is None:
             yield from ctx.missing(host, DISKSTATS)
             continue
-        busy = {
-            name: d for name, d in (facts.get("devices") or {}).items()
-            if not d.get("partition") and d.get("await_ms") is not None
-            and (d.get("r_s", 0) or 0) + (d.get("w_s", 0) or 0) >= min_iops
-        }
+        busy = busy_devices(facts, min_iops)
         if len(busy) < 3:
             yield ctx.finding(host.name, FindingStatus.not_applicable,
                               message=f"{len(busy)} busy whole devices over the sample; need 3 to compare peers")
             continue
-        for name, d in sorted(busy.items()):
-            peers = [p["await_ms"] for n, p in busy.items() if n != name]
-            median = statistics.median(peers)
-            limit = max(factor * median, floor_ms)
+        for name, (limit, median) in sorted(await_limits(busy, factor, floor_ms).items()):
+            d = busy[name]
             ok = d["await_ms"] <= limit
             yield ctx.finding(
                 host.name, FindingStatus.passed if ok else FindingStatus.fail,

@@ -62,9 +62,30 @@ def test_block_adapter_keys_are_device_and_attribute():
     assert a.normalize_target("vda/read_ahead_kb", "1024") == 1024
     assert a.cannot_change(facts, change("block", "vda/scheduler", "mq-deadline"), {}) is None
     assert "offers no scheduler bfq" in a.cannot_change(facts, change("block", "vda/scheduler", "bfq"), {})
-    assert "not 'vda/nr_requests'" in a.cannot_change(facts, change("block", "vda/nr_requests", "64"), {})
+    assert "not 'vda/rq_affinity'" in a.cannot_change(facts, change("block", "vda/rq_affinity", "2"), {})
     assert a.role_vars([change("block", "vda/read_ahead_kb", 1024), change("block", "vda/scheduler", "mq-deadline")],
                        facts, {}) == {"block_tuning_devices": {"vda": {"read_ahead_kb": 1024, "scheduler": "mq-deadline"}}}
+
+
+def test_block_adapter_request_queue_and_device_queue_depth():
+    facts = {"block.queue": {"devices": {
+        "sda": {"scheduler": "mq-deadline", "schedulers": ["mq-deadline", "none"], "nr_requests": 64, "queue_depth": 1},
+        "sdb": {"scheduler": "none", "schedulers": ["mq-deadline", "none"], "nr_requests": 32, "queue_depth": 32},
+        "nvme0n1": {"scheduler": "none", "schedulers": ["none"], "nr_requests": 1023, "queue_depth": None}}}}
+    a = get_adapter("block")
+    assert a.current(facts, "sda/nr_requests") == (64, None)
+    assert a.current(facts, "sda/queue_depth") == (1, None)
+    assert a.normalize_target("sda/queue_depth", "31") == 31
+    assert a.cannot_change(facts, change("block", "sda/nr_requests", "128"), {}) is None
+    assert a.cannot_change(facts, change("block", "sda/queue_depth", "31"), {}) is None
+    assert "no SCSI device queue depth" in a.cannot_change(facts, change("block", "nvme0n1/queue_depth", 31), {})
+    # without a scheduler nr_requests is the tag depth: the kernel refuses a larger value
+    assert "hardware tag depth (32)" in a.cannot_change(facts, change("block", "sdb/nr_requests", 128), {})
+    assert a.cannot_change(facts, change("block", "sdb/nr_requests", 16), {}) is None
+    assert "positive integer" in a.cannot_change(facts, change("block", "sda/queue_depth", "deep"), {})
+    assert "positive integer" in a.cannot_change(facts, change("block", "sda/nr_requests", 0), {})
+    assert a.role_vars([change("block", "sda/nr_requests", "128"), change("block", "sda/queue_depth", 31)], facts, {}) \
+        == {"block_tuning_devices": {"sda": {"nr_requests": 128, "queue_depth": 31}}}
 
 
 def test_gpfs_adapter_runtime_from_mmdiag_persisted_from_mmlsconfig_and_groups():

@@ -38,6 +38,9 @@ def world(tmp: Path, devices: dict) -> dict:
         q.mkdir(parents=True)
         (q / "read_ahead_kb").write_text(ra + "\n")
         (q / "scheduler").write_text(sched + "\n")
+        (q / "nr_requests").write_text("64\n")
+    (sysfs / "sdb" / "device").mkdir()  # sdb is a SCSI disk with NCQ off; sdc has no device queue (like NVMe)
+    (sysfs / "sdb" / "device" / "queue_depth").write_text("1\n")
     (tmp / "rules.d").mkdir()
     (tmp / "play.yml").write_text(PLAY)
     (tmp / "vars.json").write_text(json.dumps({
@@ -78,7 +81,7 @@ def test_apply_idempotent_check_and_rollback(tmp_path: Path) -> None:
     assert q(w, "sdb", "read_ahead_kb") == "8192" and q(w, "sdb", "scheduler") == "mq-deadline"
     assert q(w, "sdc", "read_ahead_kb") == "4096"  # not planned: untouched
     rule = w["rules"].read_text()
-    assert 'KERNEL=="sdb", ATTR{queue/read_ahead_kb}="8192", ATTR{queue/scheduler}="mq-deadline"' in rule
+    assert 'KERNEL=="sdb", ATTR{queue/scheduler}="mq-deadline", ATTR{queue/read_ahead_kb}="8192"' in rule
     assert changed(play(w)) == 0 and changed(play(w, "--check", "--diff")) == 0
     backup = json.loads((tmp_path / "backup" / "block_tuning.json").read_text())
     assert backup["devices"]["sdb"] == {"read_ahead_kb": "128", "scheduler": "none"}
@@ -87,6 +90,44 @@ def test_apply_idempotent_check_and_rollback(tmp_path: Path) -> None:
     assert not w["rules"].exists()  # there was no rule file before
     again = play(w, "-e", "state=rollback")
     assert changed(again) == 0 and "no backup" in again.stdout
+
+
+def test_request_queue_and_device_queue_depth(tmp_path: Path) -> None:
+    w = world(tmp_path, {"sdb": {"nr_requests": 256, "queue_depth": 31, "scheduler": "mq-deadline"}})
+    assert changed(play(w)) == 1
+    assert q(w, "sdb", "nr_requests") == "256" and q(w, "sdb", "scheduler") == "mq-deadline"
+    assert (w["sysfs"] / "sdb" / "device" / "queue_depth").read_text().strip() == "31"
+    assert q(w, "sdc", "nr_requests") == "64"  # not planned: untouched
+    # udev applies the attributes in order: the scheduler first (selecting one resets nr_requests)
+    assert ('KERNEL=="sdb", ATTR{queue/scheduler}="mq-deadline", ATTR{device/queue_depth}="31", '
+            'ATTR{queue/nr_requests}="256"') in w["rules"].read_text()
+    assert changed(play(w)) == 0
+    backup = json.loads((tmp_path / "backup" / "block_tuning.json").read_text())
+    assert backup["devices"]["sdb"] == {"nr_requests": "64", "queue_depth": "1", "scheduler": "none"}
+    assert changed(play(w, "-e", "state=rollback")) == 1
+    assert q(w, "sdb", "nr_requests") == "64" and q(w, "sdb", "scheduler") == "none"
+    assert (w["sysfs"] / "sdb" / "device" / "queue_depth").read_text().strip() == "1"
+
+
+def test_device_without_a_queue_depth_fails_alone(tmp_path: Path) -> None:
+    """sdc has no device/queue_depth (like NVMe): that setting fails for itself, sdb's nr_requests is still
+    set and persisted, and the summary play names the failure."""
+    w = world(tmp_path, {"sdc": {"queue_depth": 31}, "sdb": {"nr_requests": 128}})
+    (tmp_path / "inv.yml").write_text(json.dumps({"all": {"children": {"storadvise_block_tuning": {
+        "hosts": {"st01": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}}}))
+    (tmp_path / "play.yml").write_text(PLAY.replace("hosts: localhost", "hosts: storadvise_block_tuning")
+                                       + "- name: Summary\n  hosts: localhost\n  gather_facts: false\n"
+                                         "  roles:\n    - role: apply_summary\n")
+    env = {**os.environ, "ANSIBLE_ROLES_PATH": str(REPO / "playbooks" / "roles"),
+           "ANSIBLE_MODULE_UTILS": str(REPO / "playbooks" / "module_utils"), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_PYTHON_INTERPRETER": sys.executable}
+    cp = subprocess.run([ANSIBLE_PLAYBOOK, "-i", "inv.yml", "play.yml", "-e", "@vars.json"], cwd=tmp_path,
+                        capture_output=True, text=True, timeout=300, env=env)
+    assert cp.returncode == 2, cp.stdout[-3000:]
+    assert "FAILED block_tuning sdc queue_depth: the kernel has no queue_depth for this device" in cp.stdout
+    assert q(w, "sdb", "nr_requests") == "128"
+    rule = w["rules"].read_text()
+    assert 'KERNEL=="sdb", ATTR{queue/nr_requests}="128"' in rule and "sdc" not in rule
 
 
 def test_nothing_planned_changes_nothing(tmp_path: Path) -> None:

@@ -1,19 +1,22 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# storadvise block_tuning: read_ahead_kb and scheduler now (sysfs, read back) and at boot (udev rule).
+# storadvise block_tuning: scheduler, device queue depth, nr_requests and read_ahead_kb now (sysfs, read back)
+# and at boot (udev rule).
 
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: storadvise_block_queue
-short_description: Set block device read-ahead and I/O scheduler now and persist them with a udev rule
+short_description: Set block device scheduler, queue depths and read-ahead now and persist them with a udev rule
 description:
-  - Writes /sys/block/DEV/queue/read_ahead_kb and scheduler, reads them back and fails when the
-    kernel did not take the value; writes one udev rules file with the values for the next boot.
+  - Writes /sys/block/DEV/queue/scheduler, /sys/block/DEV/device/queue_depth, /sys/block/DEV/queue/nr_requests
+    and /sys/block/DEV/queue/read_ahead_kb in that order (selecting a scheduler resets nr_requests), reads each
+    back and records a value the kernel did not take as failed; writes one udev rules file with the values that
+    took, attributes in the same order, for the next boot.
   - Records the replaced values (and the rules file) in a JSON backup first; C(state=rollback) restores them.
 options:
   devices:
-    description: Device name to {read_ahead_kb, scheduler}.
+    description: Device name to {scheduler, queue_depth, nr_requests, read_ahead_kb}.
     type: dict
     default: {}
   udev_rules_file:
@@ -56,12 +59,16 @@ import re
 from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change, record_failure,
                                                    restore_text, retire_backup, run_backed_module, save_backup)
 
-KEYS = ("read_ahead_kb", "scheduler")
+#: the order of writes: a new scheduler resets nr_requests, and nr_requests above the device's tag depth
+#: is refused without a scheduler, so scheduler and queue depth go first
+KEYS = ("scheduler", "queue_depth", "nr_requests", "read_ahead_kb")
+#: the sysfs directory under /sys/block/DEV of each key
+KEY_DIR = {"queue_depth": "device"}
 _DEVICE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:!+-]{0,63}\Z")  # a kernel block device name (no / or quotes)
 
 
 def attr_path(p, dev, key):
-    return os.path.join(p["sysfs_block"], dev, "queue", key)
+    return os.path.join(p["sysfs_block"], dev, KEY_DIR.get(key, "queue"), key)
 
 
 def read_attr(p, dev, key):
@@ -97,7 +104,7 @@ def udev_text(values):
     lines = ["# Managed by storadvise (block_tuning): block queue settings at boot and hot-plug.",
              "# Rollback: ansible-playbook rollback.yml in the plan directory."]
     for dev in sorted(values):
-        attrs = ", ".join('ATTR{queue/%s}="%s"' % (k, values[dev][k]) for k in KEYS if k in values[dev])
+        attrs = ", ".join('ATTR{%s/%s}="%s"' % (KEY_DIR.get(k, "queue"), k, values[dev][k]) for k in KEYS if k in values[dev])
         lines.append('ACTION=="add|change", SUBSYSTEM=="block", KERNEL=="%s", %s' % (dev, attrs))
     return "\n".join(lines) + "\n"
 
@@ -108,7 +115,7 @@ def parse_udev(text):
         m = re.search(r'KERNEL=="([^"]+)"', line)
         if not m or line.lstrip().startswith("#"):
             continue
-        out[m.group(1)] = {k: v for k, v in re.findall(r'ATTR\{queue/(\w+)\}="([^"]*)"', line)}
+        out[m.group(1)] = {k: v for k, v in re.findall(r'ATTR\{(?:queue|device)/(\w+)\}="([^"]*)"', line)}
     return out
 
 
@@ -124,12 +131,19 @@ def apply(module, p):
         for key in KEYS:
             if want.get(key) is None:
                 continue
+            if not os.path.exists(attr_path(p, dev, key)):
+                record_failure(result, "%s %s" % (dev, key), "the kernel has no %s for this device (%s)"
+                               % (key, attr_path(p, dev, key)))
+                continue
             if key == "scheduler" and want[key] not in available_schedulers(p, dev):
                 record_failure(result, "%s %s" % (dev, key), "scheduler %s is not available (the kernel offers: %s)"
                                % (want[key], " ".join(available_schedulers(p, dev))))
                 continue
             if key == "read_ahead_kb" and not str(want[key]).isdigit():
                 record_failure(result, "%s %s" % (dev, key), "not a number of KiB: %r" % str(want[key]))
+                continue
+            if key in ("nr_requests", "queue_depth") and not (str(want[key]).isdigit() and int(want[key]) > 0):
+                record_failure(result, "%s %s" % (dev, key), "not a positive number of requests: %r" % str(want[key]))
                 continue
             planned.setdefault(dev, {})[key] = str(want[key])
             cur = read_attr(p, dev, key)
@@ -159,7 +173,7 @@ def apply(module, p):
     backup["files"].setdefault(p["udev_rules_file"], before)
     save_backup(p["backup_file"], backup)
     for dev, kc in sorted(changes.items()):
-        for k, c in sorted(kc.items()):
+        for k, c in [(k, kc[k]) for k in KEYS if k in kc]:
             why = write_attr(p, dev, k, c["new"])
             if why:
                 record_failure(result, "%s %s" % (dev, k), why)
@@ -193,18 +207,22 @@ def rollback(module, p):
         return result
     result["changed"] = result["rolled_back"] = True
     for dev, kv in sorted((backup.get("devices") or {}).items()):
-        for k, old in sorted(kv.items()):
-            if old is not None and str(read_attr(p, dev, k)) != str(old):
-                result["changed_devices"].setdefault(dev, {})[k] = {"old": read_attr(p, dev, k), "new": old}
-    if module.check_mode:
-        return result
-    for dev, kc in sorted(result["changed_devices"].items()):
-        for k, c in sorted(kc.items()):
-            why = write_attr(p, dev, k, c["new"])
+        for k in KEYS:
+            old = kv.get(k)
+            # compared after each write: restoring the scheduler resets nr_requests
+            if old is None or str(read_attr(p, dev, k)) == str(old):
+                continue
+            cur = read_attr(p, dev, k)
+            result["changed_devices"].setdefault(dev, {})[k] = {"old": cur, "new": old}
+            if module.check_mode:
+                continue
+            why = write_attr(p, dev, k, old)
             if why:
                 record_failure(result, "%s %s" % (dev, k), why)
             else:
-                record_change(result, "%s %s" % (dev, k), c["old"], c["new"])
+                record_change(result, "%s %s" % (dev, k), cur, old)
+    if module.check_mode:
+        return result
     for path, text in (backup.get("files") or {}).items():
         restore_text(path, text)
     result["backup_kept_as"] = retire_backup(p["backup_file"])
