@@ -56,7 +56,8 @@ _BUILTIN = (
     StorageKind("xrootd", "XRootD servers and XCache proxies",
                 probe_module="probes.xcache", rule_pack="xcache.yml", role="xcache",
                 adapter_module="advisor.adapters.xcache",
-                play_title="Set XCache pfc directives and restart the instance when they changed"),
+                play_title="Set XCache pfc directives and restart the instance when they changed",
+                lab_emulation="advisor.lab.xcache_lab"),
     StorageKind("dcache"), StorageKind("eos"), StorageKind("ceph"), StorageKind("lustre"), StorageKind("beegfs"),
     StorageKind("nfs"), StorageKind("hdfs"), StorageKind("other"),
 )

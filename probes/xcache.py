@@ -35,8 +35,9 @@ at start-up with the values in force: blocksize in bytes (``k`` in older release
 
 ``xcache.usage``
 ----------------
-``df -P -B1`` (``-k`` fallback) on each ``oss.localroot`` / ``oss.space`` path (``vars``
-``xcache_paths`` overrides; ``$(var)`` paths can't be resolved by the script and are skipped).
+``df -P -B1`` (``-k`` fallback) on each ``oss.localroot`` / ``oss.space`` path of the files
+``xcache_config`` names (else of /etc/xrootd) (``vars`` ``xcache_paths`` overrides; ``$(var)``
+paths can't be resolved by the script and are skipped).
 """
 
 from __future__ import annotations
@@ -662,12 +663,16 @@ class XCacheUsageProbe(Probe):
 
     def script(self, ctx: ProbeContext) -> str:
         configured = _configured_paths(ctx, "xcache_paths")
+        # the instance's own files when the site names them (as xcache.config reads them)
+        cfgs = _configured_paths(ctx, "xcache_config")
+        files = ("FILES=" + shlex.quote(" ".join(cfgs)) + "\n" if cfgs else
+                 f"FILES=$(ls {XROOTD_ETC}/xrootd-*.cfg {XROOTD_ETC}/config.d/* 2>/dev/null)\n")
         if configured:
             pick = "PATHS=" + shlex.quote(" ".join(configured)) + "\n"
         else:
             pick = (
-                f"FILES=$(ls {XROOTD_ETC}/xrootd-*.cfg {XROOTD_ETC}/config.d/* 2>/dev/null)\n"
-                '[ -n "$FILES" ] || { echo "' + _NA + ' no xrootd configuration (/etc/xrootd)"; exit 0; }\n'
+                files
+                + '[ -n "$FILES" ] || { echo "' + _NA + ' no xrootd configuration (/etc/xrootd)"; exit 0; }\n'
                 "PATHS=$(awk '$1==\"oss.localroot\"{print $2} $1==\"oss.space\"{print $3}' $FILES 2>/dev/null"
                 " | grep '^/' | sort -u)\n"
             )

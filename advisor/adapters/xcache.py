@@ -52,6 +52,10 @@ class XcacheAdapter(Adapter):
         m = re.match(r"^.*/xrootd-([A-Za-z0-9_.@-]+)\.cfg$", cfg or "")
         if m:
             out["xcache_service"] = f"xrootd@{m.group(1)}"
+        # where the instance is no systemd unit (a lab host, a container): the site's restart command
+        if host_vars.get("xcache_restart_command"):
+            out["xcache_restart_command"] = str(host_vars["xcache_restart_command"])
+            out.pop("xcache_service", None)
         return out
 
 

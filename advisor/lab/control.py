@@ -268,6 +268,8 @@ def _build(rec: LabRecord, sc: Scenario, progress: Progress) -> None:
         rec.add_pid(p.pid, "sshd", h.name)
         procs[h.name] = p
     _wait_ready(rec, sc, procs)
+    for emulation, spec in emulated:
+        emulation.start(rec, spec, sc)
     rec.timings["processes"] = round(time.monotonic() - t, 3)
     rec.site_file = str(write_site_files(rec, sc))
 

@@ -46,6 +46,13 @@ class LabEmulation:
         """What the lab's site file records about ``host`` (the storage kind's host settings)."""
         return {}
 
+    def start(self, rec: Any, spec: Any, scenario: Any) -> None:
+        """Start the system's services once the hosts are up (pids recorded in ``rec``)."""
+
+    def site_host_vars(self, rec: Any, spec: Any, scenario: Any, host: str) -> dict[str, Any]:
+        """Variables the site file gives ``host`` (paths in the lab's state directory ...)."""
+        return {}
+
 
 def lab_emulations() -> dict[str, LabEmulation]:
     """Section name -> emulation, for every registered storage kind that has one."""

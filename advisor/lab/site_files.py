@@ -55,8 +55,9 @@ def site_document(rec: LabRecord, sc: Scenario) -> dict[str, Any]:
         for emulation, spec in sc.emulated():
             entry.update(emulation.site_host_settings(spec, sc, h.name))
         # the apply roles keep their backups per host; lab hosts share the real /var/lib
+        extra = {k: v for e, spec in sc.emulated() for k, v in e.site_host_vars(rec, spec, sc, h.name).items()}
         entry["vars"] = {"storadvise_backup_dir": str(d / "backup" / h.name), **persisted_ruleset_vars(d / "hosts" / h.name),
-                         **dict(h.vars)}
+                         **extra, **dict(h.vars)}
         hosts.append(entry)
     doc: dict[str, Any] = {
         "name": rec.name,

@@ -176,6 +176,18 @@ def test_usage_script_on_paths(tmp_path):
     assert f.spaces[str(tmp_path)].size_bytes > 0
 
 
+def test_usage_script_reads_the_configured_instance(tmp_path):
+    """With ``xcache_config`` set, df measures that instance's oss.localroot, not /etc/xrootd's."""
+    space = tmp_path / "cache"
+    space.mkdir()
+    cfg = tmp_path / "xcache.cfg"
+    cfg.write_text(f"ofs.osslib libXrdPss.so\npss.cachelib libXrdPfc.so\noss.localroot {space}\n")
+    out = subprocess.run(["sh", "-c", USAGE.script(ProbeContext(host="c", vars={"xcache_config": str(cfg)}))],
+                         capture_output=True, text=True)
+    f = USAGE.parse(out.stdout)
+    assert list(f.spaces) == [str(space)] and f.spaces[str(space)].size_bytes > 0
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text())
 def test_parsers_raise_only_parse_error(text):
