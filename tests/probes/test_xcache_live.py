@@ -16,12 +16,12 @@ from probes import get_probe
 from probes.probe import ProbeContext, ProbeParseError
 from probes.xcache_live import parse_xrdpfc_print_json, parse_xrootd_ps
 
-XC = Path(__file__).resolve().parents[1] / "fixtures" / "xcache"
+XC = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 CINFO, PROC = get_probe("xcache.cinfo"), get_probe("xcache.process")
 
 
 def test_cinfo_of_a_live_cache():
-    f = parse_xrdpfc_print_json((XC / "xrdpfc_print-j-lab-5.5.3.txt").read_text())
+    f = parse_xrdpfc_print_json((XC / "xcache.cinfo" / "xrdpfc_print-j-lab-5.5.3.txt").read_text())
     assert f.n_files == 3 and f.n_complete == 3 and not f.errors
     assert {Path(x.file).name for x in f.files} == {"file0003", "file0005", "file0006"}
     assert f.bytes_cached == 3 * 1048576 and f.block_sizes == [65536]
@@ -31,7 +31,7 @@ def test_cinfo_of_a_live_cache():
 
 
 def test_cinfo_keeps_xrdpfc_print_warnings():
-    f = parse_xrdpfc_print_json((XC / "xrdpfc_print-j-with-errors-lab-5.5.3.txt").read_text())
+    f = parse_xrdpfc_print_json((XC / "xcache.cinfo" / "xrdpfc_print-j-with-errors-lab-5.5.3.txt").read_text())
     assert f.n_files == 1 and len(f.errors) == 2
     assert "File version 877638360 not supported" in f.errors[0]
 
@@ -45,7 +45,7 @@ def test_cinfo_refuses_other_input(text):
 
 
 def test_process_of_the_configured_instance():
-    text = (XC / "ps-xrootd-lab.txt").read_text()
+    text = (XC / "xcache.process" / "ps-xrootd-lab.txt").read_text()
     f = parse_xrootd_ps(text)
     assert f.running and len(f.processes) == 1
     assert f.processes[0].user == "xrootd" and "-n xcache" in f.processes[0].args
