@@ -130,6 +130,9 @@ def test_xcache_adapter_on_the_osg_configuration():
     assert v["xcache_directives"] == {"pfc.diskusage": "0.90 0.95"} and v["xcache_config_file"] == cfg
     assert v["xcache_service"] == "xrootd@xcache"
     assert "names no XCache configuration file" in a.cannot_change({}, c, {})
+    # an instance no systemd unit runs (a container, a lab host): the site's restart command instead
+    v = a.role_vars([c], facts, {"xcache_restart_command": "/bin/sh /srv/xcache/restart.sh"})
+    assert v["xcache_restart_command"] == "/bin/sh /srv/xcache/restart.sh" and "xcache_service" not in v
 
 
 def test_verify_measures_the_mesh_again_when_a_change_acts_on_the_network():

@@ -89,3 +89,20 @@ def test_not_root_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
         control.lab_up("ifca")
     with pytest.raises(StoradviseError, match="needs root"):
         control.lab_down("ifca")
+
+
+def test_xcache_section(tmp_path: Path) -> None:
+    sc = load_scenario("xcache")
+    spec = sc.emulations["xcache"]
+    assert spec.host == "cache01" and spec.origin.host == "xrd01"
+    assert "pfc.ram" not in {k for k, v in spec.directives.items() if v is not None}
+    base = (Path(__file__).resolve().parents[2] / "advisor" / "lab" / "scenarios" / "xcache.yml").read_text()
+    for bad, why in ((base.replace("host: cache01", "host: nosuch"), "unknown host 'nosuch'"),
+                     (base.replace("host: xrd01", "host: wn01"), "lacks the role 'storage'"),
+                     (base.replace("pfc.blocksize: 64k", "ofs.osslib: x"), "not a pfc.* directive"),
+                     (base.replace("disk: 64m", "disk: lots"), "not a size")):
+        p = tmp_path / "s.yml"
+        p.write_text(bad)
+        with pytest.raises(SiteFileError) as e:
+            load_scenario(str(p))
+        assert why in str(e.value) and "\n" not in str(e.value), str(e.value)
