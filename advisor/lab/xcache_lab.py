@@ -102,7 +102,8 @@ def _restart_script(sd: Path, name: str, disk_bytes: int | None) -> str:
         "#!/bin/sh\n"
         f"# storadvise lab: (re)start the xrootd instance {name} of this host (as systemctl restart xrootd@{name})\n"
         f"PIDF={q(str(sd / 'adm' / 'instance.pid'))}; LOG={q(str(log))}\n"
-        'if [ -s "$PIDF" ]; then\n'
+        # the recorded pid only if it is still this instance (its argv names this configuration)
+        f'if [ -s "$PIDF" ] && tr "\\0" " " 2>/dev/null < /proc/$(cat "$PIDF")/cmdline | grep -qF {q(str(sd / (name + ".cfg")))}; then\n'
         '  P=$(cat "$PIDF"); kill "$P" 2>/dev/null; i=0\n'
         '  while kill -0 "$P" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\n'
         '  kill -9 "$P" 2>/dev/null\n'
