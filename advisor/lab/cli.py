@@ -61,7 +61,7 @@ def up(
 @app.command("generate")
 def generate(
     seed: int = typer.Option(..., "--seed", help="the same seed always gives the same scenario"),
-    out_file: Optional[Path] = typer.Option(None, "--out", "-o", help="write the scenario file here (default: stdout)"),
+    out_file: Optional[Path] = typer.Option(None, "--out", "--output", "-o", help="write the scenario file here (default: stdout)"),
     name: Optional[str] = typer.Option(None, "--name", "-n", help="scenario name (default: genSEED)"),
     min_hosts: int = typer.Option(3, "--min-hosts", min=3, max=64),
     max_hosts: int = typer.Option(8, "--max-hosts", min=3, max=64),
