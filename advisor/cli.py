@@ -168,7 +168,13 @@ def report_cmd(
 @scan_options(exclude=("profiles", "mesh", "efficiency", "from_capture"))
 def collect(
     site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name or path; none = the local host."),
-    out_dir: Path = typer.Option(..., "--out", help="Directory to save every probe's raw output into."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="Directory to save every probe's raw output into."),
+    ansible_vars: Optional[Path] = typer.Option(
+        None, "--ansible-vars",
+        help="With --site: write the vars file playbooks/collect.yml runs (each host's probe batch) and stop. "
+             "With --from-ansible: the vars file the playbook ran."),
+    from_ansible: Optional[Path] = typer.Option(
+        None, "--from-ansible", help="Finish a capture collect.yml ran: decode the outputs it saved in DIR."),
     inventory: Optional[Path] = typer.Option(None, "--inventory", "-i"),
     role_map: list[str] = typer.Option([], "--role-map"),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary."),
@@ -182,6 +188,11 @@ def collect(
     from advisor.transport.capture_objects import CaptureObjects
     from advisor.transport.captured import write_capture
 
+    if from_ansible is not None or ansible_vars is not None:
+        _collect_ansible(site, inventory, role_map, options, ansible_vars, from_ansible, out_dir, json_out)
+        return
+    if out_dir is None:
+        raise UsageError("say where to save the outputs: --out DIR (or --ansible-vars FILE for collect.yml)")
     if out_dir.exists() and any(out_dir.iterdir()):
         raise StoradviseError(f"{out_dir}: directory is not empty; choose a new one (nothing was overwritten)")
     target = open_scan(options, site, inventory, role_map)
@@ -206,6 +217,37 @@ def collect(
         out.print(f"saved outputs of {len(factset.hosts) - len(unreachable)} host(s) to {out_dir}"
                   + (f"; unreachable: {', '.join(unreachable)}" if unreachable else ""))
     raise typer.Exit(3 if any(not h.reachable for h in factset.hosts.values()) else 0)
+
+
+def _collect_ansible(site, inventory, role_map, options, ansible_vars, from_ansible, out_dir, json_out) -> None:
+    """collect.yml's two ends: the vars file it runs, and the capture from what it saved."""
+    from advisor.ansible_collect import batch_vars, import_frames, write_vars_file
+    from advisor.scan import open_scan
+
+    if ansible_vars is None:
+        raise UsageError("--from-ansible DIR needs the vars file the playbook ran: --ansible-vars FILE")
+    if from_ansible is not None:
+        if out_dir is not None or site is not None:
+            raise UsageError("--from-ansible finishes a capture in its own DIR: no --out or --site")
+        hosts = import_frames(from_ansible, ansible_vars)
+        unreachable = [n for n, h in hosts.items() if not h.reachable]
+        if json_out:
+            print(json.dumps({"directory": str(from_ansible),
+                              "hosts": {n: {"reachable": h.reachable, "errors": h.errors} for n, h in hosts.items()}},
+                             indent=2))
+        else:
+            out.print(f"saved outputs of {len(hosts) - len(unreachable)} host(s) to {from_ansible}"
+                      + (f"; unreachable: {', '.join(unreachable)}" if unreachable else ""))
+        raise typer.Exit(3 if unreachable else 0)
+    if out_dir is not None:
+        raise UsageError("--ansible-vars FILE writes the playbook's vars; collect.yml writes the capture (no --out)")
+    target = open_scan(options, site, inventory, role_map)
+    data = batch_vars(target.site, target.hosts, options.sample_seconds)
+    write_vars_file(ansible_vars, data)
+    if json_out:
+        print(json.dumps({"site": target.site.name, "vars": str(ansible_vars), "hosts": list(data["hosts"])}, indent=2))
+    else:
+        out.print(f"wrote the probe batches of {len(data['hosts'])} host(s) to {ansible_vars}")
 
 
 # --------------------------------------------------------------------------- probe

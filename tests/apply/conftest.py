@@ -140,7 +140,9 @@ def _kill_namespace_processes(ns: str) -> None:
         time.sleep(0.1)
 
 
-def start_ns_host(name: str, sysctl_files: dict[str, str]) -> tuple[NsHost, callable]:
+def start_ns_host(name: str, sysctl_files: dict[str, str], own_sysfs: bool = False) -> tuple[NsHost, callable]:
+    """A host: sshd in its own network namespace and private mount namespace. ``own_sysfs``: a
+    fresh /sys there, so /sys/class/net lists the namespace's interfaces, not the machine's."""
     tmp = Path(tempfile.mkdtemp(prefix="storadvise-apply-"))
     os.chmod(tmp, 0o755)
     ns = f"sa-apply-{os.getpid()}-{name}"
@@ -178,6 +180,8 @@ def start_ns_host(name: str, sysctl_files: dict[str, str]) -> tuple[NsHost, call
             "Subsystem sftp internal-sftp", "LogLevel VERBOSE", ""]))
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         boot = [f"mount -n --bind {tmp / 'sysctl.d'} /etc/sysctl.d"]
+        if own_sysfs:
+            boot.append("mount -n -t sysfs sysfs /sys")
         if Path("/root/.bashrc").exists():
             boot.append(f"mount -n --bind {tmp / 'empty'} /root/.bashrc")
         boot.append(f"exec {SSHD} -D -e -f {tmp / 'sshd_config'}")

@@ -1,0 +1,118 @@
+"""playbooks/collect.yml against a real sshd in a network namespace the test creates (its own
+interfaces and mounts, so other tests on the machine do not change what it sees), with real
+ansible-playbook: its capture
+holds the same files, byte for byte, as `storadvise collect` writes for the same host; only what
+differs by nature may differ (named below)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.apply.conftest import requirements_missing, start_ns_host
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+pytestmark = pytest.mark.skipif(bool(requirements_missing()), reason=str(requirements_missing()))
+
+#: sections of probe outputs that are live readings and differ between any two collections by
+#: nature: kernel counters, the clock, free memory. In them, the same lines must name the same
+#: things (device, meminfo field); the values may differ.
+LIVE_SECTIONS = {"block.diskstats": {"uptime1", "uptime2", "diskstats1", "diskstats2"}, "host": {"meminfo"},
+                 "block.ioerrors": {"log-lines"}}  # the kernel log's length: it grows meanwhile
+#: manifest fields that are timestamps
+TIMESTAMPS = {"collected_at"}
+
+
+def _sections(text: bytes) -> list[tuple[bytes, list[bytes]]]:
+    out: list[tuple[bytes, list[bytes]]] = [(b"", [])]
+    for line in text.split(b"\n"):
+        if line.startswith(b"@@section "):
+            out.append((line[len(b"@@section "):], []))
+        else:
+            out[-1][1].append(line)
+    return out
+
+
+def _names(section: bytes, line: bytes) -> list[bytes] | int:
+    """What a live line is about: a disk (major, minor, name), a meminfo field; uptime, a count: its shape."""
+    if section.startswith(b"diskstats"):
+        return line.split()[:3]
+    if section.startswith(b"uptime") or section == b"log-lines":
+        return len(line.split())
+    return line.split()[:1]
+
+
+def _same_output(probe: str, a: bytes, b: bytes) -> None:
+    live = LIVE_SECTIONS.get(probe, set())
+    sa, sb = _sections(a), _sections(b)
+    assert [n for n, _ in sa] == [n for n, _ in sb], probe
+    for (name, la), (_, lb) in zip(sa, sb):
+        if name.decode() in live:
+            assert [_names(name, ln) for ln in la] == [_names(name, ln) for ln in lb], (probe, name)
+        else:
+            assert la == lb, (probe, name)
+
+
+def _window(text: bytes) -> float:
+    secs = dict(_sections(text))
+    return float(secs[b"uptime2"][0].split()[0]) - float(secs[b"uptime1"][0].split()[0])
+
+
+def test_collect_playbook_writes_the_same_capture_as_storadvise_collect(tmp_path):
+    host, cleanup = start_ns_host("co01", {}, own_sysfs=True)
+    try:
+        _compare(host, tmp_path)
+    finally:
+        cleanup()
+
+
+def _compare(host, tmp_path: Path) -> None:
+    site = host.site_file(tmp_path / "site.yml", ["storage", "worker"])
+    builtin, viaansible = tmp_path / "builtin", tmp_path / "ansible"
+    sa = str(BIN / "storadvise")
+    host.controller([sa, "collect", "--site", str(site), "--out", str(builtin), "--sample-seconds", "1"])
+    vars_file = tmp_path / "collect-vars.yml"
+    host.controller([sa, "collect", "--site", str(site), "--ansible-vars", str(vars_file), "--sample-seconds", "1"])
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": {host.name: {
+        "ansible_host": "127.0.0.1", "ansible_user": "root", "ansible_ssh_private_key_file": str(host.key),
+        "ansible_ssh_common_args": f"-o UserKnownHostsFile={host.known_hosts} -o StrictHostKeyChecking=yes",
+        "ansible_python_interpreter": sys.executable}}}}))
+    host.controller([str(BIN / "ansible-playbook"), "-i", str(inventory), str(REPO / "playbooks" / "collect.yml"),
+                     "-e", f"@{vars_file}", "-e", f"storadvise_collect_vars={vars_file}",
+                     "-e", f"storadvise_collect_dir={viaansible}", "-e", f"storadvise_command={sa}"])
+
+    files_a = sorted(p.relative_to(builtin) for p in builtin.rglob("*") if p.is_file())
+    files_b = sorted(p.relative_to(viaansible) for p in viaansible.rglob("*") if p.is_file())
+    assert files_a == files_b
+    assert len([f for f in files_a if f.suffix == ".out"]) >= 10
+    for rel in files_a:
+        a, b = (builtin / rel).read_bytes(), (viaansible / rel).read_bytes()
+        stem = rel.name.rsplit(".", 1)[0]
+        if rel.name == "manifest.json":
+            ma, mb = json.loads(a), json.loads(b)
+            for k in TIMESTAMPS:
+                ma.pop(k), mb.pop(k)
+            assert ma == mb
+        elif rel.suffix == ".json" and rel.name != "host.json":
+            ja, jb = json.loads(a), json.loads(b)
+            ja.pop("duration_s"), jb.pop("duration_s")  # how long the command ran
+            assert ja == jb, rel
+        elif rel.suffix == ".out":
+            _same_output(stem, a, b)
+        else:
+            assert a == b, rel
+    # the disk-sample window: --sample-seconds 1 in both, on the host's own clock
+    for capture in (builtin, viaansible):
+        assert 0.9 <= _window((capture / "hosts/co01/block.diskstats.out").read_bytes()) < 3.0
+
+    # the capture reads back: scan --from analyses the playbook's capture
+    r = host.controller([sa, "scan", "--from", str(viaansible), "--json"], check=False)
+    assert r.returncode in (0, 2), r.stderr
+    assert '"co01"' in r.stdout
