@@ -19,7 +19,8 @@ def test_playbooks_are_ansible_lint_clean(tmp_path):
     proj = tmp_path / "proj"
     shutil.copytree(playbooks_dir(), proj, ignore=shutil.ignore_patterns("__pycache__"))
     (proj / "ansible.cfg").write_text("[defaults]\nroles_path = roles\nmodule_utils = module_utils\n")
-    cp = subprocess.run([ANSIBLE_LINT, "--offline", "--nocolor", "apply-tuning.yml", "rollback.yml", "roles"],
+    cp = subprocess.run([ANSIBLE_LINT, "--offline", "--nocolor", "--profile", "production",
+                         "apply-tuning.yml", "rollback.yml", "collect.yml", "roles"],
                         cwd=proj, capture_output=True, text=True, timeout=600,
                         env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path),
                              "ANSIBLE_HOME": str(tmp_path / "ansible-home")})

@@ -1,0 +1,1 @@
+../../roles/block_tuning/library/storadvise_block_queue.py

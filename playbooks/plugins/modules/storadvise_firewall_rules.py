@@ -1,0 +1,1 @@
+../../roles/firewall/library/storadvise_firewall_rules.py

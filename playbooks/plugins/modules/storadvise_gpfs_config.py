@@ -1,0 +1,1 @@
+../../roles/gpfs_tuning/library/storadvise_gpfs_config.py

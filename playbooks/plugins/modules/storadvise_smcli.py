@@ -1,0 +1,1 @@
+../../roles/san_cache/library/storadvise_smcli.py

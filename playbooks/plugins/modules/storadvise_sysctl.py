@@ -1,0 +1,1 @@
+../../roles/network_tuning/library/storadvise_sysctl.py

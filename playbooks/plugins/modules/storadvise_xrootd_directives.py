@@ -1,0 +1,1 @@
+../../roles/xcache/library/storadvise_xrootd_directives.py

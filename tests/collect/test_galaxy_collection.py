@@ -1,0 +1,45 @@
+"""The storadvise.tuning collection: built from the repository with ansible-galaxy, installed
+offline from the tarball, its collect playbook and roles found by their fully qualified names."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+pytestmark = pytest.mark.skipif(not (BIN / "ansible-galaxy").exists(), reason="ansible-core not installed")
+
+
+def _run(argv: list[str], tmp: Path) -> subprocess.CompletedProcess:
+    env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp), "ANSIBLE_HOME": str(tmp / "ansible-home"),
+           "ANSIBLE_COLLECTIONS_PATH": str(tmp / "installed"), "ANSIBLE_NOCOLOR": "1"}
+    cp = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300, cwd=tmp)
+    assert cp.returncode == 0, f"{argv[:3]}: {cp.stdout[-2000:]}{cp.stderr[-2000:]}"
+    return cp
+
+
+def test_collection_builds_installs_offline_and_its_playbooks_resolve(tmp_path):
+    _run([str(BIN / "ansible-galaxy"), "collection", "build", str(REPO / "playbooks"), "--output-path",
+          str(tmp_path / "dist")], tmp_path)
+    (tarball,) = (tmp_path / "dist").glob("storadvise-tuning-*.tar.gz")
+    with tarfile.open(tarball) as t:
+        names = set(t.getnames())
+    assert {"playbooks/collect.yml", "roles/network_tuning/tasks/main.yml", "galaxy.yml"} - names == {"galaxy.yml"}
+    _run([str(BIN / "ansible-galaxy"), "collection", "install", "--offline", "-p", str(tmp_path / "installed"),
+          str(tarball)], tmp_path)
+    root = tmp_path / "installed" / "ansible_collections" / "storadvise" / "tuning"
+    assert (root / "playbooks" / "collect.yml").read_text() == (REPO / "playbooks" / "collect.yml").read_text()
+    listed = _run([str(BIN / "ansible-galaxy"), "collection", "list", "-p", str(tmp_path / "installed")], tmp_path)
+    assert "storadvise.tuning" in listed.stdout
+    # the playbook by its fully qualified name, and a role of the collection by its own
+    _run([str(BIN / "ansible-playbook"), "--syntax-check", "-i", "localhost,", "storadvise.tuning.collect"], tmp_path)
+    play = tmp_path / "uses_role.yml"
+    play.write_text("---\n- name: Use a role of the collection\n  hosts: all\n  gather_facts: false\n  roles:\n"
+                    "    - role: storadvise.tuning.network_tuning\n")
+    _run([str(BIN / "ansible-playbook"), "--syntax-check", "-i", "localhost,", str(play)], tmp_path)
