@@ -85,7 +85,7 @@ def _compare(host, tmp_path: Path) -> None:
         "ansible_ssh_common_args": f"-o UserKnownHostsFile={host.known_hosts} -o StrictHostKeyChecking=yes",
         "ansible_python_interpreter": sys.executable}}}}))
     host.controller([str(BIN / "ansible-playbook"), "-i", str(inventory), str(REPO / "playbooks" / "collect.yml"),
-                     "-e", f"@{vars_file}", "-e", f"storadvise_collect_vars={vars_file}",
+                     "-e", f"storadvise_collect_vars={vars_file}",
                      "-e", f"storadvise_collect_dir={viaansible}", "-e", f"storadvise_command={sa}"])
 
     files_a = sorted(p.relative_to(builtin) for p in builtin.rglob("*") if p.is_file())
