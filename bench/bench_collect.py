@@ -1,0 +1,132 @@
+"""Benchmark: collection of N lab hosts by the built-in SSH pool (`storadvise collect`) against
+playbooks/collect.yml (`storadvise collect --ansible-vars` + ansible-playbook + `--from-ansible`),
+in the same run on the same lab: wall time, controller CPU (user+sys of the controller's process
+trees) and peak memory (the largest sum of the trees' resident sets, sampled every 50 ms), printed
+with the ratios ansible / built-in, and both captures checked to hold the same files.
+
+    # root; brings up a lab of N small hosts ("c01".."cNN", worker role, one switch), `lab down` at the end
+    .venv/bin/python bench/bench_collect.py --hosts 64 [--forks 32] [--parallel 32]
+
+Heavy on a small machine: every lab host runs its own sshd; the probes run on the same cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+BIN = Path(sys.executable).parent
+REPO = Path(__file__).resolve().parents[1]
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _tree(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for t in os.listdir(f"/proc/{p}/task"):
+                todo += [int(c) for c in Path(f"/proc/{p}/task/{t}/children").read_text().split()]
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def _rss(pids: list[int]) -> int:
+    total = 0
+    for p in pids:
+        try:
+            total += int(Path(f"/proc/{p}/statm").read_text().split()[1]) * PAGE
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def measure(argv: list[str], env: dict | None = None) -> dict:
+    """Run argv; wall time, CPU of it and its descendants, peak summed RSS of its tree."""
+    before = os.times()
+    t0 = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _rss(_tree(proc.pid)))
+            time.sleep(0.05)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    out, err = proc.communicate()
+    done.set()
+    th.join()
+    wall = time.monotonic() - t0
+    after = os.times()
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    if proc.returncode not in (0, 3):
+        raise SystemExit(f"{' '.join(argv[:3])} exited {proc.returncode}: {err.strip()[-800:]}")
+    return {"wall_s": wall, "cpu_s": cpu, "peak_rss_mib": peak[0] / 2**20}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--hosts", type=int, default=64)
+    ap.add_argument("--parallel", type=int, default=32, help="the built-in pool's --parallel")
+    ap.add_argument("--forks", type=int, default=32, help="ansible-playbook -f")
+    ap.add_argument("--sample-seconds", default="1")
+    args = ap.parse_args()
+    from advisor.lab.control import lab_down, lab_up
+
+    name = "bench-collect"
+    work = Path(tempfile.mkdtemp(prefix="bench-collect-"))
+    scen = work / "bench-collect.yml"
+    scen.write_text(f"name: {name}\ndescription: bench/bench_collect.py, {args.hosts} small hosts\n"
+                    f"hosts:\n  - name: c[01:{args.hosts:02d}]\n    roles: [worker]\n")
+    t = time.monotonic()
+    up = lab_up(str(scen), recreate=True)
+    print(f"lab {name}: {args.hosts} hosts up in {time.monotonic() - t:.1f} s", flush=True)
+    try:
+        site = up.site_file
+        inventory = Path(up.record.dir) / "inventory.ini"
+        sa = str(BIN / "storadvise")
+        builtin = measure([sa, "collect", "--site", site, "--out", str(work / "builtin"), "--json",
+                           "--parallel", str(args.parallel), "--sample-seconds", args.sample_seconds])
+        vars_file = work / "collect-vars.yml"
+        gen = measure([sa, "collect", "--site", site, "--ansible-vars", str(vars_file),
+                       "--sample-seconds", args.sample_seconds])
+        env = {**os.environ, "ANSIBLE_HOME": str(work / "ansible-home"), "ANSIBLE_HOST_KEY_CHECKING": "True",
+               "PATH": f"{BIN}:{os.environ.get('PATH', '')}"}
+        play = measure([str(BIN / "ansible-playbook"), "-f", str(args.forks), "-i", str(inventory),
+                        str(REPO / "playbooks" / "collect.yml"), "-e", f"storadvise_collect_vars={vars_file}",
+                        "-e", f"storadvise_collect_dir={work / 'ansible'}", "-e", f"storadvise_command={sa}"], env)
+        ansible = {"wall_s": gen["wall_s"] + play["wall_s"], "cpu_s": gen["cpu_s"] + play["cpu_s"],
+                   "peak_rss_mib": max(gen["peak_rss_mib"], play["peak_rss_mib"])}
+        files = [sorted(str(p.relative_to(d)) for p in d.rglob("*") if p.is_file())
+                 for d in (work / "builtin", work / "ansible")]
+        print(f"machine: {os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
+              f"{platform.system()} {platform.release()}; {args.hosts} lab hosts on the same machine")
+        print(f"{'':10} {'wall s':>8} {'CPU s':>8} {'peak MiB':>9}")
+        for label, m in (("built-in", builtin), ("collect.yml", ansible)):
+            print(f"{label:10} {m['wall_s']:8.1f} {m['cpu_s']:8.1f} {m['peak_rss_mib']:9.0f}")
+        print("ratio ansible/built-in: " + ", ".join(
+            f"{k} {ansible[k] / builtin[k]:.2f}x" for k in ("wall_s", "cpu_s", "peak_rss_mib") if builtin[k]))
+        same = files[0] == files[1]
+        print(f"captures hold the same {len(files[0])} files: {same}")
+        return 0 if same else 1
+    finally:
+        lab_down(name)
+        print(f"lab {name}: down", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
