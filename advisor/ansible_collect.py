@@ -24,6 +24,7 @@ from advisor.errors import StoradviseError
 from advisor.facts import HostFacts
 from advisor.site import Site
 from advisor.transport.base import Command
+from advisor.transport.capture_objects import CaptureObjects
 from advisor.transport.captured import write_capture
 from advisor.transport.ssh import BatchScript
 
@@ -95,6 +96,7 @@ def import_frames(directory: Path, vars_path: Path) -> dict[str, HostFacts]:
     frames = directory / FRAMES_DIR
     site = Site.model_validate(data["site"])
     hosts: dict[str, HostFacts] = {}
+    objects = CaptureObjects(directory)
     for name, spec in data["hosts"].items():
         hf = HostFacts(name=name)
         commands, results, error = _host_results(name, spec, frames / f"{name}.json")
@@ -102,7 +104,7 @@ def import_frames(directory: Path, vars_path: Path) -> dict[str, HostFacts]:
             hf.reachable = False
             hf.errors.append(error)
         else:
-            write_capture(directory, name, commands, results)
+            write_capture(directory, name, commands, results, objects)
         hosts[name] = hf
     write_manifest(directory, site, started, hosts)
     shutil.rmtree(frames, ignore_errors=True)

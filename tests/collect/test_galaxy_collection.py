@@ -31,6 +31,9 @@ def test_collection_builds_installs_offline_and_its_playbooks_resolve(tmp_path):
     with tarfile.open(tarball) as t:
         names = set(t.getnames())
     assert {"playbooks/collect.yml", "roles/network_tuning/tasks/main.yml", "galaxy.yml"} - names == {"galaxy.yml"}
+    # a collection's roles cannot carry modules: each role's module is also the collection's
+    role_modules = {p.name for p in (REPO / "playbooks" / "roles").glob("*/library/*.py")}
+    assert role_modules and {f"plugins/modules/{m}" for m in role_modules} <= names
     _run([str(BIN / "ansible-galaxy"), "collection", "install", "--offline", "-p", str(tmp_path / "installed"),
           str(tarball)], tmp_path)
     root = tmp_path / "installed" / "ansible_collections" / "storadvise" / "tuning"

@@ -1,0 +1,1 @@
+../../roles/apply_summary/library/storadvise_apply_summary.py
