@@ -16,8 +16,8 @@ BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.skipif(not (BIN / "ansible-galaxy").exists(), reason="ansible-core not installed")
 
 
-def _run(argv: list[str], tmp: Path) -> subprocess.CompletedProcess:
-    env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp), "ANSIBLE_HOME": str(tmp / "ansible-home"),
+def _run(argv: list[str], tmp: Path, **extra: str) -> subprocess.CompletedProcess:
+    env = {**extra, "PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp), "ANSIBLE_HOME": str(tmp / "ansible-home"),
            "ANSIBLE_COLLECTIONS_PATH": str(tmp / "installed"), "ANSIBLE_NOCOLOR": "1"}
     cp = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300, cwd=tmp)
     assert cp.returncode == 0, f"{argv[:3]}: {cp.stdout[-2000:]}{cp.stderr[-2000:]}"
@@ -46,3 +46,7 @@ def test_collection_builds_installs_offline_and_its_playbooks_resolve(tmp_path):
     play.write_text("---\n- name: Use a role of the collection\n  hosts: all\n  gather_facts: false\n  roles:\n"
                     "    - role: storadvise.tuning.network_tuning\n")
     _run([str(BIN / "ansible-playbook"), "--syntax-check", "-i", "localhost,", str(play)], tmp_path)
+    # a role's module run from the installed collection, with its module_utils as docs/collect.md says
+    _run([str(BIN / "ansible"), "localhost", "--check", "-m", "storadvise.tuning.storadvise_sysctl", "-a",
+          f"sysctls={{}} sysctl_file={tmp_path / 'x.conf'} conf_paths=[] editable_prefixes=[] "
+          f"backup_file={tmp_path / 'b.json'} state=present"], tmp_path, ANSIBLE_MODULE_UTILS=str(root / "module_utils"))
