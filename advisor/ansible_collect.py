@@ -22,6 +22,7 @@ from advisor.apply.ansible_data import as_data, dump_data, load_data
 from advisor.collector import now_iso, probe_context, probes_for, write_manifest
 from advisor.errors import StoradviseError
 from advisor.facts import HostFacts
+from advisor.secret_vars import redact_vars
 from advisor.site import Site
 from advisor.transport.base import Command
 from advisor.transport.capture_objects import CaptureObjects
@@ -48,12 +49,13 @@ def batch_vars(site: Site, hosts: list, sample_seconds: float, probes: list[str]
             "sudo": script.sudo,
             "wrapper": script.text,
         }
-    return {"format": VARS_FORMAT, "site": site.model_dump(mode="json"), "hosts": out}
+    # the site as the manifest records it: secrets (a become password) never reach the vars file
+    return {"format": VARS_FORMAT, "site": redact_vars(json.loads(site.model_dump_json())), "hosts": out}
 
 
 def write_vars_file(path: Path, data: dict[str, Any]) -> None:
     path.write_text(dump_data({"storadvise_collect": as_data(data)}))
-    path.chmod(0o600)  # the site's vars may hold secrets (as the site file does)
+    path.chmod(0o600)  # host names, addresses and the site's (non-secret) vars
 
 
 def read_vars_file(path: Path) -> dict[str, Any]:

@@ -16,7 +16,8 @@ SA = str(Path(sys.executable).parent / "storadvise")
 def _site(tmp: Path) -> Path:
     p = tmp / "site.yml"
     p.write_text(yaml.safe_dump({"name": "clitest", "profiles": ["generic"], "hosts": [
-        {"name": "n1", "address": "127.0.0.1", "port": 1, "roles": ["storage"]}]}))
+        {"name": "n1", "address": "127.0.0.1", "port": 1, "roles": ["storage"],
+         "vars": {"ansible_become_password": "s3cret-pw"}}]}))
     return p
 
 
@@ -32,6 +33,7 @@ def test_vars_file_holds_each_hosts_batch_as_unsafe_data(tmp_path):
     text = vars_file.read_text()
     assert "!unsafe 'wrapper': !unsafe |" in text and "storadvise batch wrapper" in text
     assert vars_file.stat().st_mode & 0o077 == 0
+    assert "s3cret-pw" not in text  # the become password stays in the site file and the inventory
 
 
 def test_unreached_host_is_unreachable_and_bad_vars_refused(tmp_path):
@@ -44,6 +46,7 @@ def test_unreached_host_is_unreachable_and_bad_vars_refused(tmp_path):
     manifest = json.loads((capture / "manifest.json").read_text())
     assert manifest["hosts"]["n1"]["reachable"] is False
     assert "no output from Ansible" in manifest["hosts"]["n1"]["errors"][0]
+    assert "s3cret-pw" not in (capture / "manifest.json").read_text()
 
     bad = tmp_path / "bad.yml"
     bad.write_text("just: text\n")
