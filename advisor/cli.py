@@ -164,7 +164,8 @@ def report_cmd(
 # --------------------------------------------------------------------------- collect
 
 
-@app.command(epilog="Example: storadvise collect --site ifca --out ifca-outputs/ && storadvise scan --from ifca-outputs/")
+@app.command(epilog="Example: storadvise collect --site ifca --out ifca-outputs/ && storadvise scan --from ifca-outputs/ "
+             "(through Ansible: storadvise collect --site ifca --ansible-vars v.yml, then playbooks/collect.yml; docs/collect.md)")
 @scan_options(exclude=("profiles", "mesh", "efficiency", "from_capture"))
 def collect(
     site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name or path; none = the local host."),
