@@ -57,7 +57,9 @@ _BUILTIN = (
                 probe_module="probes.xcache", rule_pack="xcache.yml", role="xcache",
                 adapter_module="advisor.adapters.xcache",
                 play_title="Set XCache pfc directives and restart the instance when they changed"),
-    StorageKind("dcache"), StorageKind("eos"), StorageKind("ceph"), StorageKind("lustre"), StorageKind("beegfs"),
+    StorageKind("dcache"), StorageKind("eos"), StorageKind("ceph"),
+    StorageKind("lustre", "Lustre clients: lctl get_param of osc/mdc/llite devices",
+                probe_module="probes.lustre", rule_pack="lustre.yml"), StorageKind("beegfs"),
     StorageKind("nfs"), StorageKind("hdfs"), StorageKind("other"),
 )
 
