@@ -59,7 +59,10 @@ _BUILTIN = (
                 play_title="Set XCache pfc directives and restart the instance when they changed"),
     StorageKind("dcache"), StorageKind("eos"), StorageKind("ceph"),
     StorageKind("lustre", "Lustre clients: lctl get_param of osc/mdc/llite devices",
-                probe_module="probes.lustre", rule_pack="lustre.yml"), StorageKind("beegfs"),
+                probe_module="probes.lustre", rule_pack="lustre.yml", role="lustre_tuning",
+                adapter_module="advisor.adapters.lustre",
+                play_title="Set Lustre client parameters with lctl set_param",
+                lab_emulation="advisor.lab.emulators.lustre_lab"), StorageKind("beegfs"),
     StorageKind("nfs"), StorageKind("hdfs"), StorageKind("other"),
 )
 
