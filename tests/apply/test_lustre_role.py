@@ -4,6 +4,8 @@ own; then the lustre.params probe's script reads the result back through the sam
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.apply.conftest import ANSIBLE_PLAYBOOK, play_recap, requirements_missing, start_ns_host
@@ -89,7 +91,9 @@ def test_apply_sets_what_differs_and_the_probe_reads_it_back(world):
     cp = playbook(world)
     assert play_recap(cp.stdout)["wn01"]["changed"] == 1, cp.stdout
     k = world["keys"]
-    assert sets(world) == [f"lctl set_param {k['llite']}=256 {k['osc0']}=16 {k['osc1']}=16"]
+    # one set_param per parameter (one refused never keeps the others unchanged)
+    assert sets(world) == [f"lctl set_param {k['llite']}=256", f"lctl set_param {k['osc0']}=16",
+                           f"lctl set_param {k['osc1']}=16"]
     assert "runtime only" in cp.stdout
     after = probe_facts(world)
     assert value(after, k["osc0"]) == 16 and value(after, k["osc1"]) == 16 and value(after, k["llite"]) == 256
@@ -114,10 +118,17 @@ def test_rollback_restores_the_old_values(world):
     assert play_recap(cp.stdout)["wn01"]["changed"] == 0 and "nothing to roll back" in cp.stdout
 
 
-def test_unknown_parameter_fails_naming_it(world):
+def test_bad_parameters_are_reported_and_the_good_one_is_set(world):
+    """A missing device, a glob and a non-number are each reported per setting; the valid one is still set."""
+    k = world["keys"]
+    dirty = k["osc0"].replace("max_rpcs_in_flight", "max_dirty_mb")
+    params = {"osc.nosuch-OST0000-osc-x.max_dirty_mb": "64", "osc.*.max_dirty_mb": "64", k["osc1"]: "many", dirty: "64"}
     bad = world["plan"] / "bad.yml"
     bad.write_text(PLAYS.replace("lustre_tuning_state: \"{{ state | default('present') }}\"",
-                                 "lustre_tuning_state: present, lustre_tuning_params: {osc.nosuch-OST0000-osc-x.max_dirty_mb: '64'}"))
+                                 "lustre_tuning_state: present, lustre_tuning_params: " + json.dumps(params))
+                   + "  post_tasks:\n    - ansible.builtin.debug: {var: lustre_tuning_result.failed_settings}\n")
     cp = world["host"].controller([ANSIBLE_PLAYBOOK, "bad.yml"], cwd=world["plan"], check=False)
-    assert play_recap(cp.stdout)["wn01"]["failed"] == 1
+    assert play_recap(cp.stdout)["wn01"]["changed"] == 1, cp.stdout
     assert "lctl get_param -n osc.nosuch-OST0000-osc-x.max_dirty_mb" in cp.stdout and "No such file" in cp.stdout
+    assert "no glob" in cp.stdout and "is not a whole number" in cp.stdout
+    assert value(probe_facts(world), dirty) == 64

@@ -2,7 +2,7 @@
 emulated by the lab's lctl emulator, runs at Lustre's defaults): scan finds the lustre rule pack's
 faults with the lctl lines as evidence -> plan writes lustre_tuning variables -> real ansible-playbook
 apply-tuning.yml -> verify says they are fixed; a second apply changes nothing; rollback.yml restores
-the values. Real namespace hosts and sshd; needs root (CI is root)."""
+the values; a reboot loses lctl set_param's runtime values. Real namespace hosts and sshd; needs root (CI is root)."""
 
 from __future__ import annotations
 
@@ -77,6 +77,14 @@ def test_lustre_loop(lab_registry: Path, tmp_path: Path) -> None:
         back = json.loads(cp.stdout)
         assert {f["rule_id"] for f in back["findings"]
                 if f["rule_id"].startswith("LUSTRE-") and f["status"] == "fail"} == LUSTRE_FAILS
+
+        # lctl set_param is runtime only: a rebooted client mounts again at its old values
+        _playbook(plan, "apply-tuning.yml")
+        lab_cli(["reboot", "wn01", "--name", name])
+        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        hosts = {h for f in json.loads(cp.stdout)["findings"]
+                 if f["rule_id"] in LUSTRE_FAILS and f["status"] == "fail" for h in f["hosts"]}
+        assert hosts == {"wn01"}
     finally:
         lab_cli(["down", "--name", name], check=False)
         assert no_traces(lab_traces(name))

@@ -46,8 +46,23 @@ def client_params(host: str, fsname: str, osts: int, mdts: int, settings: dict[s
 
 def setup_state(state_dir: Path, hosts: list[str], fsname: str, osts: int, mdts: int, settings: dict[str, Any]) -> None:
     for host in hosts:
-        write_json(Path(state_dir) / "lustre" / f"{host}.json",
-                   {"params": client_params(host, fsname, osts, mdts, settings)})
+        params = client_params(host, fsname, osts, mdts, settings)
+        write_json(Path(state_dir) / "lustre" / f"{host}.json", {"params": params, "boot": dict(params)})
+
+
+REMOUNT_TOOL = "storadvise-lab-lustre-remount"
+
+
+def remount(state_dir: Path, host: str) -> bool:
+    """The client mounts again after a reboot: every parameter is back at its boot value."""
+    f = Path(state_dir) / "lustre" / f"{host}.json"
+    with locked(Path(state_dir)):
+        data = read_json(f)
+        if data is None:
+            return False
+        data["params"] = dict(data["boot"])
+        write_json(f, data)
+    return True
 
 
 def _matches(pattern: str, name: str) -> bool:
@@ -66,6 +81,10 @@ def _path(pattern: str) -> str:
 def main(tool: str, argv: list[str], state_dir: str) -> int:
     state = Path(state_dir)
     host = this_host()
+    if tool == REMOUNT_TOOL:
+        ok = remount(state, host)
+        log_invocation(state, tool, [tool] + argv, 0 if ok else 1)
+        return 0 if ok else 1
     f = state / "lustre" / f"{host}.json"
     rc = 0
     with locked(state):

@@ -50,11 +50,28 @@ class LustreLab(LabEmulation):
 
     def install(self, host_dir: Path, state_dir: Path) -> dict[str, Path]:
         from advisor.lab.emulators.common import write_wrapper
+        from advisor.lab.emulators.lustre import REMOUNT_TOOL
 
         d = host_dir / "emu" / "lustre"
         write_wrapper(d / "lctl", emulator_python(), package_root(), "advisor.lab.emulators.lustre", "lctl", state_dir,
                       "emulates the Lustre client's lctl get_param/set_param for the storadvise lab")
+        write_wrapper(d / REMOUNT_TOOL, emulator_python(), package_root(), "advisor.lab.emulators.lustre", REMOUNT_TOOL,
+                      state_dir, "the lab's reboot: the emulated Lustre client mounts again at its boot values")
         return {BIN_DIR: d}
+
+    def reboot(self, host_dir: Path, host: str) -> bool:
+        """A rebooted client mounts again: values set with lctl set_param are gone."""
+        import subprocess
+
+        from advisor.lab.emulators.lustre import REMOUNT_TOOL
+
+        tool = host_dir / "emu" / "lustre" / REMOUNT_TOOL
+        if not tool.exists():
+            return False
+        cp = subprocess.run(["env", f"STORADVISE_LAB_HOST={host}", str(tool)], capture_output=True, text=True, timeout=60)
+        if cp.returncode != 0:
+            raise RuntimeError(f"{REMOUNT_TOOL} on {host} failed: {(cp.stderr or cp.stdout).strip()[-300:]}")
+        return True
 
 
 EMULATION = LustreLab()

@@ -48,8 +48,14 @@ set:
 """
 
 import os
+import re
 
-from ansible.module_utils.storadvise_state import load_backup, retire_backup, run_backed_module, save_backup
+from ansible.module_utils.storadvise_state import (load_backup, record_change, record_failure, retire_backup,
+                                                   run_backed_module, save_backup)
+
+#: TYPE.DEVICE.PARAM of a client device (no glob: one parameter per name)
+_NAME = re.compile(r"^(osc|mdc|llite)\.[A-Za-z0-9_-]+\.[a-z0-9_]+$")
+_VALUE = re.compile(r"^[0-9]+$")
 
 
 def lctl_path(module, p):
@@ -62,33 +68,60 @@ def lctl_path(module, p):
 
 
 def get(module, p, name):
+    """The value, or raise ValueError naming why it cannot be read."""
     rc, out, err = module.run_command([lctl_path(module, p), "get_param", "-n", name])
     lines = [ln.strip() for ln in (out or "").splitlines() if ln.strip()]
     if rc != 0 or len(lines) != 1:
         why = (err or out or "").strip().splitlines()
-        module.fail_json(msg="lctl get_param -n %s: %s" % (
+        raise ValueError("lctl get_param -n %s: %s" % (
             name, why[-1] if why else ("%d values (a parameter name, not a pattern)" % len(lines))))
     return lines[0]
 
 
-def set_all(module, p, values):
-    args = ["%s=%s" % (n, v) for n, v in sorted(values.items())]
-    rc, out, err = module.run_command([lctl_path(module, p), "set_param"] + args)
+def set_one(module, p, name, value):
+    rc, out, err = module.run_command([lctl_path(module, p), "set_param", "%s=%s" % (name, value)])
     if rc != 0:
         why = (err or out or "").strip().splitlines()
-        module.fail_json(msg="lctl set_param %s failed: %s" % (" ".join(args), why[-1] if why else "exit %s" % rc))
-    return args
+        raise ValueError("lctl set_param %s=%s failed: %s" % (name, value, why[-1] if why else "exit %s" % rc))
+
+
+def refusal(name, value):
+    if not _NAME.match(str(name)):
+        return "not an osc/mdc/llite parameter name (TYPE.DEVICE.PARAM, no glob)"
+    if not _VALUE.match(str(value).strip()):
+        return "value %r is not a whole number" % (value,)
+    return None
+
+
+def _set_and_check(module, p, result, name, old, value):
+    try:
+        set_one(module, p, name, value)
+        now = get(module, p, name)
+    except ValueError as exc:
+        record_failure(result, name, str(exc))
+        return
+    if now != value:
+        record_failure(result, name, "lctl set_param reported success but lctl get_param shows %s" % now)
+    else:
+        record_change(result, name, old, value)
 
 
 def apply(module, p):
-    result = {"changed": False, "set": [], "old": {}}
-    want = {n: str(v).strip() for n, v in (p["params"] or {}).items()}
-    old = {}
-    for n, v in sorted(want.items()):
-        cur = get(module, p, n)
+    result = {"changed": False, "set": [], "old": {}, "changed_settings": [], "failed_settings": []}
+    old, changes = {}, {}
+    for n, v in sorted((p["params"] or {}).items()):
+        v = str(v).strip()
+        why = refusal(n, v)
+        if why:
+            record_failure(result, "%s=%s" % (n, v), why)
+            continue
+        try:
+            cur = get(module, p, n)
+        except ValueError as exc:
+            record_failure(result, n, str(exc))
+            continue
         if cur != v:
-            old[n] = cur
-    changes = {n: want[n] for n in old}
+            old[n], changes[n] = cur, v
     result["old"] = old
     result["set"] = ["%s=%s" % (n, v) for n, v in sorted(changes.items())]
     result["changed"] = bool(changes)
@@ -96,32 +129,46 @@ def apply(module, p):
         result["diff"] = {"before_header": "lctl", "after_header": "lctl",
                           "before": "".join("%s=%s\n" % (n, old[n]) for n in sorted(changes)),
                           "after": "".join("%s=%s\n" % (n, changes[n]) for n in sorted(changes))}
-    if not changes or module.check_mode:
+    if not changes:
+        return result
+    if module.check_mode:
+        for n in sorted(changes):
+            record_change(result, n, old[n], changes[n])
         return result
     backup = load_backup(p["backup_file"]) or {"role": "lustre_tuning", "params": {}}
     for n, v in old.items():
         backup["params"].setdefault(n, v)
     save_backup(p["backup_file"], backup)
-    set_all(module, p, changes)
-    wrong = ["%s is %s" % (n, a) for n, v in changes.items() if (a := get(module, p, n)) != v]
-    if wrong:
-        module.fail_json(msg="lctl set_param reported success but lctl get_param shows: " + "; ".join(wrong), **result)
+    # one set_param per parameter: one lctl refuses does not keep the others unchanged
+    for n in sorted(changes):
+        _set_and_check(module, p, result, n, old[n], changes[n])
     return result
 
 
 def rollback(module, p):
-    result = {"changed": False, "set": [], "rolled_back": False}
+    result = {"changed": False, "set": [], "rolled_back": False, "changed_settings": [], "failed_settings": []}
     backup = load_backup(p["backup_file"])
     if backup is None:
         result["msg"] = "no backup at %s: nothing to roll back on this host (nothing changed)" % p["backup_file"]
         return result
-    changes = {n: v for n, v in (backup.get("params") or {}).items() if get(module, p, n) != str(v)}
+    changes, current = {}, {}
+    for n, v in sorted((backup.get("params") or {}).items()):
+        try:
+            current[n] = get(module, p, n)
+        except ValueError as exc:
+            record_failure(result, n, str(exc))
+            continue
+        if current[n] != str(v):
+            changes[n] = str(v)
     result["set"] = ["%s=%s" % (n, v) for n, v in sorted(changes.items())]
     result["changed"] = result["rolled_back"] = True
     if module.check_mode:
         return result
-    if changes:
-        set_all(module, p, changes)
+    for n in sorted(changes):
+        _set_and_check(module, p, result, n, current[n], changes[n])
+    if result["failed_settings"]:
+        result["msg"] = "backup %s kept: some values could not be restored" % p["backup_file"]
+        return result
     result["backup_kept_as"] = retire_backup(p["backup_file"])
     return result
 
