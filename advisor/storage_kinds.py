@@ -57,7 +57,7 @@ _BUILTIN = (
                 probe_module="probes.xcache", rule_pack="xcache.yml", role="xcache",
                 adapter_module="advisor.adapters.xcache",
                 play_title="Set XCache pfc directives and restart the instance when they changed"),
-    StorageKind("dcache"), StorageKind("eos"), StorageKind("ceph", "Ceph / CephFS: ceph osd perf on storage hosts (kernel vs FUSE mounts: the mounts probe)",
+    StorageKind("dcache"), StorageKind("eos"), StorageKind("ceph", "Ceph / CephFS: ceph osd perf and ceph health detail on storage hosts (kernel vs FUSE mounts: the mounts probe)",
                 probe_module="probes.ceph", rule_pack="ceph.yml"),
     StorageKind("lustre", "Lustre clients: lctl get_param of osc/mdc/llite devices",
                 probe_module="probes.lustre", rule_pack="lustre.yml", role="lustre_tuning",

@@ -94,3 +94,85 @@ class OsdPerfProbe(Probe):
                 raise ProbeParseError(f"ceph osd perf exited with status {rc}" + (f": {first[:200]}" if first else ""))
             return parse_osd_perf(body)
         return parse_osd_perf(text)
+
+
+# --------------------------------------------------------------------------- ceph health detail
+
+_STATUS = re.compile(r"^(HEALTH_OK|HEALTH_WARN|HEALTH_ERR)(?:\s+(.*))?$")
+_CHECK = re.compile(r"^\[(WRN|ERR|INF)\]\s+([A-Z0-9_]+):\s*(.*)$")
+_DAEMONS = re.compile(r"daemons \[([^\]]+)\]|\b((?:osd|mon|mds|mgr)\.[\w.-]+) has slow ops")
+
+
+class HealthCheck(BaseModel):
+    severity: str
+    summary: str
+    #: the indented lines under the check (``osd.3 is down (since 2m)``)
+    details: list[str] = Field(default_factory=list)
+    line: str
+
+
+class CephHealthFacts(BaseModel):
+    status: str
+    summary: str = ""
+    line: str
+    #: check code (SLOW_OPS, OSD_DOWN, ...) -> the check
+    checks: dict[str, HealthCheck] = Field(default_factory=dict)
+    #: daemons the SLOW_OPS check names (``osd.4``)
+    slow_ops_daemons: list[str] = Field(default_factory=list)
+
+
+def parse_health_detail(text: str) -> CephHealthFacts:
+    """``ceph health detail`` (Nautilus and later: ``[WRN] CODE: summary`` per check, details indented)."""
+    lines = [(n, ln.rstrip()) for n, ln in enumerate(text.splitlines(), 1) if ln.strip()]
+    if not lines:
+        raise ProbeParseError("ceph health detail: empty output")
+    n0, first = lines[0]
+    m = _STATUS.match(first.strip())
+    if not m:
+        raise ProbeParseError(f"ceph health detail: line {n0} is not HEALTH_OK/HEALTH_WARN/HEALTH_ERR: {first[:80]!r}")
+    facts = CephHealthFacts(status=m.group(1), summary=m.group(2) or "", line=first.strip())
+    current: HealthCheck | None = None
+    for n, line in lines[1:]:
+        c = _CHECK.match(line.strip())
+        if c and not line[:1].isspace():
+            current = HealthCheck(severity=c.group(1), summary=c.group(3), line=line.strip())
+            facts.checks[c.group(2)] = current
+        elif line[:1].isspace() and current is not None:
+            current.details.append(line.strip())
+        else:
+            raise ProbeParseError(f"ceph health detail: line {n} is neither a '[WRN] CODE: ...' check nor an indented "
+                                  f"detail: {line.strip()[:80]!r}")
+    slow = facts.checks.get("SLOW_OPS")
+    if slow:
+        for a, b in _DAEMONS.findall(slow.summary):
+            facts.slow_ops_daemons += [d.strip() for d in a.split(",") if d.strip()] if a else [b]
+    return facts
+
+
+class HealthDetailProbe(Probe):
+    name = "ceph.health"
+    title = "Ceph cluster health checks (ceph health detail)"
+    roles = frozenset({"storage"})
+    needs_root = True
+    facts_model = CephHealthFacts
+
+    def script(self, ctx: ProbeContext) -> str:
+        return (
+            require_tool("ceph", "/usr/bin")
+            + section("health")
+            + 'out=$(timeout 20 "$TOOL_ceph" health detail 2>&1); rc=$?\n'
+            + "printf '%s\\n' \"$out\"\n"
+            + section("rc")
+            + 'echo "$rc"\n'
+        )
+
+    def parse(self, text: str) -> CephHealthFacts:
+        if SECTION_MARKER + "health" in text:
+            sections = split_sections(text)
+            body = sections.get("health", "")
+            rc = (sections.get("rc") or "0").strip() or "0"
+            if rc != "0":
+                first = next((ln.strip() for ln in body.splitlines() if ln.strip()), "")
+                raise ProbeParseError(f"ceph health detail exited with status {rc}" + (f": {first[:200]}" if first else ""))
+            return parse_health_detail(body)
+        return parse_health_detail(text)

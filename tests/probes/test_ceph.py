@@ -86,3 +86,50 @@ def test_parser_raises_only_parse_error(lines):
         PROBE.parse(text)
     except ProbeParseError:
         pass
+
+
+HEALTH = get_probe("ceph.health")
+REAL_HEALTH = REAL.parent / "ceph.health"
+
+
+def _health_findings(text: str):
+    facts = HEALTH.parse(text)
+    h = HostFacts(name="mon1", roles=["storage"], probes={
+        "ceph.health": ProbeResult(probe="ceph.health", status=ProbeStatus.ok, facts=facts.model_dump())})
+    return {f.rule_id: f for f in evaluate(FactSet(site="t", hosts={"mon1": h}), profiles=["generic"]).findings
+            if f.rule_id in ("CEPH-SLOW-OPS", "CEPH-HEALTH")}
+
+
+def test_slow_ops_of_a_real_capture_fail_with_the_check_line():
+    found = _health_findings((REAL_HEALTH / "ceph-quest-notes-slow-ops-two-osds.txt").read_text())
+    assert found["CEPH-SLOW-OPS"].status == FindingStatus.fail
+    assert "daemons [osd.4,osd.7] have slow ops" in str(found["CEPH-SLOW-OPS"].evidence)
+    assert found["CEPH-HEALTH"].status == FindingStatus.fail and found["CEPH-HEALTH"].observed == "HEALTH_WARN"
+
+
+def test_healthy_cluster_and_indented_details():
+    found = _health_findings("HEALTH_OK\n")
+    assert found["CEPH-SLOW-OPS"].status == FindingStatus.passed and found["CEPH-HEALTH"].status == FindingStatus.passed
+    facts = HEALTH.parse("HEALTH_WARN 1 osds down\n[WRN] OSD_DOWN: 1 osds down\n    osd.3 (root=default,host=n2) is down\n")
+    assert facts.checks["OSD_DOWN"].details == ["osd.3 (root=default,host=n2) is down"] and facts.slow_ops_daemons == []
+
+
+@pytest.mark.parametrize("text,where", [
+    ("", "empty output"),
+    ("  cluster:\n    id: a1b2\n    health: HEALTH_WARN\n", "line 1 is not HEALTH_OK"),
+    ("HEALTH_WARN x\n    orphan detail\n", "line 2 is neither"),
+])
+def test_health_refuses_other_formats(text, where):
+    with pytest.raises(ProbeParseError, match=where):
+        HEALTH.parse(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["HEALTH_OK", "HEALTH_WARN 2 slow ops", "[WRN] SLOW_OPS: daemons [osd.1,] have slow ops",
+                                 "[ERR] X: y", "    detail", "", "x", "[WRN]"]), max_size=10) | st.text())
+def test_health_parser_raises_only_parse_error(lines):
+    text = lines if isinstance(lines, str) else "\n".join(lines)
+    try:
+        HEALTH.parse(text)
+    except ProbeParseError:
+        pass
