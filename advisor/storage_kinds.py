@@ -6,8 +6,8 @@ the rule engine, the planner, the lab or the site model knows a storage system b
 
 ``storage_kind`` in a site file names an entry; a site that gives no ``profiles`` gets that
 entry's ``default_profile``. Entries without modules (``dcache``, ``eos``, ...) are known kinds whose
-plug-in is not written yet: their sites get the generic rules. ``ceph`` and ``dcache`` have probes and
-rules but no role (their findings are fixed by hand).
+plug-in is not written yet: their sites get the generic rules. ``ceph``, ``dcache`` and ``beegfs`` have
+probes and rules but no role (their findings are fixed by hand).
 """
 
 from __future__ import annotations
@@ -69,7 +69,9 @@ _BUILTIN = (
                 adapter_module="advisor.adapters.lustre",
                 play_title="Set Lustre client parameters with lctl set_param",
                 lab_emulation="advisor.lab.emulators.lustre_lab"),
-    StorageKind("beegfs"), StorageKind("nfs"), StorageKind("hdfs"), StorageKind("other"),
+    StorageKind("beegfs", "BeeGFS clients: beegfs-client.conf",
+                probe_module="probes.beegfs", rule_pack="beegfs.yml"),
+    StorageKind("nfs"), StorageKind("hdfs"), StorageKind("other"),
 )
 
 _REGISTRY: dict[str, StorageKind] = {k.name: k for k in _BUILTIN}
