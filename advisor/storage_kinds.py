@@ -6,8 +6,8 @@ the rule engine, the planner, the lab or the site model knows a storage system b
 
 ``storage_kind`` in a site file names an entry; a site that gives no ``profiles`` gets that
 entry's ``default_profile``. Entries without modules (``dcache``, ``eos``, ...) are known kinds whose
-plug-in is not written yet: their sites get the generic rules. ``ceph``, ``dcache`` and ``beegfs`` have
-probes and rules but no role (their findings are fixed by hand).
+plug-in is not written yet: their sites get the generic rules. ``ceph``, ``dcache``, ``eos`` and ``beegfs``
+have probes and rules but no role (their findings are fixed by hand).
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ _BUILTIN = (
                 play_title="Set XCache pfc directives and restart the instance when they changed"),
     StorageKind("dcache", "dCache: domains, services and Java memory from dcache.conf and the layout file",
                 probe_module="probes.dcache", rule_pack="dcache.yml"),
-    StorageKind("eos"),
+    StorageKind("eos", "EOS: eos fs ls on the MGM (file system boot, configstatus, drain)",
+                probe_module="probes.eos", rule_pack="eos.yml"),
     StorageKind("ceph", "Ceph / CephFS: ceph osd perf and ceph health detail on storage hosts (kernel vs FUSE "
                 "mounts: the mounts probe)",
                 probe_module="probes.ceph", rule_pack="ceph.yml"),
