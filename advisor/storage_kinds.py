@@ -6,8 +6,8 @@ the rule engine, the planner, the lab or the site model knows a storage system b
 
 ``storage_kind`` in a site file names an entry; a site that gives no ``profiles`` gets that
 entry's ``default_profile``. Entries without modules (``dcache``, ``eos``, ...) are known kinds whose
-plug-in is not written yet: their sites get the generic rules. ``ceph``, ``dcache``, ``eos`` and ``beegfs``
-have probes and rules but no role (their findings are fixed by hand).
+plug-in is not written yet: their sites get the generic rules. ``ceph``, ``dcache``, ``eos``, ``beegfs`` and
+``hdfs`` have probes and rules but no role (their findings are fixed by hand).
 """
 
 from __future__ import annotations
@@ -72,7 +72,10 @@ _BUILTIN = (
                 lab_emulation="advisor.lab.emulators.lustre_lab"),
     StorageKind("beegfs", "BeeGFS clients: beegfs-client.conf",
                 probe_module="probes.beegfs", rule_pack="beegfs.yml"),
-    StorageKind("nfs"), StorageKind("hdfs"), StorageKind("other"),
+    StorageKind("nfs"),
+    StorageKind("hdfs", "HDFS: balancer concurrency and bandwidth (hdfs getconf)",
+                probe_module="probes.hdfs", rule_pack="hdfs.yml"),
+    StorageKind("other"),
 )
 
 _REGISTRY: dict[str, StorageKind] = {k.name: k for k in _BUILTIN}
