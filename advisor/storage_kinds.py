@@ -6,7 +6,8 @@ the rule engine, the planner, the lab or the site model knows a storage system b
 
 ``storage_kind`` in a site file names an entry; a site that gives no ``profiles`` gets that
 entry's ``default_profile``. Entries without modules (``dcache``, ``eos``, ...) are known kinds whose
-plug-in is not written yet: their sites get the generic rules.
+plug-in is not written yet: their sites get the generic rules. ``ceph``, ``dcache``, ``eos``, ``beegfs`` and
+``hdfs`` have probes and rules but no role (their findings are fixed by hand).
 """
 
 from __future__ import annotations
@@ -58,8 +59,24 @@ _BUILTIN = (
                 adapter_module="advisor.adapters.xcache",
                 play_title="Set XCache pfc directives and restart the instance when they changed",
                 lab_emulation="advisor.lab.xcache_lab"),
-    StorageKind("dcache"), StorageKind("eos"), StorageKind("ceph"), StorageKind("lustre"), StorageKind("beegfs"),
-    StorageKind("nfs"), StorageKind("hdfs"), StorageKind("other"),
+    StorageKind("dcache", "dCache: domains, services and Java memory from dcache.conf and the layout file",
+                probe_module="probes.dcache", rule_pack="dcache.yml"),
+    StorageKind("eos", "EOS: eos fs ls on the MGM (file system boot, configstatus, drain)",
+                probe_module="probes.eos", rule_pack="eos.yml"),
+    StorageKind("ceph", "Ceph / CephFS: ceph osd perf and ceph health detail on storage hosts (kernel vs FUSE "
+                "mounts: the mounts probe)",
+                probe_module="probes.ceph", rule_pack="ceph.yml"),
+    StorageKind("lustre", "Lustre clients: lctl get_param of osc/mdc/llite devices",
+                probe_module="probes.lustre", rule_pack="lustre.yml", role="lustre_tuning",
+                adapter_module="advisor.adapters.lustre",
+                play_title="Set Lustre client parameters with lctl set_param",
+                lab_emulation="advisor.lab.emulators.lustre_lab"),
+    StorageKind("beegfs", "BeeGFS clients: beegfs-client.conf",
+                probe_module="probes.beegfs", rule_pack="beegfs.yml"),
+    StorageKind("nfs"),
+    StorageKind("hdfs", "HDFS: balancer concurrency and bandwidth (hdfs getconf)",
+                probe_module="probes.hdfs", rule_pack="hdfs.yml"),
+    StorageKind("other"),
 )
 
 _REGISTRY: dict[str, StorageKind] = {k.name: k for k in _BUILTIN}

@@ -1,0 +1,90 @@
+"""The loop on the lustre lab scenario (advisor/lab/scenarios/lustre.yml: two workers whose Lustre client,
+emulated by the lab's lctl emulator, runs at Lustre's defaults): scan finds the lustre rule pack's
+faults with the lctl lines as evidence -> plan writes lustre_tuning variables -> real ansible-playbook
+apply-tuning.yml -> verify says they are fixed; a second apply changes nothing; rollback.yml restores
+the values; a reboot loses lctl set_param's runtime values. Real namespace hosts and sshd; needs root (CI is root)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root
+
+SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "lustre.yml"
+BIN = Path(sys.executable).parent
+LUSTRE_FAILS = {"LUSTRE-OSC-RPCS-IN-FLIGHT", "LUSTRE-OSC-MAX-DIRTY", "LUSTRE-MDC-RPCS-IN-FLIGHT", "LUSTRE-READ-AHEAD"}
+
+
+def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())", *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=str(REPO), env={**os.environ})
+
+
+def _playbook(plan: Path, name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    cp = subprocess.run([shutil.which("ansible-playbook", path=str(BIN)) or "ansible-playbook", name, *args],
+                        cwd=plan, capture_output=True, text=True, timeout=600)
+    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-2000:]
+    return cp
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_lustre_loop(lab_registry: Path, tmp_path: Path) -> None:
+    require_root()
+    name = f"t-lus{os.getpid() % 10000}"
+    try:
+        lab_cli(["up", "--scenario", str(SCENARIO), "--name", name, "--json"])
+        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        assert cp.returncode in (0, 2), cp.stderr[-2000:]
+        scan_file = tmp_path / "scan.json"
+        scan_file.write_text(cp.stdout)
+        scan = json.loads(cp.stdout)
+        failed = [f for f in scan["findings"] if f["rule_id"].startswith("LUSTRE-") and f["status"] == "fail"]
+        assert {f["rule_id"] for f in failed} == LUSTRE_FAILS, failed
+        rpcs = [f for f in failed if f["rule_id"] == "LUSTRE-OSC-RPCS-IN-FLIGHT"]
+        # one OSC per OST per client mount (each mount has its own instance in the device name)
+        assert sorted(h for f in rpcs for h in f["hosts"]) == ["wn01"] * 4 + ["wn02"] * 4
+        assert all(f["observed"] == 8 and f["subject"].startswith("atlas-OST000") for f in rpcs)
+        assert any(".max_rpcs_in_flight=8" in json.dumps(f.get("evidence")) for f in rpcs)
+        ok = [f for f in scan["findings"] if f["rule_id"] == "LUSTRE-OSC-CHECKSUMS"]
+        assert ok and all(f["status"] == "pass" for f in ok)
+
+        plan = tmp_path / "plan"
+        cp = _cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
+        assert cp.returncode == 0, cp.stderr[-2000:]
+        hv = (plan / "host_vars" / "wn02.yml").read_text()
+        assert "lustre_params" in hv and ".max_read_ahead_mb': !unsafe '256'" in hv
+
+        ap = _playbook(plan, "apply-tuning.yml")
+        assert "Set Lustre client parameters with lctl set_param" in ap.stdout
+        again = _playbook(plan, "apply-tuning.yml")
+        assert "changed=0" in again.stdout.split("PLAY RECAP", 1)[1], again.stdout[-2000:]
+
+        cp = _cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
+        result = json.loads(cp.stdout)
+        lus = [f for f in result["findings"] if f["rule_id"] in LUSTRE_FAILS]
+        assert lus and all(f["outcome"] == "fixed" for f in lus), lus
+
+        _playbook(plan, "rollback.yml")
+        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        back = json.loads(cp.stdout)
+        assert {f["rule_id"] for f in back["findings"]
+                if f["rule_id"].startswith("LUSTRE-") and f["status"] == "fail"} == LUSTRE_FAILS
+
+        # lctl set_param is runtime only: a rebooted client mounts again at its old values
+        _playbook(plan, "apply-tuning.yml")
+        lab_cli(["reboot", "wn01", "--name", name])
+        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        hosts = {h for f in json.loads(cp.stdout)["findings"]
+                 if f["rule_id"] in LUSTRE_FAILS and f["status"] == "fail" for h in f["hosts"]}
+        assert hosts == {"wn01"}
+    finally:
+        lab_cli(["down", "--name", name], check=False)
+        assert no_traces(lab_traces(name))

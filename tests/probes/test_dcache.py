@@ -1,0 +1,101 @@
+"""dcache.layout: the layout parser on real layouts (corpus), scoping and ${host.name}, DCACHE-POOL-DIRECT-MEMORY."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.findings import FindingStatus
+from advisor.rule_engine import evaluate
+from probes import get_probe
+from probes.probe import ProbeParseError
+
+PROBE = get_probe("dcache.layout")
+
+CONF = "dcache.layout = ${host.name}\ndcache.java.memory.direct = 1g\n"
+LAYOUT = """# pools of this node
+dcache.java.memory.heap = 2g
+
+[${host.name}_poolsDomain]
+dcache.java.memory.direct = 4096m
+[${host.name}_poolsDomain/pool]
+pool.name = ${host.name}_1
+pool.path = /data/pool1
+
+[${host.name}_smallpoolsDomain]
+[${host.name}_smallpoolsDomain/pool]
+pool.name = ${host.name}_2
+
+[doorsDomain]
+[doorsDomain/xrootd]
+[doorsDomain/webdav]
+"""
+
+
+def sectioned(conf: str, layout: str, host: str = "dc01") -> str:
+    return (f"@@section hostname\n{host}\n@@section layout_name\n{host}\n@@section conf\n{conf}\n"
+            f"@@section layout\n{layout}\n")
+
+
+def test_properties_are_scoped_and_host_name_substituted():
+    f = PROBE.parse(sectioned(CONF, LAYOUT))
+    assert f.layout_name == "dc01" and set(f.domains) == {"dc01_poolsDomain", "dc01_smallpoolsDomain", "doorsDomain"}
+    pools, small, doors = f.domains["dc01_poolsDomain"], f.domains["dc01_smallpoolsDomain"], f.domains["doorsDomain"]
+    assert pools.direct_bytes == 4 * 2**30 and pools.heap_bytes == 2 * 2**30          # domain < layout top
+    assert small.direct_bytes == 2**30 and small.lines["dcache.java.memory.direct"] == "dcache.java.memory.direct = 1g"
+    assert pools.has_pool and not pools.has_door and doors.has_door and not doors.has_pool
+    assert pools.services[0].properties["pool.name"] == "${host.name}_1"
+
+
+def _findings(text: str):
+    facts = PROBE.parse(text)
+    h = HostFacts(name="dc01", roles=["storage"], probes={
+        "dcache.layout": ProbeResult(probe="dcache.layout", status=ProbeStatus.ok, facts=facts.model_dump())})
+    return [f for f in evaluate(FactSet(site="t", hosts={"dc01": h}), profiles=["generic"]).findings
+            if f.rule_id == "DCACHE-POOL-DIRECT-MEMORY"]
+
+
+def test_pool_domain_short_of_direct_memory_fails_doors_not_judged():
+    found = {f.subject: f for f in _findings(sectioned(CONF, LAYOUT))}
+    assert set(found) == {"dc01_poolsDomain", "dc01_smallpoolsDomain"}
+    assert found["dc01_poolsDomain"].status == FindingStatus.passed
+    assert found["dc01_smallpoolsDomain"].status == FindingStatus.fail
+    assert "dcache.java.memory.direct = 1g" in str(found["dc01_smallpoolsDomain"].evidence)
+    # without any setting the dCache default (512m) is judged, and the evidence says it is the default
+    bare = {f.subject: f for f in _findings("[p]\n[p/pool]\n")}
+    assert bare["p"].observed == 512 * 2**20 and "unset (dCache default 512m)" in str(bare["p"].evidence)
+
+
+@pytest.mark.parametrize("text,where", [
+    ("pool.name = a\n", r"no \[domain\] header"),
+    ("[d]\n<Directory /x>\n", "line 2: neither"),
+    (sectioned("[d]\n", "[d]\n"), r"dcache.conf: has a \[domain\] header"),
+])
+def test_other_formats_are_refused(text, where):
+    with pytest.raises(ProbeParseError, match=where):
+        PROBE.parse(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["[d]", "[d/pool]", "[d/xrootd]", "a = b", "dcache.java.memory.direct = 99999999999999999g",
+                                 "dcache.java.memory.heap=x", "# c", "", "[", "=", "[a/b/c]"]), max_size=12) | st.text())
+def test_parser_raises_only_parse_error(lines):
+    text = lines if isinstance(lines, str) else "\n".join(lines)
+    try:
+        PROBE.parse(text)
+    except ProbeParseError:
+        pass
+
+
+def test_script_on_a_host_without_dcache_is_not_applicable():
+    import subprocess
+    from pathlib import Path
+
+    from probes.probe import NOT_APPLICABLE_MARKER, ProbeContext
+
+    if Path("/etc/dcache/dcache.conf").exists():
+        pytest.skip("this machine has a dCache configuration")
+    out = subprocess.run(["/bin/sh", "-c", PROBE.script(ProbeContext(host="x"))], capture_output=True, text=True)
+    assert out.stdout.startswith(NOT_APPLICABLE_MARKER)
