@@ -23,12 +23,12 @@ container or the lab.
 
 from __future__ import annotations
 
-import json
 import shlex
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from probes.json_text import load_host_json
 from probes.probe import NOT_APPLICABLE_MARKER, Probe, ProbeContext, ProbeParseError, bounded_int
 from probes.xcache import XROOTD_ETC, _configured_paths
 
@@ -96,10 +96,7 @@ def parse_xrdpfc_print_json(text: str) -> XCacheCinfoFacts:
                 raise ProbeParseError(f"xrdpfc_print: line {n}: not xrdpfc_print output: {s[:80]!r}")
             facts.errors.append(s[:300])
             continue
-        try:
-            rec = json.loads(s)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise ProbeParseError(f"xrdpfc_print: line {n}: bad JSON ({exc.__class__.__name__})") from None
+        rec = load_host_json(s, f"xrdpfc_print: line {n}")
         if not isinstance(rec, dict) or not isinstance(rec.get("file"), str) or "state_complete" not in rec:
             raise ProbeParseError(f"xrdpfc_print: line {n}: not a .cinfo record (no file / state_complete)")
         where = f"line {n}"
