@@ -20,7 +20,10 @@ def run(*args, cwd=REPO, timeout=300):
 
 def test_plan_site_local_with_role(tmp_path):
     out = tmp_path / "plan"
-    r = run("plan", "--site", "local", "--role", "storage", "--out", out, "--sample-seconds", "0.2", "--json")
+    # --min-severity info: on a well-tuned machine the only failed findings may be info ones (the
+    # default qdisc, tcp_no_metrics_save); the plan must still name this host for the check below
+    r = run("plan", "--site", "local", "--role", "storage", "--out", out, "--sample-seconds", "0.2",
+            "--min-severity", "info", "--json")
     assert r.returncode == 0, r.stderr
     before = json.loads((out / "scan-before.json").read_text())
     assert before["site"] == "local" and before["hosts"][0]["roles"] == ["storage"]

@@ -1,0 +1,1 @@
+../../roles/lustre_tuning/library/storadvise_lctl.py
