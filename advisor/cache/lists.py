@@ -77,3 +77,29 @@ def push_head_row(k, l, st, head, tail):
     else:
         tail[l] = k
     head[l] = k
+
+
+# What LRU and XCache do alike on every read: count it per file type (counts[ty] = requests, hits,
+# bytes requested, bytes hit), and on a hit move the file to the head of its area's list.
+@njit(cache=True, inline="always")
+def count_read_row(k, a, b, ty, st, head, tail, counts):
+    """Count a read of ``b`` bytes of file ``k``; True when it was a hit (the file is then most recent)."""
+    counts[ty, 0] += 1
+    counts[ty, 2] += b
+    if not st[k, 3]:
+        return False
+    counts[ty, 1] += 1
+    counts[ty, 3] += b
+    if head[a] != k:
+        unlink_row(k, a, st, head, tail)
+        push_head_row(k, a, st, head, tail)
+    return True
+
+
+@njit(cache=True, inline="always")
+def admit_row(k, a, s, st, head, tail, used):
+    """Put file ``k`` of ``s`` bytes in area ``a``'s cache as its most recent file."""
+    push_head_row(k, a, st, head, tail)
+    st[k, 3] = 1
+    st[k, 2] = s
+    used[a] += s

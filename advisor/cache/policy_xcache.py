@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from advisor.cache.lists import push_head_row, unlink_row
+from advisor.cache.lists import admit_row, count_read_row, unlink_row
 
 
 @njit(cache=True)
@@ -47,21 +47,9 @@ def _xcache(time, key, area, size, nbytes, ftype, cap, high, low, interval, cloc
             clock[0] += interval * (np.floor((t - clock[0]) / interval) + 1)
         k, a, s, b, ty = key[i], area[i], size[i], nbytes[i], ftype[i]
         opened[k] = stats[0]
-        counts[ty, 0] += 1
-        counts[ty, 2] += b
-        if st[k, 3]:
-            counts[ty, 1] += 1
-            counts[ty, 3] += b
-            if head[a] != k:
-                unlink_row(k, a, st, head, tail)
-                push_head_row(k, a, st, head, tail)
-            continue
-        if s > cap:
+        if count_read_row(k, a, b, ty, st, head, tail, counts) or s > cap:
             continue
         if used[a] + s > cap:
             stats[3] += 1
             continue
-        push_head_row(k, a, st, head, tail)
-        st[k, 3] = 1
-        st[k, 2] = s
-        used[a] += s
+        admit_row(k, a, s, st, head, tail, used)
