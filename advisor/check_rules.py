@@ -34,18 +34,19 @@ def fact_label(path: str) -> str:
     return dotted[-1] if dotted else path
 
 
-def _evidence_lines(rule: RuleSpec, host: str, item: Any) -> list[str]:
-    """The lines the rule's ``evidence`` paths point at, ``host: value`` (empty when none has a value)."""
-    lines: list[str] = []
+def _evidence_values(rule: RuleSpec, item: Any) -> list[str]:
+    """The values the rule's ``evidence`` paths point at, as text, each once (empty when none has
+    a value); an evidence line is ``host: value``."""
+    values: list[str] = []
     for path in rule.evidence:
         v = get_path(item, path)
         if v is MISSING or v in (None, "", []):
             continue
         if isinstance(v, list):
-            lines.extend(f"{host}: {x if isinstance(x, str) else json.dumps(x)}" for x in v)
+            values.extend(x if isinstance(x, str) else json.dumps(x) for x in v)
         else:
-            lines.append(f"{host}: {v}")
-    return list(dict.fromkeys(lines))
+            values.append(str(v))
+    return list(dict.fromkeys(values))
 
 
 def _condition_holds(cond: Condition | None, item: Any, facts: Any, variables: dict[str, Any]) -> bool:
@@ -77,7 +78,17 @@ class _Groups:
             g[1].extend(evidence)
 
 
+#: one outcome of a rule on one host: (group key, observed value, evidence line suffixes or None)
+_Outcome = tuple[tuple, Any, "list[str] | None"]
+
+
 def evaluate_check(ctx: RuleContext) -> list[Finding]:
+    """The rule's findings, one per group of hosts whose outcome says the same thing.
+
+    A host's outcomes depend on its probe's facts alone (the host's name only prefixes evidence
+    lines), and hosts that printed the same output share one facts object (advisor.output_store):
+    the outcomes are computed once per distinct facts object, then listed for every host holding
+    it."""
     rule = ctx.rule
     assert rule.probe and rule.fact and rule.operator
     expected = substitute_vars(rule.expected, ctx.vars)
@@ -89,13 +100,16 @@ def evaluate_check(ctx: RuleContext) -> list[Finding]:
     groups = _Groups()
     add = groups.add
     na_reason = f"probe {probe} does not apply to this host"
+    label = fact_label(rule.fact)
+    # id(facts) -> outcomes; the facts objects are held by the fact set while this runs, so an id
+    # is never reused for another object here
+    by_facts: dict[int, list[_Outcome]] = {}
 
-    def judge(host: str, item: Any, subject: str | None) -> None:
+    def judge(item: Any, subject: str | None) -> _Outcome:
         observed = get_path(item, fact)
         if (observed is MISSING or observed is None) and not presence:
             why = "absent" if observed is MISSING else "not known (null)"
-            add((_NA, subject, None, f"{rule.fact} is {why}", False), host)
-            return
+            return (_NA, subject, None, f"{rule.fact} is {why}", False), None, None
         plain = None if observed is MISSING else observed
         kind = type(plain)
         vkey = (kind, plain) if kind in _SCALARS else value_key(plain) if observed is not MISSING else ("missing",)
@@ -108,13 +122,23 @@ def evaluate_check(ctx: RuleContext) -> list[Finding]:
             verdicts[vkey] = verdict
         ok, err = verdict
         if err is not None:
-            add((_ERR, subject, vkey, err, True), host, plain)
-            return
-        status = "pass" if ok else "fail"
-        lines = None
+            return (_ERR, subject, vkey, err, True), plain, None
+        suffixes = None
         if rule.evidence:  # without evidence paths, the group's lines are written once at the end
-            lines = _evidence_lines(rule, host, item) or _default_evidence(rule, [host], plain)
-        add((status, subject, vkey, None, True), host, plain, lines)
+            suffixes = _evidence_values(rule, item) or [_value_line(label, plain)]
+        return ("pass" if ok else "fail", subject, vkey, None, True), plain, suffixes
+
+    def outcomes(facts: Any) -> list[_Outcome]:
+        if each is not None:
+            collection = get_path(facts, each)
+            if collection is MISSING or not collection:
+                return [((_NA, None, None, f"no {rule.for_each} on this host", False), None, None)]
+            items = collection.items() if isinstance(collection, dict) else enumerate(collection)
+            return [judge(item, str(key)) for key, item in items
+                    if rule.where is None or _condition_holds(rule.where, item, facts, ctx.vars)]
+        if rule.where is not None and not _condition_holds(rule.where, facts, facts, ctx.vars):
+            return [((_NA, None, None, "condition not met", False), None, None)]
+        return [judge(facts, None)]
 
     for host in ctx.hosts():
         name = host.name
@@ -133,19 +157,11 @@ def evaluate_check(ctx: RuleContext) -> list[Finding]:
             add((_ERR, None, None, f"probe {probe} failed: {result.message}", False), name)
             continue
         facts = result.facts
-        if each is not None:
-            collection = get_path(facts, each)
-            if collection is MISSING or not collection:
-                add((_NA, None, None, f"no {rule.for_each} on this host", False), name)
-                continue
-            items = collection.items() if isinstance(collection, dict) else enumerate(collection)
-            for key, item in items:
-                if rule.where is None or _condition_holds(rule.where, item, facts, ctx.vars):
-                    judge(name, item, str(key))
-        elif rule.where is not None and not _condition_holds(rule.where, facts, facts, ctx.vars):
-            add((_NA, None, None, "condition not met", False), name)
-        else:
-            judge(name, facts, None)
+        found = by_facts.get(id(facts))
+        if found is None:
+            found = by_facts[id(facts)] = outcomes(facts)
+        for key, plain, suffixes in found:
+            add(key, name, plain, [f"{name}: {s}" for s in suffixes] if suffixes else None)
     return [_finding(ctx, key, g, expected) for key, g in groups.by_key.items()]
 
 
@@ -163,8 +179,12 @@ def _finding(ctx: RuleContext, key: tuple, group: list, expected: Any) -> Findin
                        evidence=evidence)
 
 
+def _value_line(label: str, observed: Any) -> str:
+    """``label = value``: what a default evidence line says after ``host: ``."""
+    return f"{label} = {observed if isinstance(observed, str) else json.dumps(observed)}"
+
+
 def _default_evidence(rule: RuleSpec, hosts: list[str], observed: Any) -> list[str]:
     """``host: label = value``, one line per host."""
-    value = observed if isinstance(observed, str) else json.dumps(observed)
-    label = fact_label(rule.fact or "")
-    return [f"{h}: {label} = {value}" for h in hosts]
+    line = _value_line(fact_label(rule.fact or ""), observed)
+    return [f"{h}: {line}" for h in hosts]

@@ -6,25 +6,32 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.adapters import Adapter, get_adapter
-from advisor.change_templates import TemplateError, render_changes
+from advisor.change_templates import TemplateError, render_change_groups
 from advisor.errors import RuleDefinitionError
 from advisor.facts import FactSet, ProbeStatus
 from advisor.finding_groups import change_key
 from advisor.findings import Change, ChangeScope
+from advisor.trusted_models import trusted
 
 
 def finding_changes(rule: Any, factset: FactSet, hosts: list[str], fields: dict[str, Any],
                     variables: dict[str, Any]) -> list[Change]:
     """The changes of a failed finding of ``rule`` (a RuleSpec) on ``hosts``. A template that needs
     a value the rule did not give yields no change; an unknown field or adapter is a rule-pack
-    error."""
+    error.
+
+    Each rendered change is completed per group of hosts holding the same facts objects of the
+    probes its adapter reads (hosts with identical outputs share them, advisor.output_store): the
+    adapter reads the current values and compares them with the target once per group, and each
+    host of the group gets its ``Change``."""
     try:
-        rendered = render_changes(rule.remediation.changes, hosts, dict(fields, host=None), variables)
+        rendered = render_change_groups(rule.remediation.changes, hosts, dict(fields, host=None), variables)
     except TemplateError as exc:
         raise RuleDefinitionError(f"{rule.pack}: rule {rule.id}: remediation.changes: {exc}") from None
     out: list[Change] = []
     seen: set[tuple] = set()  # a set, not `in out`: a finding of 10,000 hosts has as many changes
     by_name: dict[str, Adapter | None] = {}  # the registry is looked up once per adapter, not per host
+    all_hosts = factset.hosts
     for r in rendered:
         if r["adapter"] not in by_name:
             by_name[r["adapter"]] = get_adapter(r["adapter"])
@@ -33,25 +40,63 @@ def finding_changes(rule: Any, factset: FactSet, hosts: list[str], fields: dict[
             raise RuleDefinitionError(f"{rule.pack}: rule {rule.id}: unknown adapter {r['adapter']!r}")
         if r["target"] is None or r["key"] in ("", "None"):
             continue
-        hf = factset.hosts.get(r["host"])
-        facts = {p: res.facts for p, res in hf.probes.items() if res.status == ProbeStatus.ok} if hf else {}
-        target = adapter.normalize_target(r["key"], r["target"])
-        runtime, persisted = adapter.current(facts, r["key"])
-        change = change_with_scope(adapter, r["host"], r["key"], runtime, persisted, target)
-        if change is not None:
-            key = change_key(change)
-            if key not in seen:
-                seen.add(key)
+        key = r["key"]
+        target = adapter.normalize_target(key, r["target"])
+        reads = adapter.probes
+        # identity of the facts objects the adapter reads -> (runtime, persisted, scope) or None; the
+        # objects are held by the fact set meanwhile, so no id is reused
+        by_facts: dict[tuple, tuple | None] = {}
+        for host in r["hosts"]:
+            hf = all_hosts.get(host)
+            facts = _usable_facts(hf, reads)
+            ident = (*facts, *map(id, facts.values()))
+            if ident not in by_facts:
+                runtime, persisted = adapter.current(facts, key)
+                scope = change_scope(adapter, runtime, persisted, target)
+                by_facts[ident] = None if scope is None else (runtime, persisted, scope)
+            found = by_facts[ident]
+            if found is None:
+                continue
+            runtime, persisted, scope = found
+            # built without re-validation: every value is of its field's type (host and key are
+            # text, scope a ChangeScope; runtime, persisted and target are Any)
+            change = trusted(Change, {"host": host, "adapter": adapter.name, "key": key, "runtime": runtime,
+                                      "persisted": persisted, "target": target, "scope": scope})
+            ck = change_key(change)
+            if ck not in seen:
+                seen.add(ck)
                 out.append(change)
     return out
 
 
-def change_with_scope(adapter: Adapter, host: str, key: str, runtime: Any, persisted: Any, target: Any) -> Change | None:
-    """The change with its scope; None when runtime and persisted values already equal the target."""
+def _usable_facts(hf: Any, reads: tuple[str, ...] | None) -> dict[str, Any]:
+    """The facts of the host's successful probes, only those in ``reads`` when it is given."""
+    if hf is None:
+        return {}
+    probes = hf.probes
+    if reads is None:
+        return {p: res.facts for p, res in probes.items() if res.status == ProbeStatus.ok}
+    out = {}
+    for p in reads:
+        res = probes.get(p)
+        if res is not None and res.status == ProbeStatus.ok:
+            out[p] = res.facts
+    return out
+
+
+def change_scope(adapter: Adapter, runtime: Any, persisted: Any, target: Any) -> ChangeScope | None:
+    """What must change for the values seen to reach the target; None when both already equal it."""
     runtime_ok = runtime is not None and adapter.same(runtime, target)
     persisted_ok = persisted is not None and adapter.same(persisted, target)
     if runtime_ok and persisted_ok:
         return None
-    scope = ChangeScope.persisted if runtime_ok else ChangeScope.runtime if persisted_ok else ChangeScope.both
+    return ChangeScope.persisted if runtime_ok else ChangeScope.runtime if persisted_ok else ChangeScope.both
+
+
+def change_with_scope(adapter: Adapter, host: str, key: str, runtime: Any, persisted: Any, target: Any) -> Change | None:
+    """The change with its scope; None when runtime and persisted values already equal the target."""
+    scope = change_scope(adapter, runtime, persisted, target)
+    if scope is None:
+        return None
     return Change(host=host, adapter=adapter.name, key=key, runtime=runtime, persisted=persisted, target=target,
                   scope=scope)

@@ -8,7 +8,6 @@ mapping) with an expected value; analytic rules are Python functions registered 
 from __future__ import annotations
 
 import datetime as dt
-import gc
 import importlib
 import pkgutil
 import re
@@ -22,6 +21,7 @@ from advisor.change_templates import render_text
 from advisor.facts import FactSet, HostFacts, ProbeStatus
 from advisor.finding_changes import finding_changes
 from advisor.finding_groups import evidence_host, group_findings
+from advisor.gc_paused import gc_paused
 from advisor.findings import Finding, FindingStatus, Remediation, Severity
 from advisor.host_failures import collapse_host_failures
 from advisor.rule_specs import (
@@ -243,13 +243,8 @@ def evaluate(factset: FactSet, site: Site | None = None, profiles: list[str] | N
     The cyclic garbage collector is paused meanwhile: rules allocate a finding per host and rule
     (400,000 over 10,000 hosts), none in a reference cycle, and the collector's passes over that
     growing heap made the cost grow faster than the hosts."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return _evaluate(factset, site, profiles, catalog, today, rule_filter)
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _evaluate(factset: FactSet, site: Site | None, profiles: list[str] | None, catalog: RuleCatalog | None,

@@ -62,6 +62,9 @@ class Adapter:
     role: str = ""
     #: its changes act on the network (verify then measures the mesh again)
     touches_network: bool = False
+    #: the probes whose facts ``current`` reads (None: any probe); the rule engine hands it only
+    #: those, and reads the current values once per group of hosts holding the same facts of them
+    probes: tuple[str, ...] | None = None
 
     def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:
         """(runtime, persisted) values of ``key`` as the scan saw them; None where unknown."""

@@ -25,6 +25,8 @@ class BlockAdapter(Adapter):
     name = "block"
     role = "block_tuning"
 
+    probes = (PROBE,)
+
     def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:
         dev, attr = split_key(key)
         d = ((facts.get(PROBE) or {}).get("devices") or {}).get(dev) or {}

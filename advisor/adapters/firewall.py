@@ -32,6 +32,8 @@ class FirewallAdapter(Adapter):
     name = "firewall"
     role = "firewall"
 
+    probes = (PROBE,)
+
     def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:
         if PROBE not in facts:
             return None, None

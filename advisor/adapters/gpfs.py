@@ -20,6 +20,8 @@ class GpfsAdapter(Adapter):
     name = "gpfs"
     role = "gpfs_tuning"
 
+    probes = (PERSISTED, ACTIVE)
+
     def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:
         p = ((facts.get(PERSISTED) or {}).get("effective") or {}).get(key) or {}
         a = ((facts.get(ACTIVE) or {}).get("active") or {}).get(key) or {}

@@ -26,6 +26,8 @@ class LustreAdapter(Adapter):
     name = "lustre"
     role = "lustre_tuning"
 
+    probes = (PROBE,)
+
     def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:
         kind, device, param = split_key(key)
         dev = (((facts.get(PROBE) or {}).get(kind) or {}).get(device) or {}) if kind in DEVICE_TYPES else {}

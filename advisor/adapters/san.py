@@ -30,6 +30,8 @@ class SanAdapter(Adapter):
     name = "san"
     role = "san_cache"
 
+    probes = (PROBE,)
+
     def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:
         drive, keyword = split_key(key)
         d = ((facts.get(PROBE) or {}).get("drives") or {}).get(drive) or {}

@@ -22,6 +22,8 @@ class SysctlAdapter(Adapter):
     name = "sysctl"
     role = "network_tuning"
 
+    probes = (PROBE,)
+
     def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:
         e = _entry(facts, key) or {}
         return e.get("runtime"), e.get("persisted")

@@ -29,6 +29,8 @@ class XcacheAdapter(Adapter):
     name = "xcache"
     role = "xcache"
 
+    probes = (PROBE,)
+
     def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:
         for d in reversed(_instance(facts).get("directives") or []):
             if d.get("name") == key:

@@ -91,12 +91,11 @@ def plan(
     Example: storadvise mesh plan --site t1 --strategy sample --k 2 --run 3
     """
     from advisor.mesh.render import plan_table
-    from advisor.mesh.schedule import mesh_schedule, schedule_method
+    from advisor.mesh.schedule import mesh_plan
 
     the_site = _site(site)
     reqs, chosen, cover = _selected(the_site, strategy, k, run_number, group_by)
-    rounds = mesh_schedule(chosen)
-    methods = schedule_method(frozenset((r.src, r.dst)) for r in chosen)
+    rounds, methods = mesh_plan(chosen)
     per_round, wall = _estimate(the_site, rounds, parallel)
     if json_out:
         print(json.dumps({

@@ -93,12 +93,20 @@ def mesh_view(mesh: dict[str, Any], min_ratio: float = 0.8) -> Group:
     return Group(*parts)
 
 
+#: rounds the plan table shows (a 2,000-worker mesh has 2,000 rounds of 1,000 tests: --json has them all)
+PLAN_ROUNDS_SHOWN = 20
+#: tests shown per round of the plan table
+PLAN_TESTS_SHOWN = 40
+
+
 def plan_table(rounds: list[list[tuple[str, str]]], methods: list[str], bidir_note: str) -> Table:
     t = Table(title=f"Mesh plan: {sum(len(r) for r in rounds)} paths in {len(rounds)} rounds "
-                    f"({', '.join(sorted(set(methods))) or 'empty'}); {bidir_note}")
+                    f"({', '.join(sorted(set(methods))) or 'empty'}); {bidir_note}",
+              caption=f"first {PLAN_ROUNDS_SHOWN} of {len(rounds)} rounds shown; --json lists every round"
+              if len(rounds) > PLAN_ROUNDS_SHOWN else None)
     t.add_column("round", justify="right")
     t.add_column("tests (at the same time)")
-    for i, rnd in enumerate(rounds, start=1):
+    for i, rnd in enumerate(rounds[:PLAN_ROUNDS_SHOWN], start=1):
         seen: dict[frozenset, list[tuple[str, str]]] = {}
         for d in rnd:
             seen.setdefault(frozenset(d), []).append(d)
@@ -106,7 +114,8 @@ def plan_table(rounds: list[list[tuple[str, str]]], methods: list[str], bidir_no
         for dirs in seen.values():
             a, b = dirs[0]
             slots.append(f"{a} <-> {b}" if len(dirs) == 2 else f"{a} -> {b}")
-        t.add_row(str(i), ", ".join(slots))
+        more = f" ... and {len(slots) - PLAN_TESTS_SHOWN} more" if len(slots) > PLAN_TESTS_SHOWN else ""
+        t.add_row(str(i), ", ".join(slots[:PLAN_TESTS_SHOWN]) + more)
     return t
 
 

@@ -104,3 +104,65 @@ def test_check_rule_evaluation_grows_linearly(tmp_path):
 
     ratio = best(large) / best(small)
     assert ratio < 20, f"10x the hosts took {ratio:.1f}x the time"  # linear is ~10x; quadratic ~100x
+
+
+EVIDENCE_PACK = SACK_PACK.replace("    severity: high\n", "    severity: high\n    evidence: [sysctls.\"net.ipv4.tcp_sack\".line]\n")
+
+
+def _variants() -> list[dict]:
+    """Three distinct sysctl outputs: off at runtime and on disk, off at runtime only, on."""
+    def facts(runtime, persisted):
+        return {"sysctls": {"net.ipv4.tcp_sack": {"runtime": runtime, "persisted": persisted, "absent": False,
+                                                  "line": f"net.ipv4.tcp_sack = {runtime}"}}}
+    return [facts(0, 0), facts(0, 1), facts(1, 1)]
+
+
+def _fleet(n: int, shared: bool) -> FactSet:
+    """n workers cycling over the three outputs: holding the very same facts objects (as the
+    content-addressed output store hands them out) or each its own copy."""
+    import copy
+
+    variants = _variants()
+    hosts = {}
+    for i in range(n):
+        facts = variants[i % 3] if shared else copy.deepcopy(variants[i % 3])
+        name = f"wn{i:05d}"
+        # model_construct keeps the facts object (validation would copy it), as the collector does
+        result = ProbeResult.model_construct(probe="network.sysctl", status=ProbeStatus.ok, facts=facts)
+        hosts[name] = HostFacts(name=name, roles=["worker"], probes={"network.sysctl": result})
+    return FactSet(site="big", hosts=hosts)
+
+
+def test_hosts_with_the_same_facts_are_judged_once(tmp_path, monkeypatch):
+    """A check rule reads a facts object once, however many hosts hold it, and the adapter reads
+    the current values of a change once per such group; the findings (hosts, per-host evidence
+    lines, per-host changes and their scopes) are those of hosts each holding its own copy."""
+    from advisor.adapters.sysctl import SysctlAdapter
+
+    catalog = load_catalog(write_rules(tmp_path, EVIDENCE_PACK))
+    reads, currents = [], []
+    real_get, real_current = check_rules.get_path, SysctlAdapter.current
+
+    def counting_get(item, path):
+        reads.append(id(item))
+        return real_get(item, path)
+
+    def counting_current(self, facts, key):
+        currents.append(key)
+        return real_current(self, facts, key)
+
+    monkeypatch.setattr(check_rules, "get_path", counting_get)
+    monkeypatch.setattr(SysctlAdapter, "current", counting_current)
+    shared = evaluate(_fleet(3000, shared=True), catalog=catalog).findings
+    assert len(reads) <= 3 * 2  # the fact and the evidence path, per distinct facts object
+    assert len(currents) == 2  # the two failing outputs
+    reads.clear(), currents.clear()
+    separate = evaluate(_fleet(3000, shared=False), catalog=catalog).findings
+    assert len(currents) == 2000  # nothing shared: every failing host is read
+    assert [f.model_dump() for f in shared] == [f.model_dump() for f in separate]
+    fail = next(f for f in shared if f.status == FindingStatus.fail)
+    assert fail.hosts == [f"wn{i:05d}" for i in range(3000) if i % 3 != 2]
+    assert fail.evidence[:2] == ["wn00000: net.ipv4.tcp_sack = 0", "wn00001: net.ipv4.tcp_sack = 0"]
+    scopes = {c.host: (c.runtime, c.persisted, c.scope.value, c.target) for c in fail.changes}
+    assert len(scopes) == 2000
+    assert scopes["wn00000"] == (0, 0, "both", "1") and scopes["wn00001"] == (0, 1, "runtime", "1")

@@ -184,7 +184,7 @@ def test_large_mesh_is_fast():
 @given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)).filter(lambda t: t[0] != t[1]),
                 min_size=1, max_size=45))
 def test_misra_gries_alone_is_proper_with_delta_plus_one(edges):
-    from advisor.mesh.schedule import _colour_misra_gries, _graph
+    from advisor.mesh.edge_colouring import _colour_misra_gries, _graph
 
     es = sorted({frozenset((f"h{a}", f"h{b}")) for a, b in edges}, key=sorted)
     adj = _graph(es)
@@ -195,3 +195,34 @@ def test_misra_gries_alone_is_proper_with_delta_plus_one(edges):
     for v in adj:
         used = [c for e, c in colour.items() if v in e]
         assert len(used) == len(set(used))
+
+
+def test_dense_mixed_mesh_costs_n_squared_look_ups(monkeypatch):
+    """A worker mesh plus storage <-> worker paths (no storage mesh): neither complete nor
+    bipartite. Some host meets every other, so the circle method's rounds, with the pairs not
+    requested left out, are optimal; they cost one look-up per pair of hosts (N²/2), never the
+    colourings' pairs × Δ (a 2,000-worker mesh took over 10 minutes that way)."""
+    from advisor.mesh import edge_colouring
+
+    def forbidden(*_a, **_k):
+        raise AssertionError("a colouring ran on a graph the circle method covers")
+
+    for name in ("_colour_greedy", "_colour_misra_gries", "_colour_bipartite"):
+        monkeypatch.setattr(edge_colouring, name, forbidden)
+    examined = []
+    real_circle = edge_colouring.circle_rounds
+
+    def counting_circle(nodes):
+        rounds = real_circle(nodes)
+        examined.append(sum(len(r) for r in rounds))
+        return rounds
+
+    monkeypatch.setattr(edge_colouring, "circle_rounds", counting_circle)
+    w, s = names(300, "wn"), names(10, "se")  # N = 310 hosts
+    und = list(itertools.combinations(w, 2)) + [(x, y) for x in s for y in w]
+    req = und + [(b, a) for a, b in und]
+    rounds = mesh_schedule(req)
+    check_rounds(req, rounds)
+    assert len(rounds) == _degree_bound(req) == 309  # a worker meets every other host: optimal
+    assert examined == [310 * 309 // 2]  # one look-up per pair of hosts, once
+    assert schedule_method(frozenset(e) for e in und) == ["circle-subset"]
