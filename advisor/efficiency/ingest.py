@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from advisor.efficiency import fjr, htcondor, slurm
+from advisor.efficiency import fjr, htcondor_json, htcondor_jsonl, htcondor_summary, htcondor_text, slurm
 from advisor.efficiency.records import EfficiencyInputError, JobRecord, ParseIssue, RowError
 
 FORMATS = ("auto", "htcondor", "slurm", "fjr")
@@ -88,11 +88,11 @@ def iter_file(path: str, fmt: str = "auto") -> Iterator[JobRecord | ParseIssue]:
         elif kind == "slurm":
             yield from slurm.iter_sacct(f, path)
         elif kind == "htcondor-jsonl":
-            yield from htcondor.iter_jsonl(f, path)
+            yield from htcondor_jsonl.iter_jsonl(f, path)
         elif kind == "htcondor-json":
-            yield from htcondor.iter_json_stream(f, path)
+            yield from htcondor_json.iter_json_stream(f, path)
         else:
-            yield from htcondor.iter_autoformat(f, path)
+            yield from htcondor_text.iter_autoformat(f, path)
 
 
 def _line_of(msg: str) -> int:
@@ -123,13 +123,13 @@ def ingest_into(paths: list[str], fmt: str, summary: Any, issues: IssueLog,
     """Feed all files into ``summary``; ``on_record`` sees every record when given.
 
     Without ``on_record``, ``-jsonl`` files take the summary-only hot path
-    (:func:`advisor.efficiency.htcondor.summarize_jsonl`)."""
+    (:func:`advisor.efficiency.htcondor_summary.summarize_jsonl`)."""
     for path in paths:
         if on_record is None:
             kind = _kind_of(path, fmt)
             if kind == "htcondor-jsonl":
                 with open(path, "rb", buffering=1 << 20) as f:
-                    htcondor.summarize_jsonl(f, path, summary, issues.add)
+                    htcondor_summary.summarize_jsonl(f, path, summary, issues.add)
                 continue
         for item in iter_file(path, fmt):
             if isinstance(item, ParseIssue):
