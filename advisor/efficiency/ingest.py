@@ -3,8 +3,9 @@
 ``--format auto`` looks at the file name and its first non-comment bytes:
 ``.xml`` or ``<`` -> CMSSW FJR; ``[`` -> ``condor_history -json``; ``{`` -> ``-jsonl`` when the
 first line is a whole JSON object, else concatenated/pretty ads (``condor_q -json`` without
-the array); a header with ``|`` and ``JobID`` -> ``sacct -P``/``-p``; a header of ClassAd
-attribute names -> ``condor_history -af:h``.
+the array); a header with ``|`` and ``JobID`` -> ``sacct -P``/``-p``; adjacent single
+``Attr = value`` lines -> ``condor_history -l``; a header of ClassAd attribute names ->
+``condor_history -af:h``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _peek(f: IO[bytes]) -> tuple[bytes, int]:
 
 
 def detect_format(path: str, f: IO[bytes]) -> str:
-    """One of ``fjr``, ``htcondor-json``, ``htcondor-jsonl``, ``htcondor-af``, ``slurm``."""
+    """One of ``fjr``, ``htcondor-json``, ``htcondor-jsonl``, ``htcondor-long``, ``htcondor-af``, ``slurm``."""
     first, _ = _peek(f)
     if path.lower().endswith(".xml") or first.startswith(b"<"):
         return "fjr"
@@ -48,6 +49,9 @@ def detect_format(path: str, f: IO[bytes]) -> str:
         return "htcondor-jsonl"
     if b"|" in first and b"JobID" in first:
         return "slurm"
+    head = f.peek(65536)[:65536] if hasattr(f, "peek") else b""
+    if htcondor_text.looks_like_long_form(head.split(b"\n")[:200]):
+        return "htcondor-long"
     if first:
         return "htcondor-af"
     raise EfficiencyInputError(path, "empty file: no job records")
@@ -91,6 +95,8 @@ def iter_file(path: str, fmt: str = "auto") -> Iterator[JobRecord | ParseIssue]:
             yield from htcondor_jsonl.iter_jsonl(f, path)
         elif kind == "htcondor-json":
             yield from htcondor_json.iter_json_stream(f, path)
+        elif kind == "htcondor-long":
+            yield from htcondor_text.iter_long(f, path)
         else:
             yield from htcondor_text.iter_autoformat(f, path)
 
