@@ -174,3 +174,12 @@ def test_cli_ingest_json_and_report_show_storage_groups(tmp_path):
                         capture_output=True, text=True, timeout=120, env={"COLUMNS": "250", "PATH": "/usr/bin:/bin"})
     assert cp.returncode == 0, cp.stderr
     assert "T2_XX_SLOW" in cp.stdout and "yes (-" in cp.stdout and "EFF-IO-BOUND-STORAGE" in cp.stdout
+
+
+def test_fjr_storage_is_the_xrootd_site_read_most(sample):
+    """WMCore's FJR sample: XrdSiteStatistics of roma1.infn.it 18.3 MB, T2_IT_BARI 7.5 MB,
+    recas.ba.infn.it 73.3 MB, cern.ch 0.25 MB -> the job read recas.ba.infn.it."""
+    (r,) = list(iter_file(sample("cmssw-fjr-performance-WMCore-XrdSiteStatistics.xml")))
+    assert r.storage == "recas.ba.infn.it"
+    assert r.read_seconds == pytest.approx(0.0618403)
+    assert r.to_dict()["storage"] == "recas.ba.infn.it"
