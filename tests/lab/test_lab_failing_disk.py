@@ -38,7 +38,7 @@ def test_scan_names_the_failing_disk_and_its_service(lab_registry, tmp_path) -> 
         failing = [f for f in by_rule["DISK-FAILING"] if f["status"] == "fail"]
         assert [(f["hosts"], f["subject"]) for f in failing] == [(["st01"], "sdc")], by_rule["DISK-FAILING"]
         f = failing[0]
-        assert "sdc on st01 is failing" in f["message"] and "storage host" in f["message"]
+        assert f["message"] == "sdc on st01 is failing (mounted at /srv/data/sdc; storage host)", f["message"]
         ev = "\n".join(f["evidence"])
         for want in ("SMART overall health FAILED", "reallocated sectors 1832", "pending sectors 24",
                      "kernel I/O errors", "I/O error, dev sdc, sector", "await"):

@@ -55,6 +55,11 @@ def disk_names(protocol: str, count: int) -> list[str]:
     return [f"sd{chr(ord('a') + i)}" for i in range(count)]
 
 
+def partition_of(disk: str) -> str:
+    """The disk's first partition: sdc -> sdc1, nvme0n1 -> nvme0n1p1."""
+    return f"{disk}p1" if disk[-1].isdigit() else f"{disk}1"
+
+
 def host_state(host: str, protocol: str, count: int, failing: dict[str, list[str]]) -> dict[str, Any]:
     """One host's disks; ``failing`` maps a disk to its signs (smart, io_errors, slow)."""
     disks = {}
@@ -72,7 +77,7 @@ def host_state(host: str, protocol: str, count: int, failing: dict[str, list[str
                 sector = 1953525160 + 8 * k
                 log.append(f"[{t:12.6f}] I/O error, dev {name}, sector {sector} op 0x0:(READ) flags 0x80700 phys_seg 1 prio class 0")
                 if k % 2 == 0:
-                    part = f"{name}p1" if protocol == "nvme" else f"{name}1"
+                    part = partition_of(name)
                     log.append(f"[{t + 0.000021:12.6f}] Buffer I/O error on dev {part}, logical block {244190645 + k}, async page read")
     return {"host": host, "disks": disks, "kernel_log": log}
 

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from advisor.lab.emulation import LabEmulation, emulator_python, package_root
 
 BIN_DIR = "/usr/local/sbin"
+MOUNT_ROOT = "/srv/data"
 SIGNS = ("smart", "io_errors", "slow")
 FEED = "storadvise-lab-feed-diskstats"
 
@@ -46,6 +47,9 @@ class DiskEmulation(BaseModel):
     protocol: Literal["ata", "nvme"] = "ata"
     count: int = Field(default=4, ge=3, le=26)
     failing: list[FailingDisk] = Field(default_factory=list)
+    #: each disk's first partition is mounted at MOUNT_ROOT/<disk> (a small tmpfs whose source is
+    #: the partition's name, so /proc/self/mounts shows ``/dev/sdc1 /srv/data/sdc``); false: none
+    mounts: bool = True
 
 
 class DisksLab(LabEmulation):
@@ -104,12 +108,27 @@ class DisksLab(LabEmulation):
         fifo = d / "diskstats"
         if not fifo.exists():
             os.mkfifo(fifo, 0o644)
-        return {BIN_DIR: d / "bin", "/sys/block": d / "sys-block", "/proc/diskstats": fifo}
+        for disk in st["disks"]:
+            (d / "data" / disk).mkdir(parents=True, exist_ok=True)
+        return {BIN_DIR: d / "bin", "/sys/block": d / "sys-block", "/proc/diskstats": fifo, MOUNT_ROOT: d / "data"}
 
     def start(self, rec: Any, spec: DiskEmulation, scenario: Any) -> None:
-        """One /proc/diskstats feeder per host (its pid recorded: ``lab down`` kills it)."""
+        """One /proc/diskstats feeder per host (its pid recorded: ``lab down`` kills it); the disks'
+        mounts in the host's mount namespace (they stay there across ``lab reboot``)."""
+        from advisor.errors import StoradviseError
+        from advisor.lab.emulators.disks import partition_of
+        from advisor.lab.records import read_pids
+
+        boot = {host: pid for pid, what, host in read_pids(Path(rec.dir)) if what == "sshd"}
         for host in self.hosts(spec, scenario):
             d = Path(rec.dir) / "hosts" / host / "emu" / "disks"
+            if spec.mounts:
+                for disk in sorted(p.name for p in (d / "data").iterdir()):
+                    cp = subprocess.run(["nsenter", "-t", str(boot[host]), "-m", "--", "mount", "-n", "-t", "tmpfs",
+                                         "-o", "size=64k,mode=0755", f"/dev/{partition_of(disk)}", f"{MOUNT_ROOT}/{disk}"],
+                                        capture_output=True, text=True, timeout=30)
+                    if cp.returncode:
+                        raise StoradviseError(f"host {host}: mounting {disk}: {cp.stderr.strip()[-200:]}")
             with open(d / "feed.log", "ab") as log:
                 p = subprocess.Popen([str(d / FEED), str(d / "diskstats"), host], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=log, start_new_session=True, close_fds=True)
