@@ -98,6 +98,13 @@ def write_sysfs(root: Path, st: dict[str, Any]) -> None:
         files = {"scheduler": "[none] mq-deadline kyber bfq" if nvme else "[mq-deadline] kyber bfq none",
                  "nr_requests": "1023" if nvme else "256", "read_ahead_kb": "4096", "max_sectors_kb": "1280",
                  "max_hw_sectors_kb": "2048" if nvme else "32767", "rotational": "0" if nvme else "1"}
+        boot = st.get("queue") or {}
+        if "scheduler" in boot:
+            offered = files["scheduler"].replace("[", "").replace("]", "").split()
+            files["scheduler"] = " ".join(f"[{x}]" if x == boot["scheduler"] else x for x in offered)
+        for key in ("nr_requests", "read_ahead_kb"):
+            if key in boot:
+                files[key] = str(boot[key])
         for f, v in files.items():
             (q / f).write_text(v + "\n")
         dev = root / name / "device"
@@ -105,7 +112,7 @@ def write_sysfs(root: Path, st: dict[str, Any]) -> None:
         (dev / "model").write_text(d["model"] + "\n")
         if not nvme:
             (dev / "vendor").write_text("ATA     \n")
-            (dev / "queue_depth").write_text("32\n")
+            (dev / "queue_depth").write_text(f"{boot.get('queue_depth', 32)}\n")
         (root / name / "size").write_text(str(15628053168) + "\n")
 
 

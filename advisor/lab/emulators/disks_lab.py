@@ -50,6 +50,9 @@ class DiskEmulation(BaseModel):
     #: each disk's first partition is mounted at MOUNT_ROOT/<disk> (a small tmpfs whose source is
     #: the partition's name, so /proc/self/mounts shows ``/dev/sdc1 /srv/data/sdc``); false: none
     mounts: bool = True
+    #: boot values of the disks' queue files instead of a stock kernel's (``nr_requests: 64``,
+    #: ``queue_depth: 1``, ``scheduler: none``, ``read_ahead_kb: 128``): the block queue rules' faults
+    queue: dict[Literal["scheduler", "nr_requests", "read_ahead_kb", "queue_depth"], int | str] = Field(default_factory=dict)
 
 
 class DisksLab(LabEmulation):
@@ -82,7 +85,10 @@ class DisksLab(LabEmulation):
         failing: dict[str, dict[str, list[str]]] = {}
         for f in spec.failing:
             failing.setdefault(f.host, {})[f.disk] = list(f.signs)
-        return {h: host_state(h, spec.protocol, spec.count, failing.get(h, {})) for h in self.hosts(spec, scenario)}
+        out = {h: host_state(h, spec.protocol, spec.count, failing.get(h, {})) for h in self.hosts(spec, scenario)}
+        for st in out.values():
+            st["queue"] = dict(spec.queue)
+        return out
 
     def setup(self, state_dir: Path, spec: DiskEmulation, scenario: Any) -> None:
         from advisor.lab.emulators.disks import setup_state
@@ -110,7 +116,15 @@ class DisksLab(LabEmulation):
             os.mkfifo(fifo, 0o644)
         for disk in st["disks"]:
             (d / "data" / disk).mkdir(parents=True, exist_ok=True)
+        (host_dir / "etc" / "udev" / "rules.d").mkdir(parents=True, exist_ok=True)  # block_tuning's udev rule
         return {BIN_DIR: d / "bin", "/sys/block": d / "sys-block", "/proc/diskstats": fifo, MOUNT_ROOT: d / "data"}
+
+    def site_host_vars(self, rec: Any, spec: DiskEmulation, scenario: Any, host: str) -> dict[str, Any]:
+        """block_tuning's udev rule in the host's own directory: the role never writes the machine's /etc."""
+        if host not in self.hosts(spec, scenario):
+            return {}
+        return {"block_tuning_udev_rules_file": str(Path(rec.dir) / "hosts" / host / "etc" / "udev" / "rules.d"
+                                                    / "60-storadvise-block.rules")}
 
     def start(self, rec: Any, spec: DiskEmulation, scenario: Any) -> None:
         """One /proc/diskstats feeder per host (its pid recorded: ``lab down`` kills it); the disks'
