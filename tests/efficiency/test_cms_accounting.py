@@ -183,3 +183,16 @@ def test_fjr_storage_is_the_xrootd_site_read_most(sample):
     assert r.storage == "recas.ba.infn.it"
     assert r.read_seconds == pytest.approx(0.0618403)
     assert r.to_dict()["storage"] == "recas.ba.infn.it"
+
+
+def test_autoformat_export_with_chirp_columns(tmp_path):
+    """`condor_history -af:jh ... ChirpCMSSWEvents ChirpCMSSWReadBytes MATCH_GLIDEIN_CMSSite`: the same facts."""
+    p = tmp_path / "h.txt"
+    p.write_text("ID JobStatus RequestCpus CumulativeRemoteUserCpu RemoteWallClockTime ChirpCMSSWEvents "
+                 "ChirpCMSSWReadBytes ChirpCMSSWReadTimeMsecs MATCH_GLIDEIN_CMSSite\n"
+                 "5.0 4 1 3000 4000 12000 2000000000 600000 T2_DE_DESY\n"
+                 "5.1 4 1 3000 4000 undefined undefined undefined T2_DE_DESY\n")
+    (a, b), issues = _split(iter_file(str(p)))
+    assert issues == []
+    assert (a.events, a.read_mb, a.read_seconds, a.storage) == (12000, 2000.0, 600.0, "T2_DE_DESY")
+    assert (b.events, b.read_mb, b.storage) == (None, None, None)  # no read volume: no storage guessed
