@@ -7,13 +7,14 @@ on a log scale, 0.5% steps), from which mean, median, p10 and p90 are read.
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from advisor.efficiency.histogram import Histogram
 from advisor.efficiency.records import FAILED_STATUSES, JobRecord, host_prefix, short_host
+from advisor.efficiency.storage_groups import StorageGroups
 
 EVENT_EDGES = (100, 1000, 10000, 100000)
 EVENT_LABELS = ("<=100", "101-1000", "1001-10000", "10001-100000", ">100000")
@@ -28,82 +29,6 @@ def event_bin(events: int) -> int:
 
 def wall_bin(wall: float) -> int:
     return bisect_right(WALL_EDGES, wall)
-
-
-class Histogram:
-    """A sparse histogram: ``linear`` in steps of ``step``, or ``log`` (relative steps)."""
-
-    __slots__ = ("bins", "count", "total", "log", "step")
-
-    def __init__(self, log: bool = False, step: float = 0.005):
-        self.bins: dict[int, int] = {}
-        self.count = 0
-        self.total = 0.0
-        self.log = log
-        self.step = step
-
-    def add(self, x: float) -> None:
-        self.count += 1
-        self.total += x
-        if self.log:
-            k = -100000 if x <= 0 else int(math.floor(math.log(x) / 0.005))
-        else:
-            k = int(x / self.step + 0.5)
-        self.bins[k] = self.bins.get(k, 0) + 1
-
-    def merge_bins(self, bins: dict[int, int], count: int, total: float) -> None:
-        b = self.bins
-        if b:
-            for k, v in bins.items():
-                b[k] = b.get(k, 0) + v
-        else:
-            b.update(bins)
-        self.count += count
-        self.total += total
-
-    def merge(self, other: "Histogram") -> None:
-        self.merge_bins(other.bins, other.count, other.total)
-
-    def _value(self, k: int) -> float:
-        if self.log:
-            return 0.0 if k == -100000 else math.exp((k + 0.5) * 0.005)
-        return k * self.step
-
-    def quantile(self, q: float) -> float | None:
-        return self.quantiles(q)[0]
-
-    def quantiles(self, *qs: float) -> list[float | None]:
-        """``quantile(q)`` for each q, the bins sorted once."""
-        if not self.count:
-            return [None for _ in qs]
-        keys = sorted(self.bins)
-        out: list[float | None] = []
-        for q in qs:
-            target = q * (self.count - 1)
-            seen = 0
-            for k in keys:
-                seen += self.bins[k]
-                if seen > target:
-                    out.append(self._value(k))
-                    break
-            else:
-                out.append(self._value(keys[-1]))
-        return out
-
-    @property
-    def mean(self) -> float | None:
-        return self.total / self.count if self.count else None
-
-    def stats(self, digits: int = 4) -> dict[str, Any]:
-        r = (lambda v: None if v is None else round(v, digits))
-        median, p10, p90 = self.quantiles(0.5, 0.1, 0.9)
-        return {
-            "count": self.count,
-            "mean": r(self.mean),
-            "median": r(median),
-            "p10": r(p10),
-            "p90": r(p90),
-        }
 
 
 # a cell is the aggregate of the jobs of one (host, length bin): [jobs, cpu, core_wall, eff_sum, eff_bins]
@@ -158,9 +83,15 @@ class Summary:
         self.failed_jobs = 0
         self.wasted_by_host: Counter[str] = Counter()
         self._group_of = group_of or (lambda h: [host_prefix(h)])
+        #: jobs whose accounting carries their read volume, by the storage they read
+        self.storage = StorageGroups()
+        #: relative efficiency fall that marks a storage group I/O-bound (``--io-drop``)
+        self.io_drop = 0.2
 
     def add(self, rec: JobRecord) -> None:
         self.add_values(rec.host, rec.cores, rec.cpu_seconds, rec.wall_seconds, rec.status, rec.events)
+        if rec.read_mb is not None:
+            self.storage.add(rec)
 
     def add_values(self, host: str | None, cores: float | None, cpu: float | None, wall: float | None,
                    status: str, events: int | None) -> None:
@@ -283,7 +214,7 @@ class Summary:
             out.append(d)
         return out
 
-    def to_dict(self, by: tuple[str, ...] = ("host", "group", "length")) -> dict[str, Any]:
+    def to_dict(self, by: tuple[str, ...] = ("host", "group", "length", "storage")) -> dict[str, Any]:
         d: dict[str, Any] = {
             "records": self.records,
             "by_status": dict(sorted(self.by_status.items())),
@@ -303,6 +234,8 @@ class Summary:
         if "length" in by:
             d["length_kind"] = self.length_kind
             d["by_length"] = self.length_table()
+        if "storage" in by:
+            d["by_storage"] = self.storage.to_dict(self.io_drop)
         return d
 
 

@@ -22,7 +22,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-BY_CHOICES = ("host", "group", "length")
+BY_CHOICES = ("host", "group", "length", "storage")
 
 
 def _user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -69,7 +69,7 @@ def ingest(
     baseline: Optional[list[str]] = typer.Option(None, "--baseline", help="exports of a comparable site or period"),
     target: Optional[float] = typer.Option(None, "--target", min=0.0, max=2.0, help="target median efficiency, e.g. 0.75"),
     tolerance: float = typer.Option(0.1, "--tolerance", min=0.0, max=1.0, help="allowed relative shortfall vs baseline/target"),
-    by: Optional[list[str]] = typer.Option(None, "--by", help="host | group | length (repeatable; default all)"),
+    by: Optional[list[str]] = typer.Option(None, "--by", help="host | group | length | storage (repeatable; default all)"),
     scan: Optional[str] = typer.Option(None, "--scan", help="a scan JSON whose findings the I/O finding points to"),
     site: Optional[str] = typer.Option(None, "--site", help="site name or file: node groups from its host groups"),
     limit: Optional[int] = typer.Option(None, "--limit", min=0, help="list at most N records in --json (default all, streamed)"),
@@ -88,7 +88,7 @@ def ingest(
     groups = tuple(by or BY_CHOICES)
     for g in groups:
         if g not in BY_CHOICES:
-            raise UsageError(f"--by {g!r}: use host, group or length")
+            raise UsageError(f"--by {g!r}: use host, group, length or storage")
     if baseline and target is not None:
         raise UsageError("give --baseline or --target, not both")
     _precheck(files, format)
@@ -103,6 +103,7 @@ def ingest(
 
     issues = IssueLog(keep=max_errors)
     summary = Summary(group_of)
+    summary.io_drop = io_drop
     listed = 0
     out = sys.stdout
     if as_json:
@@ -131,6 +132,7 @@ def ingest(
         for it in base_issues.items:
             issues.add(it)
     findings = [diagnosis.io_bound_finding(summary, scan_findings, drop=io_drop),
+                diagnosis.storage_io_finding(summary, drop=io_drop),
                 diagnosis.failed_wall_finding(summary, threshold=failed_share)]
     if base_summary is not None or target is not None:
         findings.append(diagnosis.baseline_finding(summary, base_summary, target, tolerance))
@@ -199,6 +201,16 @@ def _print_human(sd: dict[str, Any], findings: list[Any], issues: IssueLog, base
             if sd["length_kind"] == "events":
                 row += [f"{r['cpu_per_event_median']:.4g}", f"{r['wall_per_event_median']:.4g}"]
             t.add_row(*row)
+        con.print(t)
+    if sd.get("by_storage"):
+        t = Table(title="efficiency by the storage read, against read rate (MB per core-second)")
+        for c in ("storage", "jobs", "median", "read GB", "read wait", "median by read rate", "I/O-bound"):
+            t.add_column(c, justify="left" if c in ("storage", "median by read rate") else "right")
+        for name, s in sd["by_storage"].items():
+            curve = ", ".join(f"{r['bin']}: {pct(r['median'])} ({r['count']})" for r in s["by_read_rate"])
+            sig = "-" if s["io_bound"] is None else (f"yes (-{s['efficiency_drop']:.0%})" if s["io_bound"]
+                                                      else f"no ({-s['efficiency_drop']:+.0%})")
+            t.add_row(name, str(s["count"]), pct(s["median"]), f"{s['read_gb']:.1f}", pct(s["read_wait_share"]), curve, sig)
         con.print(t)
     for f in findings:
         colour = {"fail": "red", "pass": "green"}.get(f.status.value, "yellow")

@@ -20,6 +20,7 @@ from advisor.efficiency.records import EfficiencyInputError, short_host
 from advisor.findings import Finding, FindingStatus, Remediation, Severity
 
 REF_IFCA = "shared/DOMAIN.md#the-ifca-study: 28-43% -> 73-82% for 100..100000 events; wall ~2x for >1000 events"
+REF_CHIRP = "CMSSW FWCore/Services CondorStatusService: ChirpCMSSWReadBytes, ChirpCMSSWReadTimeMsecs, ChirpCMSSW_SiteIO"
 REF_CALTECH = "shared/DOMAIN.md#caltech: jobs that fail waste their whole runtime"
 
 
@@ -166,6 +167,38 @@ def io_bound_finding(
         rationale="IFCA: the same CPU per event but ~2x the wall time for jobs of more than 1000 events was "
                   "an I/O problem (iptables, tcp_sack=0 on GPFS servers, pagepool); fixing it doubled efficiency.",
         remediation=Remediation(text=text),
+    )
+
+
+def storage_io_finding(summary: Summary, drop: float = 0.2, min_jobs: int = 5) -> Finding:
+    """EFF-IO-BOUND-STORAGE: per storage read, efficiency falls with the jobs' read rate."""
+    base = dict(rule_id="EFF-IO-BOUND-STORAGE", title="CPU efficiency falls with read rate for the jobs of a storage",
+                references=[REF_IFCA, REF_CHIRP])
+    groups = summary.storage.to_dict(drop, min_jobs)
+    judged = {k: g for k, g in groups.items() if g["io_bound"] is not None}
+    if not judged:
+        return Finding(**base, status=FindingStatus.not_applicable, severity=Severity.info,
+                       message=f"needs jobs with read volume (CMS Chirp, FJR) in two read-rate bins of >= {min_jobs} jobs "
+                               f"for one storage ({sum(g['count'] for g in groups.values())} such jobs)")
+    evidence = [f"{k}: median {g['from_median']:.1%} at {g['from_bin']} MB/core-s -> {g['to_median']:.1%} at "
+                f"{g['to_bin']} MB/core-s ({g['count']} jobs, read wait {_fmt(g['read_wait_share']).strip()})"
+                for k, g in judged.items()]
+    bound = {k: g for k, g in judged.items() if g["io_bound"]}
+    observed = {k: {"efficiency_drop": g["efficiency_drop"], "from_bin": g["from_bin"], "to_bin": g["to_bin"],
+                    "read_wait_share": g["read_wait_share"]} for k, g in judged.items()}
+    if not bound:
+        return Finding(**base, status=FindingStatus.passed, severity=Severity.info, observed=observed,
+                       expected={"relative_drop_below": drop}, evidence=evidence)
+    worst = max(g["efficiency_drop"] for g in bound.values())
+    return Finding(
+        **base, subject=", ".join(sorted(bound)), status=FindingStatus.fail,
+        severity=Severity.high if worst >= 0.3 else Severity.medium,
+        observed=observed, expected={"relative_drop_below": drop}, evidence=evidence,
+        message=f"jobs reading from {', '.join(sorted(bound))} lose efficiency as they read faster",
+        rationale="Jobs that read faster from one storage wait longer for it: the storage (or the path to it) "
+                  "limits them, as IFCA's long jobs were limited by their GPFS servers' network settings.",
+        remediation=Remediation(text="Check that storage's servers and the path to it (scan its storage hosts, the "
+                                     "throughput mesh to them); consider a cache (XCache) in front of a remote one."),
     )
 
 

@@ -44,6 +44,12 @@ class StorageProfile:
         return int(sum(s["ops"] for s in self.sites.values()))
 
     @property
+    def top_site(self) -> str | None:
+        """The remote site the job read most MB from (XrdSiteStatistics), the storage it read."""
+        best = max(self.sites.items(), key=lambda kv: (kv[1]["mb"], kv[0]), default=None)
+        return best[0] if best and best[1]["mb"] > 0 else None
+
+    @property
     def remote_read_mb(self) -> float:
         return sum(s["mb"] for s in self.sites.values())
 
@@ -192,5 +198,7 @@ def record_from_fjr(report: FrameworkJobReport, source: str) -> JobRecord:
         line=1,
         read_mb=prof.read_total_mb if prof.read_method else None,
         read_ops=remote_ops if remote_ops is not None else (prof.read_ops if prof.read_method else None),
+        read_seconds=prof.read_msecs / 1000 if prof.read_method else None,
+        storage=prof.top_site,
         extra={"read_mb_per_sec": prof.read_mb_per_sec} if prof.read_method else None,
     )

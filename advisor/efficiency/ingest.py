@@ -3,8 +3,9 @@
 ``--format auto`` looks at the file name and its first non-comment bytes:
 ``.xml`` or ``<`` -> CMSSW FJR; ``[`` -> ``condor_history -json``; ``{`` -> ``-jsonl`` when the
 first line is a whole JSON object, else concatenated/pretty ads (``condor_q -json`` without
-the array); a header with ``|`` and ``JobID`` -> ``sacct -P``/``-p``; a header of ClassAd
-attribute names -> ``condor_history -af:h``.
+the array); a header with ``|`` and ``JobID`` -> ``sacct -P``/``-p``; adjacent single
+``Attr = value`` lines -> ``condor_history -l``; a header of ClassAd attribute names ->
+``condor_history -af:h``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from advisor.efficiency import fjr, htcondor, slurm
+from advisor.efficiency import fjr, htcondor_json, htcondor_jsonl, htcondor_summary, htcondor_text, slurm
 from advisor.efficiency.records import EfficiencyInputError, JobRecord, ParseIssue, RowError
 
 FORMATS = ("auto", "htcondor", "slurm", "fjr")
@@ -34,7 +35,7 @@ def _peek(f: IO[bytes]) -> tuple[bytes, int]:
 
 
 def detect_format(path: str, f: IO[bytes]) -> str:
-    """One of ``fjr``, ``htcondor-json``, ``htcondor-jsonl``, ``htcondor-af``, ``slurm``."""
+    """One of ``fjr``, ``htcondor-json``, ``htcondor-jsonl``, ``htcondor-long``, ``htcondor-af``, ``slurm``."""
     first, _ = _peek(f)
     if path.lower().endswith(".xml") or first.startswith(b"<"):
         return "fjr"
@@ -48,6 +49,9 @@ def detect_format(path: str, f: IO[bytes]) -> str:
         return "htcondor-jsonl"
     if b"|" in first and b"JobID" in first:
         return "slurm"
+    head = f.peek(65536)[:65536] if hasattr(f, "peek") else b""
+    if htcondor_text.looks_like_long_form(head.split(b"\n")[:200]):
+        return "htcondor-long"
     if first:
         return "htcondor-af"
     raise EfficiencyInputError(path, "empty file: no job records")
@@ -88,11 +92,13 @@ def iter_file(path: str, fmt: str = "auto") -> Iterator[JobRecord | ParseIssue]:
         elif kind == "slurm":
             yield from slurm.iter_sacct(f, path)
         elif kind == "htcondor-jsonl":
-            yield from htcondor.iter_jsonl(f, path)
+            yield from htcondor_jsonl.iter_jsonl(f, path)
         elif kind == "htcondor-json":
-            yield from htcondor.iter_json_stream(f, path)
+            yield from htcondor_json.iter_json_stream(f, path)
+        elif kind == "htcondor-long":
+            yield from htcondor_text.iter_long(f, path)
         else:
-            yield from htcondor.iter_autoformat(f, path)
+            yield from htcondor_text.iter_autoformat(f, path)
 
 
 def _line_of(msg: str) -> int:
@@ -123,13 +129,13 @@ def ingest_into(paths: list[str], fmt: str, summary: Any, issues: IssueLog,
     """Feed all files into ``summary``; ``on_record`` sees every record when given.
 
     Without ``on_record``, ``-jsonl`` files take the summary-only hot path
-    (:func:`advisor.efficiency.htcondor.summarize_jsonl`)."""
+    (:func:`advisor.efficiency.htcondor_summary.summarize_jsonl`)."""
     for path in paths:
         if on_record is None:
             kind = _kind_of(path, fmt)
             if kind == "htcondor-jsonl":
                 with open(path, "rb", buffering=1 << 20) as f:
-                    htcondor.summarize_jsonl(f, path, summary, issues.add)
+                    htcondor_summary.summarize_jsonl(f, path, summary, issues.add)
                 continue
         for item in iter_file(path, fmt):
             if isinstance(item, ParseIssue):

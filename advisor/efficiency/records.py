@@ -64,14 +64,25 @@ class JobRecord:
     line: int | None = None
     #: MB read by the job where the export says (HTCondor CMSSW chirp, FJR storage statistics)
     read_mb: float | None = None
-    #: synchronous remote read operations (FJR), for the latency what-if
+    #: synchronous remote read operations (FJR), for the latency what-if; CMS Chirp read + readv ops
     read_ops: int | None = None
+    #: seconds the job spent reading (CMS Chirp ChirpCMSSWReadTimeMsecs, FJR read totalMsecs)
+    read_seconds: float | None = None
+    #: the storage the job read from (a CMS site or XRootD site name; cms_chirp, fjr)
+    storage: str | None = None
     #: free-form extra facts from the source format (kept small)
     extra: dict[str, Any] | None = None
 
     @property
     def efficiency(self) -> float | None:
         return efficiency(self.cpu_seconds, self.wall_seconds, self.cores)
+
+    @property
+    def read_mb_per_s(self) -> float | None:
+        """The job's mean read rate over its wall time (MB/s), where the accounting carries its volume."""
+        if self.read_mb is None or not self.wall_seconds or self.wall_seconds <= 0:
+            return None
+        return self.read_mb / self.wall_seconds
 
     @property
     def failed(self) -> bool:
@@ -94,6 +105,13 @@ class JobRecord:
             d["read_mb"] = self.read_mb
         if self.read_ops is not None:
             d["read_ops"] = self.read_ops
+        if self.read_seconds is not None:
+            d["read_seconds"] = self.read_seconds
+        rate = self.read_mb_per_s
+        if rate is not None:
+            d["read_mb_per_s"] = round(rate, 6)
+        if self.storage is not None:
+            d["storage"] = self.storage
         if self.source is not None:
             d["source"] = self.source
             d["line"] = self.line

@@ -54,15 +54,19 @@ class LabEmulation:
         return {}
 
 
+#: emulations of a host's own hardware, not of a storage kind: any scenario may carry them
+HOST_EMULATIONS = ("advisor.lab.emulators.disks_lab",)
+
+
 def lab_emulations() -> dict[str, LabEmulation]:
-    """Section name -> emulation, for every registered storage kind that has one."""
+    """Section name -> emulation, for every registered storage kind that has one and the host ones."""
     from advisor.storage_kinds import storage_kinds
 
     out: dict[str, LabEmulation] = {}
-    for kind in storage_kinds().values():
-        if kind.lab_emulation:
-            e = importlib.import_module(kind.lab_emulation).EMULATION
-            out[e.section] = e
+    modules = [kind.lab_emulation for kind in storage_kinds().values() if kind.lab_emulation] + list(HOST_EMULATIONS)
+    for module in modules:
+        e = importlib.import_module(module).EMULATION
+        out[e.section] = e
     return out
 
 

@@ -22,6 +22,10 @@ buffers-delay       a delayed path between two groups and small receive/send buf
 gpfs                GPFS settings below the baselines (emulated mmlsconfig/mmchconfig)
 san                 SAN logical-drive cache settings (emulated SMcli)
 waiver              one injected fault waived by the site
+failing-disk        Caltech's failing disk: emulated disks on the storage hosts, one of them failing
+                    (SMART counters, kernel I/O errors and/or an await far above its peers'); found,
+                    never planned (replaced by hand). Drawn with its own seeded generator so the
+                    other kinds' draws of a seed stay what they were before it joined the catalogue.
 ==================  ==============================================================================
 """
 
@@ -32,8 +36,13 @@ from typing import Any
 
 import yaml
 
-FAULT_KINDS = ("sysctl-runtime", "sysctl-persisted", "sysctl-read-only", "firewall", "buffers-delay", "gpfs",
+#: the kinds drawn from the scenario's main generator, in draw order
+_MAIN_KINDS = ("sysctl-runtime", "sysctl-persisted", "sysctl-read-only", "firewall", "buffers-delay", "gpfs",
                "san", "waiver")
+FAULT_KINDS = _MAIN_KINDS + ("failing-disk",)
+#: what a failing disk shows (advisor/lab/emulators/disks.py) and the rules each sign fails
+DISK_SIGNS = (("smart",), ("io_errors", "slow"), ("smart", "io_errors", "slow"))
+DISK_FAILING_SHARE = 0.35
 
 #: per-namespace TCP sysctls, the value that is wrong, the default that is right, and the rule
 TCP_SYSCTLS = {
@@ -91,11 +100,14 @@ def generate_scenario(seed: int, name: str | None = None, min_hosts: int = 3, ma
         h["switch"] = "edge" if two_switches and "worker" in h["roles"] else "core"
 
     chosen = set(kinds or ())
-    for kind in FAULT_KINDS:
+    for kind in _MAIN_KINDS:
         if kind not in chosen and rng.random() < 0.45:
             chosen.add(kind)
-    if len(chosen - {"waiver"}) < 2:  # at least two faults to find
-        chosen |= set(_pick(rng, [k for k in FAULT_KINDS if k not in chosen and k != "waiver"], 2))
+    if len(chosen - {"waiver", "failing-disk"}) < 2:  # at least two faults to find
+        chosen |= set(_pick(rng, [k for k in _MAIN_KINDS if k not in chosen and k != "waiver"], 2))
+    disk_rng = random.Random(f"failing-disk/{seed}")
+    if disk_rng.random() < DISK_FAILING_SHARE:
+        chosen.add("failing-disk")
 
     expect: list[dict[str, Any]] = []
     injected: set[str] = set()
@@ -212,6 +224,26 @@ def generate_scenario(seed: int, name: str | None = None, min_hosts: int = 3, ma
         for s in settings:
             expect.append({"rule": SAN_FAULTS[s][1], "host": mgmt["name"], "fault": f"SAN {s}={SAN_FAULTS[s][0]}"})
         injected.add("san")
+    if "failing-disk" in chosen:
+        protocol = disk_rng.choice(["ata", "nvme"])
+        count = disk_rng.randint(3, 5)
+        names = [f"nvme{i}n1" for i in range(count)] if protocol == "nvme" else [f"sd{chr(97 + i)}" for i in range(count)]
+        h = disk_rng.choice(storage)
+        disk = disk_rng.choice(names)
+        signs = list(disk_rng.choice(DISK_SIGNS))
+        data["disks"] = {"hosts": [sg], "protocol": protocol, "count": count,
+                         "failing": [{"host": h["name"], "disk": disk, "signs": signs}]}
+        what = ", ".join({"smart": "SMART failure counters", "io_errors": "kernel I/O errors",
+                          "slow": "await far above its peers'"}[x] for x in signs)
+        expect.append({"rule": "DISK-FAILING", "host": h["name"], "subject": disk, "fixable": False, "by_hand": True,
+                       "fault": f"failing disk {disk}: {what}"})
+        if "io_errors" in signs:
+            expect.append({"rule": "DISK-IO-ERRORS", "host": h["name"], "fixable": False, "by_hand": True,
+                           "fault": f"kernel I/O errors on {disk}"})
+        if "slow" in signs:
+            expect.append({"rule": "DISK-AWAIT-OUTLIER", "host": h["name"], "subject": disk, "fixable": False,
+                           "by_hand": True, "fault": f"{disk} await far above its peers'"})
+        injected.add("failing-disk")
     site: dict[str, Any] = data.setdefault("site", {})
     site["storage_kind"] = "gpfs" if "gpfs" in chosen else rng.choice(["dcache", "xrootd", "eos", "other"])
     site["profiles"] = ["generic"]

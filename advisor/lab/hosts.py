@@ -8,7 +8,7 @@ script, run in those namespaces only:
 2. bind-mounts the host's private ``sysctl.d`` directory over /etc/sysctl.d (a directory, not a
    file: Ansible's atomic rename must work inside it);
 3. bind-mounts an empty file over /root/.bashrc (this machine's bashrc runs ``pyenv init``);
-4. mounts the emulator directories where the real tools live. A mountpoint that does not exist
+4. mounts the emulator directories (and files) where the real tools live. A mountpoint that does not exist
    on the real filesystem (/usr/lpp/mmfs/bin, /opt/SMgr/client) is made inside a private
    overlay of its deepest existing ancestor (e.g. /usr, upper layer in the host's state dir),
    so the real filesystem is never changed;
@@ -84,7 +84,8 @@ def boot_script(lab_dir: Path, hdir: Path, host: str, address: str, emulators: d
         lines.append(f"mount -n --bind {q(H + '/empty-bashrc')} /root/.bashrc")
     overlays: dict[str, int] = {}
     for target, src in emulators.items():
-        if not Path(target).is_dir():
+        # an existing file (/proc/diskstats) or directory is bound over as it is; a missing one is made
+        if not Path(target).exists():
             anc = _deepest_existing(target)
             if anc == "/":
                 raise RuntimeError(f"cannot make {target}: no existing parent other than /")

@@ -20,7 +20,8 @@ iperf3 keep running, its addresses and links stay):
    the GPFS emulation runs ``mmshutdown`` and ``mmstartup`` of the node, so persisted attributes that
    waited for a restart become active.
 
-Block devices are not emulated by the lab, so there is no udev state to reload.
+Block devices are emulated only by the ``disks`` emulation (plain files under its /sys/block, kept
+across a reboot, and mounts that stay); there is no udev state to reload.
 """
 
 from __future__ import annotations

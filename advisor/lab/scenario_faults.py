@@ -72,6 +72,9 @@ class ExpectedFinding(BaseModel):
     subject: str | None = None
     #: False: no plan can fix it on this host; the plan must list it under "Cannot apply here"
     fixable: bool = True
+    #: no remediation exists (a failing disk is replaced by hand): the plan holds nothing for it and
+    #: it is still failing after apply (with ``fixable: false``; not listed under "Cannot apply here")
+    by_hand: bool = False
     #: the site waives it: the scan reports it waived and the plan leaves it alone
     waived: bool = False
     #: the fault that causes it, in words

@@ -22,7 +22,7 @@ def test_ingest_json_contract(fix, sample):
         assert list(rec)[:7] == KEYS
     assert d["summary"]["records"] == 9 and d["summary"]["errors"] == 2
     assert [(e["line"], e["file"].endswith(".jsonl")) for e in d["errors"]] == [(3, True), (5, True)]
-    assert {f["rule_id"] for f in d["findings"]} == {"EFF-IO-BOUND", "EFF-FAILED-WALL"}
+    assert {f["rule_id"] for f in d["findings"]} == {"EFF-IO-BOUND", "EFF-IO-BOUND-STORAGE", "EFF-FAILED-WALL"}
 
 
 def test_ingest_limit_and_by(fix):

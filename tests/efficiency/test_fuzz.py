@@ -5,7 +5,7 @@ import io
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.efficiency import fjr, htcondor, slurm
+from advisor.efficiency import fjr, htcondor, htcondor_json, htcondor_jsonl, htcondor_summary, htcondor_text, slurm
 from advisor.efficiency.ingest import detect_format, iter_file
 from advisor.efficiency.records import EfficiencyInputError, JobRecord, ParseIssue, RowError
 
@@ -21,10 +21,10 @@ def _drain(it):
 @SETTINGS
 @given(junk)
 def test_htcondor_readers(data):
-    _drain(htcondor.iter_jsonl(io.BytesIO(data), "x"))
-    _drain(htcondor.iter_json_stream(io.BytesIO(data), "x"))
-    _drain(htcondor.iter_autoformat(io.BytesIO(data), "x"))
-    htcondor.summarize_jsonl(io.BytesIO(data), "x", __import__("advisor.efficiency.analysis", fromlist=["Summary"]).Summary(),
+    _drain(htcondor_jsonl.iter_jsonl(io.BytesIO(data), "x"))
+    _drain(htcondor_json.iter_json_stream(io.BytesIO(data), "x"))
+    _drain(htcondor_text.iter_autoformat(io.BytesIO(data), "x"))
+    htcondor_summary.summarize_jsonl(io.BytesIO(data), "x", __import__("advisor.efficiency.analysis", fromlist=["Summary"]).Summary(),
                              lambda i: None)
 
 

@@ -2,7 +2,8 @@ import io
 
 import pytest
 
-from advisor.efficiency.htcondor import iter_json_stream, machine_name, record_from_ad
+from advisor.efficiency.htcondor import machine_name, record_from_ad
+from advisor.efficiency.htcondor_json import iter_json_stream
 from advisor.efficiency.ingest import detect_format, iter_file
 from advisor.efficiency.records import JobRecord, ParseIssue, RowError, host_prefix
 
@@ -81,7 +82,7 @@ def test_stream_truncated_array():
 
 
 def test_stream_small_chunks(monkeypatch, fix):
-    import advisor.efficiency.htcondor as h
+    import advisor.efficiency.htcondor_json as h
 
     monkeypatch.setattr(h, "_CHUNK", 7)
     with open(fix("condor_history-json-CONSTRUCTED.json"), "rb") as f:

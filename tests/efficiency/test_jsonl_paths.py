@@ -13,7 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.efficiency import htcondor as h
+from advisor.efficiency import htcondor_jsonl as h
+from advisor.efficiency.htcondor import ATTRIBUTES
+from advisor.efficiency.htcondor_summary import summarize_jsonl
 from advisor.efficiency.analysis import Summary
 from advisor.efficiency.ingest import IssueLog, ingest_into
 from advisor.efficiency.records import JobRecord, ParseIssue
@@ -151,7 +153,7 @@ def _compare(data: bytes, monkeypatch, block: int) -> None:
         else:
             ref_summary.add(x)
     fast_summary, fast_issues = Summary(), []
-    h.summarize_jsonl(io.BytesIO(data), "f", fast_summary, fast_issues.append)
+    summarize_jsonl(io.BytesIO(data), "f", fast_summary, fast_issues.append)
     assert fast_summary.to_dict() == ref_summary.to_dict()
     assert fast_summary.wasted_by_host == pytest.approx(ref_summary.wasted_by_host)
     assert {k: v[:1] + v[4:] for k, v in fast_summary.cells.items()} == \
@@ -239,7 +241,7 @@ def test_without_msgspec_the_json_module_decides(monkeypatch):
     monkeypatch.setattr(h, "_fast_decode", None)
     assert list(h.iter_jsonl(io.BytesIO(data), "f")) == ref
     s, issues = Summary(), []
-    h.summarize_jsonl(io.BytesIO(data), "f", s, issues.append)
+    summarize_jsonl(io.BytesIO(data), "f", s, issues.append)
     assert issues == [x for x in ref if isinstance(x, ParseIssue)]
     assert s.to_dict() == Summary().extend(x for x in ref if isinstance(x, JobRecord)).to_dict()
 
@@ -260,7 +262,7 @@ def test_ingest_into_hot_path_over_files(tmp_path):
 
 _value = (st.none() | st.booleans() | st.integers(-10, 10**6) | st.floats(-1e4, 1e7, allow_nan=False)
           | st.sampled_from(["", "/Expr(x)/", "4", "slot1@wn1.x", "<1.2.3.4>", "a@b@wn2.x", " wn3 ", "x]"]))
-_ads = st.dictionaries(st.sampled_from(h.ATTRIBUTES + ("Owner",)), _value, max_size=14)
+_ads = st.dictionaries(st.sampled_from(ATTRIBUTES + ("Owner",)), _value, max_size=14)
 _lines = st.lists(_ads.map(lambda a: json.dumps(a).encode())
                   | st.sampled_from([b"", b"#", b"{", b"[]", b"{}", b"{} {}", b"\xff{}"]), max_size=30)
 
