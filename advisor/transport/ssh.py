@@ -182,9 +182,14 @@ if command -v base64 >/dev/null 2>&1; then SA_ENC=b64; else SA_ENC=hex; fi
 SA_CAP=@CAP@
 if command -v head >/dev/null 2>&1; then SA_HEAD=1; else SA_HEAD=0; fi
 sa_cut() { if [ "$SA_HEAD" = 1 ]; then head -c "$SA_CAP" "$1"; else cat "$1"; fi; }
-sa_enc() { if [ "$SA_ENC" = b64 ]; then sa_cut "$1" | base64; else sa_cut "$1" | od -An -v -tx1; fi; }
-sa_size() { sa_n=$(wc -c <"$1" 2>/dev/null) && echo $((sa_n)) || echo -; }
-sa_now() { date +%s.%N 2>/dev/null || echo -; }
+# an empty file encodes to nothing: no process is started for it (most stderr files)
+sa_enc() { [ -s "$1" ] || return 0; if [ "$SA_ENC" = b64 ]; then sa_cut "$1" | base64; else sa_cut "$1" | od -An -v -tx1; fi; }
+# sa_size FILE VAR: VAR = the file's size in bytes, - when unreadable (wc only for a non-empty file)
+sa_size() { if [ -s "$1" ]; then sa_n=$(wc -c <"$1" 2>/dev/null) && sa_n=$((sa_n)) || sa_n=-; elif [ -e "$1" ]; then sa_n=0; else sa_n=-; fi; eval "$2=\$sa_n"; }
+# sa_now VAR: VAR = a clock in seconds; /proc/uptime is read by the shell itself (no process),
+# else date; - when neither works. Only differences of two readings are used.
+if read sa_c sa_x </proc/uptime 2>/dev/null; then SA_CLK=uptime; else SA_CLK=date; fi
+sa_now() { if [ "$SA_CLK" = uptime ]; then read sa_c sa_x </proc/uptime 2>/dev/null || sa_c=-; else sa_c=$(date +%s.%N 2>/dev/null) || sa_c=-; fi; eval "$1=\$sa_c"; }
 sa_watch() {
   # no coreutils timeout: a sh watchdog; with setsid the command gets its own process group
   if [ "$SA_SETSID" = 1 ]; then set -- setsid "$@"; fi
@@ -206,14 +211,15 @@ sa_watch() {
 sa_run() {
   sa_i=$1; sa_t=$2; sa_su=0; sa_k=$4
   if [ "$3" = 1 ] && [ "$SA_UID" != 0 ]; then sa_su=1; set -- sudo -n -- sh "$SA_T/$sa_i.sh"; else set -- sh "$SA_T/$sa_i.sh"; fi
-  sa_s=$(sa_now)
+  sa_now sa_s
   if [ "$SA_TO" = 1 ]; then
     timeout -k 2 "$sa_t" "$@" </dev/null >"$SA_T/$sa_i.out" 2>"$SA_T/$sa_i.err"; sa_rc=$?
   else
     sa_watch "$@"
   fi
-  sa_e=$(sa_now)
-  sa_mark R "$sa_i" "$sa_rc" "$sa_s" "$sa_e" "$sa_su" "$(sa_size "$SA_T/$sa_i.out")" "$(sa_size "$SA_T/$sa_i.err")"
+  sa_now sa_e
+  sa_size "$SA_T/$sa_i.out" sa_so; sa_size "$SA_T/$sa_i.err" sa_se
+  sa_mark R "$sa_i" "$sa_rc" "$sa_s" "$sa_e" "$sa_su" "$sa_so" "$sa_se"
   sa_mark O; sa_enc "$SA_T/$sa_i.out"; sa_mark E; sa_enc "$SA_T/$sa_i.err"; sa_mark Z "$sa_i"
   rm -f "$SA_T/$sa_i.sh" "$SA_T/$sa_i.out" "$SA_T/$sa_i.err" "$SA_T/$sa_i.to"
 }

@@ -106,3 +106,32 @@ def test_sudo_flag_modes():
     assert [sudo_flag(c, None), sudo_flag(s, None)] == [False, True]
     assert [sudo_flag(c, False), sudo_flag(s, False)] == [False, False]
     assert [sudo_flag(c, True), sudo_flag(s, True)] == [True, True]
+
+
+def test_wrapper_starts_no_process_for_an_empty_stream_or_the_clock(tmp_path):
+    """Per command the wrapper starts the command (timeout, sh) and, for a non-empty output, wc,
+    head and base64; an empty stderr costs no process, and the clock is read from /proc/uptime by
+    the shell itself (date only where /proc is missing). 32 lab hosts' batches share 2 cores:
+    each saved process is CPU the scan waits for."""
+    if not Path("/proc/uptime").is_file():
+        pytest.skip("no /proc/uptime: the wrapper reads the clock with date")
+    log = tmp_path / "calls.log"
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    for tool in ("date", "wc", "head", "base64"):
+        real = shutil.which(tool)
+        assert real, tool
+        shim = shims / tool
+        shim.write_text(f"#!/bin/sh\necho {tool} >>'{log}'\nexec '{real}' \"$@\"\n")
+        shim.chmod(0o755)
+    cmds = [Command(key=f"k{i}", script=f"echo out{i}") for i in range(5)] + [
+        Command(key="err", script="echo oops >&2; exit 3")]
+    parser, proc = run_wrapper(BatchScript.build(cmds), path=f"{shims}:{os.environ.get('PATH', '/usr/bin:/bin')}")
+    assert proc.returncode == 0, proc.stderr
+    results = parser.results()
+    assert [(r.rc, r.stdout, r.stderr) for r in results] == (
+        [(0, f"out{i}\n", "") for i in range(5)] + [(3, "", "oops\n")])
+    assert all(r.duration_s is not None and 0 <= r.duration_s < 10 for r in results)
+    calls = log.read_text().split()
+    # one non-empty stream per command: one wc, head and base64 each; no date
+    assert {t: calls.count(t) for t in ("date", "wc", "head", "base64")} == {"date": 0, "wc": 6, "head": 6, "base64": 6}
