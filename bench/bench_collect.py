@@ -2,10 +2,12 @@
 playbooks/collect.yml (`storadvise collect --ansible-vars` + ansible-playbook + `--from-ansible`),
 in the same run on the same lab: wall time, controller CPU (user+sys of the controller's process
 trees) and peak memory (the largest sum of the trees' resident sets, sampled every 50 ms), printed
-with the ratios ansible / built-in, and both captures checked to hold the same files.
+with the ratios ansible / built-in, and both captures checked to hold the same hosts, probes,
+scripts and exit statuses (their outputs differ where the hosts' live values changed between the
+two collections).
 
     # root; brings up a lab of N small hosts ("c01".."cNN", worker role, one switch), `lab down` at the end
-    .venv/bin/python bench/bench_collect.py --hosts 64 [--forks 32] [--parallel 32]
+    .venv/bin/python bench/bench_collect.py --hosts 64 [--forks 32] [--parallel 32] [--ansible-bin DIR]
 
 Heavy on a small machine: every lab host runs its own sshd; the probes run on the same cores.
 """
@@ -13,6 +15,7 @@ Heavy on a small machine: every lab host runs its own sshd; the probes run on th
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import subprocess
@@ -84,6 +87,9 @@ def main() -> int:
     ap.add_argument("--parallel", type=int, default=32, help="the built-in pool's --parallel")
     ap.add_argument("--forks", type=int, default=32, help="ansible-playbook -f")
     ap.add_argument("--sample-seconds", default="1")
+    ap.add_argument("--ansible-bin", type=Path, default=BIN,
+                    help="directory of the ansible-playbook to run (default: this venv's; e.g. a Python 3.12 venv "
+                         "holding ansible-core >= 2.20)")
     args = ap.parse_args()
     from advisor.lab.control import lab_down, lab_up
 
@@ -106,13 +112,14 @@ def main() -> int:
                        "--sample-seconds", args.sample_seconds])
         env = {**os.environ, "ANSIBLE_HOME": str(work / "ansible-home"), "ANSIBLE_HOST_KEY_CHECKING": "True",
                "PATH": f"{BIN}:{os.environ.get('PATH', '')}"}
-        play = measure([str(BIN / "ansible-playbook"), "-f", str(args.forks), "-i", str(inventory),
+        version = subprocess.run([str(args.ansible_bin / "ansible-playbook"), "--version"], capture_output=True,
+                                 text=True).stdout.splitlines()[:1]
+        print(f"ansible-playbook: {' '.join(version)} ({args.ansible_bin})", flush=True)
+        play = measure([str(args.ansible_bin / "ansible-playbook"), "-f", str(args.forks), "-i", str(inventory),
                         str(REPO / "playbooks" / "collect.yml"), "-e", f"storadvise_collect_vars={vars_file}",
                         "-e", f"storadvise_collect_dir={work / 'ansible'}", "-e", f"storadvise_command={sa}"], env)
         ansible = {"wall_s": gen["wall_s"] + play["wall_s"], "cpu_s": gen["cpu_s"] + play["cpu_s"],
                    "peak_rss_mib": max(gen["peak_rss_mib"], play["peak_rss_mib"])}
-        files = [sorted(str(p.relative_to(d)) for p in d.rglob("*") if p.is_file())
-                 for d in (work / "builtin", work / "ansible")]
         print(f"machine: {os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
               f"{platform.system()} {platform.release()}; {args.hosts} lab hosts on the same machine")
         print(f"{'':10} {'wall s':>8} {'CPU s':>8} {'peak MiB':>9}")
@@ -120,8 +127,22 @@ def main() -> int:
             print(f"{label:10} {m['wall_s']:8.1f} {m['cpu_s']:8.1f} {m['peak_rss_mib']:9.0f}")
         print("ratio ansible/built-in: " + ", ".join(
             f"{k} {ansible[k] / builtin[k]:.2f}x" for k in ("wall_s", "cpu_s", "peak_rss_mib") if builtin[k]))
-        same = files[0] == files[1]
-        print(f"captures hold the same {len(files[0])} files: {same}")
+        # the two collections ran one after the other on live hosts: counters, free memory and
+        # clocks differ, so their objects do; what must agree is every host's index: the same
+        # probes, exit statuses and scripts (byte-identity on fixed outputs: tests/collect/)
+        index = {}
+        for label in ("builtin", "ansible"):
+            index[label] = {h.name: {k: (v["rc"], v["script"], v["timed_out"], v["truncated"])
+                                     for k, v in json.loads((h / "outputs.json").read_text())["outputs"].items()}
+                            for h in sorted((work / label / "hosts").iterdir())}
+        same = index["builtin"] == index["ansible"] and len(index["builtin"]) == args.hosts
+        outputs = sum(len(v) for v in index["builtin"].values())
+        stdout_same = sum(
+            json.loads((work / "builtin" / "hosts" / h / "outputs.json").read_text())["outputs"][k]["stdout"]
+            == json.loads((work / "ansible" / "hosts" / h / "outputs.json").read_text())["outputs"][k]["stdout"]
+            for h in index["builtin"] for k in index["builtin"][h]) if same else 0
+        print(f"same hosts, probes, scripts and exit statuses in both captures: {same} ({len(index['builtin'])} hosts, "
+              f"{outputs} outputs; {stdout_same} of them with the same stdout: the others hold live values)")
         return 0 if same else 1
     finally:
         lab_down(name)
