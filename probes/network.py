@@ -159,14 +159,23 @@ fi
 extra=$(for d in {dirs}; do cat "$d"/*.conf 2>/dev/null; done; cat {SYSCTL_CONF} 2>/dev/null) || true
 extra=$(printf '%s\\n' "$extra" | sed -n 's/^[[:space:]]*-\\{{0,1\\}}[[:space:]]*\\(net[./][A-Za-z0-9_.:/@+-]*\\)[[:space:]]*=.*$/\\1/p' | sort -u)
 echo "@@section runtime"
+# tr runs only for a key written with a slash or a value holding a tab or newline (a process per
+# key and step made this loop the costliest part of a host's batch); each value keeps its cat:
+# /proc/sys files give a shell's byte-wise read only their first byte
+TAB=$(printf '\\t'); NL='
+'
 for k in $(printf '%s\\n' {tracked} $extra | awk '!seen[$0]++'); do
   case "$k" in
     net/*) p=$k; k=$(printf '%s' "$k" | tr '/.' './') ;;
-    *) p=$(printf '%s' "$k" | tr '/.' './') ;;
+    */*) p=$(printf '%s' "$k" | tr '/.' './') ;;
+    *) p=; r=$k
+       while :; do case "$r" in *.*) p="$p${{r%%.*}}/"; r=${{r#*.}} ;; *) p="$p$r"; break ;; esac; done ;;
   esac
   f="/proc/sys/$p"
   if [ ! -e "$f" ]; then printf '%s\\t%s\\n' "$k" "{_RUNTIME_ABSENT}"
-  elif v=$(cat "$f" 2>/dev/null); then printf '%s\\t%s\\t%s\\n' "$k" "$(printf '%s' "$v" | tr '\\t\\n' '  ')" "$(stat -L -c %a "$f" 2>/dev/null)"
+  elif v=$(cat "$f" 2>/dev/null); then
+    case "$v" in *"$TAB"*|*"$NL"*) v=$(printf '%s' "$v" | tr '\\t\\n' '  ') ;; esac
+    printf '%s\\t%s\\t%s\\n' "$k" "$v" "$(stat -L -c %a "$f" 2>/dev/null)"
   else printf '%s\\t%s\\n' "$k" "{_RUNTIME_UNREADABLE}"; fi
 done
 echo "@@section {_PROCSYS_SECTION}"
