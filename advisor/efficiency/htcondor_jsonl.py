@@ -95,7 +95,6 @@ if msgspec is not None:
         #: a CMS job's events or read volume: its ad goes through a record (cms_chirp)
         ChirpCMSSWEvents: _Num = None
         ChirpCMSSWReadBytes: _Num = None
-        ChirpCMSSW_SiteIO: Any = None
 
     #: (one ad, a block of ads) decoders
     _FAST = (msgspec.json.Decoder(_FastAd), msgspec.json.Decoder(list[tuple[_FastAd]]))
