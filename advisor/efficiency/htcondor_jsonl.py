@@ -74,6 +74,7 @@ if msgspec is not None:
         GLIDEIN_CMSSite: str | None = None
         JOB_CMSSite: str | None = None
         CMSSite: str | None = None
+        DESIRED_CMSDataLocations: str | list[str] | None = None
 
     class _SumAd(msgspec.Struct, gc=False):
         """The attributes the summary's common case depends on (:func:`summarize_jsonl`): a
