@@ -16,7 +16,11 @@ then carries them (names as in dmwm/cms-htcondor-es ``JobMonitoring.json``):
 Without ``ChirpCMSSW_SiteIO`` the storage is the CMS site the job ran at
 (``MATCH_GLIDEIN_CMSSite``, ``MATCH_EXP_JOB_GLIDEIN_CMSSite``, ``GLIDEIN_CMSSite``, ``JOB_CMSSite``,
 ``CMSSite``), i.e. the site's own storage element, but only when the ad says the job read data
-(``ChirpCMSSWReadBytes`` > 0); ``storage_from`` says which (``site_io`` or ``run_site``).
+(``ChirpCMSSWReadBytes`` > 0). When the ad lists where its input data is
+(``DESIRED_CMSDataLocations``, comma-separated sites) and the run site is not among them, the job
+read its data from elsewhere through the federation (cms-htcondor-es calls it ``InputData:
+Offsite``): the storage is then ``offsite:<run site>``. ``storage_from`` says which (``site_io``,
+``run_site`` or ``run_site_offsite``).
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ CHIRP_ATTRIBUTES = (
     "ChirpCMSSWLastUpdate",
 )
 #: where the job ran, most specific first (CMS glideinWMS ads)
-RUN_SITE_ATTRIBUTES = ("MATCH_GLIDEIN_CMSSite", "MATCH_EXP_JOB_GLIDEIN_CMSSite", "GLIDEIN_CMSSite", "JOB_CMSSite", "CMSSite")
+RUN_SITE_ATTRIBUTES = ("MATCH_GLIDEIN_CMSSite", "MATCH_EXP_JOB_GLIDEIN_CMSSite", "GLIDEIN_CMSSite", "JOB_CMSSite", "CMSSite",
+                       "DESIRED_CMSDataLocations")
 #: a site name as CMS writes them (T2_US_UCSD, UCSDXCACHE, T1_ES_PIC_Disk); anything else is not a name
 _MAX_NAME = 64
 
@@ -115,9 +120,18 @@ def cms_io(get: Callable[[str], Any], num: Callable[[Any], float | None]) -> Cms
     if site:
         out.storage, out.storage_from = site, "site_io"
     elif out.read_bytes:
-        for attr in RUN_SITE_ATTRIBUTES:
+        for attr in RUN_SITE_ATTRIBUTES[:-1]:
             site = _site_name(get(attr))
             if site:
                 out.storage, out.storage_from = site, "run_site"
+                locations = _locations(get("DESIRED_CMSDataLocations"))
+                if locations and site not in locations:
+                    out.storage, out.storage_from = f"offsite:{site}", "run_site_offsite"
                 break
     return out
+
+
+def _locations(v: Any) -> set[str]:
+    """``DESIRED_CMSDataLocations``: a comma-separated string of sites (or a list of them)."""
+    items = v.split(",") if isinstance(v, str) else (v if isinstance(v, list) else [])
+    return {n for n in (_site_name(x) for x in items) if n}

@@ -11,6 +11,12 @@ totalMsecs, ``read_mb_per_sec`` = read_total_mb / read_msecs x 1000. The per-sit
 ``XrdSiteStatistics`` modules give the remote reads (numOperations of read and readv), which the
 latency what-if uses as synchronous round trips.
 
+The storage a job read: the ``XrdSiteStatistics`` site it read most MB from; else the server or
+redirector of its first input file's PFN (``root://cmsxrootd.fnal.gov//store/...`` ->
+``cmsxrootd.fnal.gov``), or ``local`` for a PFN that is a path or ``file:`` URL. Events: the
+``ProcessingSummary`` ``NumberEvents``, else the sum of the primary input files' ``EventsRead``
+(``InputType`` ``primaryFiles``; parent files read alongside are not counted again).
+
 A report carries no exit status in the performance section; a ``FrameworkError`` element (the
 element WMCore's parser dispatches on) with an ``ExitStatus`` attribute marks the job failed.
 """
@@ -74,6 +80,14 @@ class FrameworkJobReport:
     storage: dict[str, float]
     profile: StorageProfile
     errors: list[tuple[int | None, str]]
+    #: the input files' PFNs, in document order, and the events read from them
+    input_pfns: list[str] = field(default_factory=list)
+    input_events: int | None = None
+
+    @property
+    def input_storage(self) -> str | None:
+        """The server or redirector of the first input PFN (``local`` for a path)."""
+        return pfn_storage(self.input_pfns[0]) if self.input_pfns else None
 
     @property
     def cpu_seconds(self) -> float | None:
@@ -90,7 +104,23 @@ class FrameworkJobReport:
     @property
     def events(self) -> int | None:
         v = self.processing.get("NumberEvents")
-        return None if v is None else int(v)
+        return self.input_events if v is None else int(v)
+
+
+_URL = re.compile(r"^([a-z][a-z0-9+.-]*)://([^/:?#]*)", re.I)
+_HOST = re.compile(r"^[A-Za-z0-9.-]{1,253}$")
+
+
+def pfn_storage(pfn: str) -> str | None:
+    """``root://host:1094//store/x`` -> ``host``; a path or ``file:`` URL -> ``local``; junk -> None."""
+    pfn = pfn.strip()
+    m = _URL.match(pfn)
+    if m is None:
+        return "local" if pfn.startswith("/") or pfn.lower().startswith("file:") else None
+    if m.group(1).lower() == "file":
+        return "local"
+    host = m.group(2).lower()
+    return host if _HOST.match(host) else None
 
 
 def _float(v: str | None) -> float | None:
@@ -111,6 +141,11 @@ def parse_fjr(f: IO[bytes], source: str) -> FrameworkJobReport:
     storage_order: list[str] = []
     sites: dict[str, dict[str, float]] = {}
     errors: list[tuple[int | None, str]] = []
+    pfns: list[str] = []
+    events_read: list[int] = []
+    in_input = False
+    input_type: str | None = None
+    input_events: int | None = None
     summary: str | None = None
     module: tuple[str, str] | None = None
     seen_root = False
@@ -123,7 +158,20 @@ def parse_fjr(f: IO[bytes], source: str) -> FrameworkJobReport:
                     summary = el.get("Metric")
                 elif tag == "PerformanceModule":
                     module = (el.get("Module") or "", el.get("Metric") or "")
+                elif tag == "InputFile":
+                    in_input, input_type, input_events = True, None, None
                 continue
+            if tag == "InputFile":
+                # the events a job processed are those of its primary inputs (parents are read alongside)
+                if input_events is not None and input_type in (None, "primaryFiles"):
+                    events_read.append(input_events)
+                in_input = False
+            elif in_input and tag == "PFN" and el.text and el.text.strip():
+                pfns.append(el.text.strip())
+            elif in_input and tag == "InputType" and el.text:
+                input_type = el.text.strip()
+            elif in_input and tag == "EventsRead" and el.text and el.text.strip().isdigit():
+                input_events = int(el.text.strip())
             if tag == "Metric":
                 name, value = el.get("Name"), _float(el.get("Value"))
                 if name is not None and value is not None:
@@ -173,7 +221,7 @@ def parse_fjr(f: IO[bytes], source: str) -> FrameworkJobReport:
         prof.read_mb_per_sec = prof.read_total_mb / prof.read_msecs * 1000 if prof.read_msecs > 0 else 0.0
         prof.read_average_kb = 1024 * prof.read_total_mb / prof.read_ops if prof.read_ops > 0 else 0.0
     prof.sites = sites
-    return FrameworkJobReport(timing, processing, storage, prof, errors)
+    return FrameworkJobReport(timing, processing, storage, prof, errors, pfns, sum(events_read) if events_read else None)
 
 
 def record_from_fjr(report: FrameworkJobReport, source: str) -> JobRecord:
@@ -199,6 +247,6 @@ def record_from_fjr(report: FrameworkJobReport, source: str) -> JobRecord:
         read_mb=prof.read_total_mb if prof.read_method else None,
         read_ops=remote_ops if remote_ops is not None else (prof.read_ops if prof.read_method else None),
         read_seconds=prof.read_msecs / 1000 if prof.read_method else None,
-        storage=prof.top_site,
+        storage=prof.top_site or report.input_storage,
         extra={"read_mb_per_sec": prof.read_mb_per_sec} if prof.read_method else None,
     )

@@ -74,6 +74,7 @@ if msgspec is not None:
         GLIDEIN_CMSSite: str | None = None
         JOB_CMSSite: str | None = None
         CMSSite: str | None = None
+        DESIRED_CMSDataLocations: str | list[str] | None = None
 
     class _SumAd(msgspec.Struct, gc=False):
         """The attributes the summary's common case depends on (:func:`summarize_jsonl`): a
@@ -95,7 +96,6 @@ if msgspec is not None:
         #: a CMS job's events or read volume: its ad goes through a record (cms_chirp)
         ChirpCMSSWEvents: _Num = None
         ChirpCMSSWReadBytes: _Num = None
-        ChirpCMSSW_SiteIO: Any = None
 
     #: (one ad, a block of ads) decoders
     _FAST = (msgspec.json.Decoder(_FastAd), msgspec.json.Decoder(list[tuple[_FastAd]]))

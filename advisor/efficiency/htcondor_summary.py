@@ -70,8 +70,8 @@ def summarize_jsonl(f: IO[bytes], source: str, summary: Any, add_issue: Any) -> 
                 if lrh[0] == "/" or a.ClusterId is None or a.ProcId is None:  # "/Expr(": no string
                     odd.append(a)
                     continue
-                if a.ChirpCMSSWEvents is not None or a.ChirpCMSSWReadBytes is not None or a.ChirpCMSSW_SiteIO is not None:
-                    odd.append(a)  # a CMS job: events and read volume need its record
+                if a.ChirpCMSSWEvents is not None or a.ChirpCMSSWReadBytes is not None:
+                    odd.append(a)  # a CMS job: its events and read volume (by_storage) need its record
                     continue
                 wall = a.RemoteWallClockTime - (a.CumulativeSuspensionTime or 0.0)
                 cpu = a.CumulativeRemoteUserCpu + (a.CumulativeRemoteSysCpu or 0.0)

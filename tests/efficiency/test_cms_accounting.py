@@ -71,6 +71,7 @@ def test_ingest_summary_hot_path_uses_chirp_events(fix, tmp_path):
 def test_run_site_is_the_storage_only_when_the_job_read(fix):
     ad = json.loads(open(fix(JOBMON)).read().split("\n", 1)[1])
     del ad["ChirpCMSSW_SiteIO"]
+    del ad["DESIRED_CMSDataLocations"]  # the document's placeholder "s"
     ad["MATCH_GLIDEIN_CMSSite"] = "T2_US_UCSD"
     r = record_from_ad(ad)
     assert r.storage == "T2_US_UCSD" and r.to_dict()["storage_from"] == "run_site"
@@ -196,3 +197,35 @@ def test_autoformat_export_with_chirp_columns(tmp_path):
     assert issues == []
     assert (a.events, a.read_mb, a.read_seconds, a.storage) == (12000, 2000.0, 600.0, "T2_DE_DESY")
     assert (b.events, b.read_mb, b.storage) == (None, None, None)  # no read volume: no storage guessed
+
+
+def test_fjr_without_site_statistics_reads_the_redirector_of_its_input_pfn(fix):
+    """WMCore's CMSSWTwoFileRemote report: inputs opened through root://cmsxrootd.fnal.gov (AAA) ->
+    that is the storage; its events are the primary input's EventsRead (the parent file's not again)."""
+    (r,) = list(iter_file(fix("cmssw-fjr-WMCore-CMSSWTwoFileRemote.xml")))
+    assert r.storage == "cmsxrootd.fnal.gov"
+    assert r.events == 10
+    assert (r.cpu_seconds, r.wall_seconds) == (6.42402, 53.9831)
+    assert r.read_mb == pytest.approx(15.59268)
+
+
+def test_pfn_storage():
+    from advisor.efficiency.fjr import pfn_storage
+
+    assert pfn_storage("root://xrootd-cms.infn.it:1094//store/mc/x.root") == "xrootd-cms.infn.it"
+    assert pfn_storage("davs://eoscms.cern.ch:443/eos/cms/x") == "eoscms.cern.ch"
+    assert pfn_storage("/mnt/hadoop/store/x.root") == "local" and pfn_storage("file:/x.root") == "local"
+    assert pfn_storage("SKIMStreamCosmicSP.root") is None and pfn_storage("root://bad host//x") is None
+
+
+def test_run_site_outside_the_data_locations_is_offsite(fix):
+    ad = json.loads(open(fix(JOBMON)).read().split("\n", 1)[1])
+    del ad["ChirpCMSSW_SiteIO"]
+    ad["MATCH_GLIDEIN_CMSSite"] = "T2_US_UCSD"
+    ad["DESIRED_CMSDataLocations"] = "T1_US_FNAL,T2_US_Wisconsin"
+    r = record_from_ad(ad)
+    assert r.storage == "offsite:T2_US_UCSD" and r.to_dict()["storage_from"] == "run_site_offsite"
+    line = json.dumps(ad).encode() + b"\n"
+    assert list(iter_jsonl(io.BytesIO(line), "f")) == list(iter_jsonl_json(io.BytesIO(line), "f"))
+    ad["DESIRED_CMSDataLocations"] = "T1_US_FNAL,T2_US_UCSD"
+    assert record_from_ad(ad).storage == "T2_US_UCSD"

@@ -24,6 +24,8 @@ def test_htcondor_readers(data):
     _drain(htcondor_jsonl.iter_jsonl(io.BytesIO(data), "x"))
     _drain(htcondor_json.iter_json_stream(io.BytesIO(data), "x"))
     _drain(htcondor_text.iter_autoformat(io.BytesIO(data), "x"))
+    _drain(htcondor_text.iter_long(io.BytesIO(data), "x"))
+    _drain(htcondor_text.iter_long(io.BytesIO(b"ClusterId = 1\nProcId = 2\nChirpCMSSW_SiteIO = " + data), "x"))
     htcondor_summary.summarize_jsonl(io.BytesIO(data), "x", __import__("advisor.efficiency.analysis", fromlist=["Summary"]).Summary(),
                              lambda i: None)
 

@@ -89,3 +89,23 @@ def test_sysfs_reads_as_block_queue_facts(state, tmp_path):
     facts = BlockQueueProbe().parse(text + "@@section end\n")
     sdc = facts.devices["sdc"]
     assert (sdc.scheduler, sdc.nr_requests, sdc.queue_depth, sdc.rotational, sdc.virtual) == ("mq-deadline", 256, 32, True, False)
+
+
+def test_disks_section_is_checked():
+    from advisor.lab.scenario import Scenario
+
+    base = {"name": "d", "switches": [{"name": "core"}],
+            "hosts": [{"name": "st01", "roles": ["storage"], "groups": ["servers"], "switch": "core"},
+                      {"name": "wn01", "roles": ["worker"], "groups": ["workers"], "switch": "core"}]}
+    ok = Scenario.model_validate({**base, "disks": {"hosts": ["servers"], "failing": [{"host": "st01", "disk": "sdc"}]}})
+    assert ok.emulations["disks"].failing[0].signs == ["smart", "io_errors", "slow"]
+    for bad, why in (({"hosts": ["nowhere"]}, "matches no host"),
+                     ({"hosts": ["servers"], "failing": [{"host": "wn01", "disk": "sda"}]}, "has no emulated disks"),
+                     ({"hosts": ["servers"], "count": 3, "failing": [{"host": "st01", "disk": "sdd"}]}, "has no disk 'sdd'"),
+                     ({"hosts": ["servers"], "count": 2}, "greater than or equal to 3")):
+        with pytest.raises(ValueError, match=why):
+            Scenario.model_validate({**base, "disks": bad})
+    with pytest.raises(ValueError, match="share hosts"):
+        Scenario.model_validate({**base, "lustre": {"clients": ["st01"]}, "disks": {"hosts": ["servers"]}})
+    with pytest.raises(ValueError, match="share hosts"):
+        Scenario.model_validate({**base, "disks": {"hosts": ["servers"]}, "lustre": {"clients": ["st01"]}})

@@ -73,7 +73,8 @@ class DisksLab(LabEmulation):
             if f.disk not in names:
                 raise ValueError(f"disks.failing: {f.host} has no disk {f.disk!r} (it has {', '.join(names)})")
         lustre = getattr(scenario, "emulations", {}).get("lustre")
-        if lustre is not None and hosts & {h.name for h in scenario.select_all(lustre.clients)}:
+        clients = (lustre.get("clients") if isinstance(lustre, dict) else getattr(lustre, "clients", None)) or []
+        if hosts & {h.name for h in scenario.select_all([c for c in clients if isinstance(c, str)])}:
             raise ValueError(f"disks.hosts and lustre.clients share hosts: both emulate tools in {BIN_DIR}")
 
     def hosts(self, spec: DiskEmulation, scenario: Any) -> list[str]:
