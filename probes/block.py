@@ -1,8 +1,8 @@
 """Block devices: queue tunables (``block.queue``) and kernel I/O error lines (``block.ioerrors``).
 
 ``block.queue`` reads ``/sys/block/<dev>/queue/*`` (Documentation/block/queue-sysfs.rst) and the
-SCSI device's ``device/queue_depth`` (Documentation/scsi/scsi_mid_low_api.rst; see
-shared/reference/FORMATS.md §3.1). Sysfs spells a ``/`` in a device name as ``!``
+SCSI device's ``device/queue_depth`` (Documentation/scsi/scsi_mid_low_api.rst;
+Documentation/ABI/stable/sysfs-block). Sysfs spells a ``/`` in a device name as ``!``
 (``cciss!c0d0``); facts use the ``/proc/diskstats`` spelling (``cciss/c0d0``) so the two
 probes' device keys match.
 

@@ -1,7 +1,7 @@
 """Disk I/O utilisation (``block.diskstats``): two /proc/diskstats snapshots, iostat's arithmetic.
 
-Layout and formulas: shared/reference/FORMATS.md §3.2-3.3 (kernel
-Documentation/admin-guide/iostats.rst; sysstat ``rd_stats.c:compute_ext_disk_stats()``,
+Layout and formulas: the kernel's
+Documentation/admin-guide/iostats.rst (fields 1-17); sysstat ``rd_stats.c:compute_ext_disk_stats()``,
 ``iostat.c``). Over the interval Δt between the snapshots, per device:
 
 * %util   = Δio_ticks (field 10, ms) / Δt(ms) × 100

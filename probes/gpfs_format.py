@@ -1,6 +1,6 @@
 """Pure parsers for GPFS / IBM Storage Scale command output (no I/O; used by probes/gpfs.py).
 
-``mmlsconfig`` (FORMATS.md §1.1)
+``mmlsconfig`` (IBM Storage Scale Command and Programming Reference, mmlsconfig)
 --------------------------------
 * Optional header ``Configuration data for cluster <name>:`` plus a dashed rule; optional
   trailer ``File systems in cluster <name>:`` plus a dashed rule and one ``/dev/<fs>`` per line
@@ -12,7 +12,7 @@
   repeat; ``[common]`` returns to cluster-wide (scope ``None``).
 * The ``mmlsconfig <attr>`` form has no header; when a node override exists it prints the scope
   after the value (``maxFilesToCache 128k [nsdserver]``, seen in a community install note, not
-  in FORMATS.md). A trailing `` [..]`` is read as a scope only in header-less text.
+  in IBM's reference). A trailing `` [..]`` is read as a scope only in header-less text.
 * Lines starting with ``#`` are never mmlsconfig output (shell prompts/comments in captured
   transcripts) and are skipped. Trailing author annotations (``value ## note``) can't be told
   apart from a value and are NOT stripped: the test strips them from the ANNOTATED sample.
@@ -32,15 +32,15 @@ Effective value for one node (derived rule; documented in the report):
 
 Sizes are binary (pagepool, maxblocksize ...; IBM: "default 1 GiB"): ``bytes`` is set only for
 size attributes. Counts (``maxFilesToCache 128K``) keep the value as written; ``count`` is set
-only when the value has no suffix, since FORMATS.md §1.1 rule 4 could not verify K/M for counts.
+only when the value has no suffix, since IBM's reference does not confirm K/M for counts.
 
-``mmdiag --config -Y`` (FORMATS.md §1.2)
+``mmdiag --config -Y`` (IBM Storage Scale Command and Programming Reference, mmdiag)
 -----------------------------------------
 Colon-separated, columns named by the ``HEADER`` row, ``%XX`` URL-decoded (``%3A`` is ``:``).
 A line that does not start with ``mmdiag:`` continues the previous row (the captured sample
 wraps one long value over two lines). Active values of sizes are plain bytes.
 
-``mmlsnodeclass`` (not in FORMATS.md; format looked up in public code, tolerant)
+``mmlsnodeclass`` (format looked up in public code, tolerant)
 --------------------------------------------------------------------------------
 ``-Y`` form: ``mmlsnodeclass:<record>:HEADER:...`` with columns looked up by name (class name:
 a column whose name contains ``classname``; members: ``allMembers`` (includes nested classes),

@@ -5,7 +5,7 @@ file: ``SMcli <ctrl-a> <ctrl-b> -c "show allLogicalDrives;"`` and, when that fai
 printing any logical drive (newer SANtricity firmware knows only volumes), ``show allVolumes;``.
 SMcli is looked for on PATH, in /opt/SMgr/client and /opt/IBM_DS/client.
 
-What is known of the output (FORMATS.md §2; **no verbatim capture was found**): per object a
+What is known of the output (IBM DS Storage Manager CLI and Script Commands guide; **no verbatim capture was found**): per object a
 block of ``Label: value`` lines, read with leading blanks stripped and the value being the text
 after the first ``:``. Old firmware (DS4000/5000) starts a block with ``Logical Drive name:``,
 SANtricity with ``Volume name:``; labels seen parsed by a monitoring script: ``Volume status:``,

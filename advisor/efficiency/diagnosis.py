@@ -19,9 +19,11 @@ from advisor.efficiency.analysis import EVENT_LABELS, Histogram, Summary
 from advisor.efficiency.records import EfficiencyInputError, short_host
 from advisor.findings import Finding, FindingStatus, Remediation, Severity
 
-REF_IFCA = "shared/DOMAIN.md#the-ifca-study: 28-43% -> 73-82% for 100..100000 events; wall ~2x for >1000 events"
+REF_IFCA = ("IFCA CMS Tier-2 CPU-efficiency study (Instituto de Fisica de Cantabria, talk: 'Efficiency Comparison Between"
+            " IFCA and another T2'): 28-43% -> 73-82% for 100..100000 events; wall ~2x for >1000 events")
 REF_CHIRP = "CMSSW FWCore/Services CondorStatusService: ChirpCMSSWReadBytes, ChirpCMSSWReadTimeMsecs, ChirpCMSSW_SiteIO"
-REF_CALTECH = "shared/DOMAIN.md#caltech: jobs that fail waste their whole runtime"
+REF_CALTECH = ("Balcas et al. (Caltech), 'Job CPU Performance comparison based on MINIAOD reading options: local versus"
+               " remote': jobs that fail waste their whole runtime")
 
 
 def load_scan(path: str) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""CMSSW framework job reports (XML), FORMATS.md §5.2.
+"""CMSSW framework job reports (XML; CMSSW FWCore/MessageLogger JobReport, PerformanceReport).
 
 From the ``Timing`` summary: ``TotalJobCPU``, ``TotalJobTime``, ``NumberOfThreads``; from
 ``ProcessingSummary``: ``NumberEvents``. Efficiency = TotalJobCPU / (TotalJobTime x

@@ -1,6 +1,6 @@
 """HTCondor job ads: ``condor_history -json`` / ``-jsonl`` / ``-af:h`` (and ``condor_q -json``).
 
-CPU and wall time must come from the same set of run attempts (FORMATS.md §5.1): after an
+CPU and wall time must come from the same set of run attempts (HTCondor manual, Job ClassAd Attributes): after an
 eviction ``RemoteUserCpu`` covers only the last attempt while ``RemoteWallClockTime`` covers
 all of them. We pair
 

@@ -6,7 +6,8 @@ beyond the round trip: server and WAN processing, redirection). Its wall time gr
 factor ``1 + D`` with ``D = R x (RTT + t0)``, so the relative efficiency loss is
 ``D / (1 + D)``.
 
-Calibration on PIC/CIEMAT's MiniAOD job (shared/DOMAIN.md): -2% at ~9 ms and -15% at ~150 ms.
+Calibration on PIC/CIEMAT's MiniAOD job (Perez Dengra, Flix Molina, Sikora, 'XCache for CMS
+in PIC Tier-1 and CIEMAT Tier-2' (CMS Collaboration)): -2% at ~9 ms and -15% at ~150 ms.
 Two anchors fix the two unknowns of the reference job: ``D(9 ms) = 0.02/0.98`` and
 ``D(150 ms) = 0.15/0.85`` give ``R_ref = 1.107`` reads/s and ``t0 = 9.44 ms``. Another job is
 placed relative to it by its own ``R``: from an FJR (remote reads of XrdSiteStatistics, or of
@@ -22,6 +23,8 @@ from typing import Any
 from advisor.findings import Finding, FindingStatus, Remediation, Severity
 
 ANCHORS = ((9.0, 0.02), (150.0, 0.15))  # (RTT ms, relative efficiency loss), PIC/CIEMAT
+PIC_CIEMAT_REFERENCE = ("Perez Dengra, Flix Molina, Sikora, 'XCache for CMS in PIC Tier-1 and CIEMAT Tier-2' (CMS"
+                        " Collaboration): CPU efficiency -2% at ~9 ms (regional cache), -15% at ~150 ms (FNAL)")
 
 
 def _calibrate() -> tuple[float, float]:
@@ -103,7 +106,7 @@ def cache_finding(result: dict[str, Any]) -> Finding:
     over = [r for r in rows if r["recommend_cache"]]
     evidence = [f"{(r['path'] or 'source'):>16}: RTT {r['rtt_ms']:g} ms -> efficiency loss {r['loss']:.1%}" for r in rows]
     base = dict(rule_id="EFF-LATENCY-CACHE", title="Remote reads lose CPU efficiency to latency",
-                references=["shared/DOMAIN.md#pic-and-ciemat: -2% at ~9 ms, -15% at ~150 ms"],
+                references=[PIC_CIEMAT_REFERENCE],
                 evidence=evidence, expected={"loss_below": result["threshold"]},
                 observed={"max_loss": max((r["loss"] for r in rows), default=None)})
     if not over:

@@ -1,4 +1,4 @@
-"""Slurm ``sacct -P`` / ``-p`` output (FORMATS.md §5.3).
+"""Slurm ``sacct -P`` / ``-p`` output (man sacct: --parsable, --parsable2).
 
 One job is an allocation row (``N``, ``N_i`` for an array task, ``N_[0-3]`` for a pending
 array) followed by its step rows (``N.batch``, ``N.extern``, ``N.0``, ...). sacct prints a

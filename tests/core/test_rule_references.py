@@ -54,3 +54,30 @@ def test_lint_refuses_a_reference_to_an_internal_note(tmp_path):
     assert problems == ["extra.yml: EXTRA-SACK: reference 'IFCA study (shared/seeds/003): tcp_sack=0' cites "
                         "shared/seeds/003, which storadvise does not ship (cite the public source: paper, vendor "
                         "guide, RFC, man page)"]
+
+
+def test_findings_built_in_python_cite_public_sources():
+    """The efficiency diagnosis and latency findings are built in Python, outside the rule packs' lint."""
+    from advisor.efficiency import diagnosis, latency
+
+    refs = [v for m in (diagnosis, latency) for k, v in vars(m).items()
+            if isinstance(v, str) and (k.startswith("REF_") or k.endswith("_REFERENCE"))]
+    assert len(refs) >= 3
+    assert [r for r in refs if unshipped_files(r)] == []
+
+
+def test_nothing_shipped_points_the_reader_at_internal_notes():
+    """Code, rule packs, playbooks and docs name public sources; the development notes beside the repository
+    (shared/, FORMATS.md, DOMAIN.md, DESIGN.md, LAB-TRIAL.md, the seeds) are not shipped and not public."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    note = re.compile(r"shared/|\bFORMATS\.md|\bDOMAIN\.md|\bDESIGN\.md|\bLAB-TRIAL\.md|\bseeds/\d")
+    # the two places that explain the rule itself name what it refuses
+    explained = {root / "advisor/rule_references.py", root / "docs/rules.md"}
+    files = [root / "README.md"] + [p for d in ("advisor", "probes", "rules", "playbooks", "docs")
+                                    for p in (root / d).rglob("*") if p.suffix in {".py", ".yml", ".yaml", ".md", ".j2"}]
+    hits = [f"{p.relative_to(root)}:{n}" for p in files if p not in explained
+            for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1) if note.search(line)]
+    assert hits == []

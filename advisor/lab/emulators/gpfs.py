@@ -1,7 +1,7 @@
 """Emulated GPFS administration commands for lab hosts: mmlsconfig, mmdiag, mmchconfig,
 mmshutdown, mmstartup.
 
-storadvise lab emulator — not IBM software. It prints the formats of FORMATS.md §1 (from real
+storadvise lab emulator — not IBM software. It prints the formats of IBM Storage Scale's mmlsconfig/mmdiag (from real
 samples) and keeps state in the lab's state directory:
 
 - ``gpfs/cluster.json``: the persisted cluster configuration shared by all GPFS nodes
@@ -9,7 +9,7 @@ samples) and keeps state in the lab's state directory:
   where scope is null for cluster-wide or a list of node names / node classes);
 - ``gpfs/active/<node>.json``: each node's daemon state and active values.
 
-Semantics follow IBM's documentation (FORMATS.md §1.3): mmlsconfig shows persisted values;
+Semantics follow IBM's documentation (mmchconfig, Command and Programming Reference): mmlsconfig shows persisted values;
 ``mmchconfig`` persists and takes effect at the next mmstartup; ``-i`` persists and applies
 immediately; ``-I`` applies immediately without persisting. Only attributes IBM lists as
 changeable in the running daemon take effect with -i/-I; others wait for a restart.
@@ -295,7 +295,7 @@ def mmchconfig(gdir: Path, cluster: dict, args: list[str], err: list[str]) -> st
 
 def mmlsnodeclass(cluster: dict, args: list[str]) -> str:
     """The human table (``Node Class Name  Members``); -Y is answered with the same table:
-    the real -Y column layout was not available (FORMATS.md)."""
+    the real -Y column layout was not available in public sources."""
     classes = cluster["node_classes"]
     width = max([len("Node Class Name")] + [len(c) for c in classes]) + 3
     out = [f"{'Node Class Name':<{width}}Members", f"{'-' * (width - 1)} {'-' * 40}"]

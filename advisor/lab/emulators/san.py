@@ -1,6 +1,6 @@
 """Emulated SMcli (IBM DS4000 / SANtricity storage manager CLI) for the lab's SAN management host.
 
-storadvise lab emulator — not IBM software. FORMATS.md §2 found no verbatim output, so this prints
+storadvise lab emulator — not IBM software. No verbatim SMcli output was found in public sources, so this prints
 the field labels known from real parsers (one ``Logical Drive name:`` / ``Volume name:`` line
 starting each block, then ``Label: Value`` lines), ending with ``SMcli completed successfully.``;
 the surrounding lines and error texts are the emulator's own. State: ``san/array.json``.
