@@ -6,7 +6,7 @@ the rule engine, the planner, the lab or the site model knows a storage system b
 
 ``storage_kind`` in a site file names an entry; a site that gives no ``profiles`` gets that
 entry's ``default_profile``. Entries without modules (``dcache``, ``eos``, ...) are known kinds whose
-plug-in is not written yet: their sites get the generic rules. ``ceph``, ``dcache``, ``eos``, ``beegfs`` and
+plug-in is not written yet: their sites get the generic rules. ``ceph``, ``eos``, ``beegfs`` and
 ``hdfs`` have probes and rules but no role (their findings are fixed by hand).
 """
 
@@ -59,8 +59,13 @@ _BUILTIN = (
                 adapter_module="advisor.adapters.xcache",
                 play_title="Set XCache pfc directives and restart the instance when they changed",
                 lab_emulation="advisor.lab.xcache_lab"),
-    StorageKind("dcache", "dCache: domains, services and Java memory from dcache.conf and the layout file",
-                probe_module="probes.dcache", rule_pack="dcache.yml"),
+    StorageKind("dcache", "dCache: domains, services, Java memory and SRM TCP buffers from dcache.conf and the layout "
+                "file; pool mover limits from the pools' setup files",
+                probe_module="probes.dcache", rule_pack="dcache.yml", role="dcache_tuning",
+                adapter_module="advisor.adapters.dcache", default_profile="dcache-site",
+                host_settings={"dcache_restart_domains": "text"},
+                play_title="Set dCache layout properties and pool mover limits (restart domains only where the site opts in)",
+                lab_emulation="advisor.lab.emulators.dcache_lab"),
     StorageKind("eos", "EOS: eos fs ls on the MGM (file system boot, configstatus, drain)",
                 probe_module="probes.eos", rule_pack="eos.yml"),
     StorageKind("ceph", "Ceph / CephFS: ceph osd perf and ceph health detail on storage hosts (kernel vs FUSE "

@@ -101,6 +101,10 @@ class Adapter:
         """The role variables (host_vars/<host>.yml) that make ``changes`` on one host."""
         raise NotImplementedError
 
+    def notice(self, host: str, changes: list[Change], host_vars: Mapping[str, Any]) -> str | None:
+        """What PLAN.md's notices say about ``changes`` on ``host`` (e.g. when they take effect). Default: nothing."""
+        return None
+
     def finish(self, plan_vars: dict[str, dict[str, Any]]) -> None:
         """Cross-host adjustments once every host's variables of this role are known
         (``plan_vars``: host -> this role's variables). Default: nothing."""

@@ -100,6 +100,9 @@ def build_plan(report: ScanReport, site: Site, source: str = "scan", min_severit
                               target=p.target, scope=p.scope) for p in pcs]
             plan.host_vars.setdefault(host, {})[adapter.role] = adapter.role_vars(
                 changes, facts.get(host) or {}, host_settings(site_hosts[host]))
+            notice = adapter.notice(host, changes, host_settings(site_hosts[host]))
+            if notice:
+                plan.notices.append(f"{host}: {notice}")
     for adapter in registry.values():
         members = {h: v[adapter.role] for h, v in plan.host_vars.items() if adapter.role in v}
         if members:

@@ -99,3 +99,66 @@ def test_script_on_a_host_without_dcache_is_not_applicable():
         pytest.skip("this machine has a dCache configuration")
     out = subprocess.run(["/bin/sh", "-c", PROBE.script(ProbeContext(host="x"))], capture_output=True, text=True)
     assert out.stdout.startswith(NOT_APPLICABLE_MARKER)
+
+
+POOL_LAYOUT = """[${host.name}_poolsDomain]
+[${host.name}_poolsDomain/pool]
+pool.name = ${host.name}_1
+pool.path = /data/${host.name}_1
+[${host.name}_poolsDomain/pool]
+pool.name = ${host.name}_2
+pool.path = /data/${host.name}_2
+[doorsDomain]
+srm.limits.transfer-tcp-buffer.size = 8388608
+[doorsDomain/srm]
+srm.limits.transfer-tcp-buffer.size = 1048576
+"""
+
+
+def with_setups(layout: str, setups: dict[str, str]) -> str:
+    return sectioned(CONF, layout) + "".join(f"@@section setup:{p}\n{t}\n" for p, t in setups.items())
+
+
+def test_pool_setup_files_give_the_mover_limits():
+    f = PROBE.parse(with_setups(POOL_LAYOUT, {"/data/dc01_1": "mover set max active 20\nmover set max active -queue=p2p 5\n",
+                                              "/data/dc01_2": "storadvise: no readable setup file"}))
+    one, two = f.pools["dc01_1"], f.pools["dc01_2"]
+    assert one.domain == "dc01_poolsDomain" and one.setup_file == "/data/dc01_1/setup"
+    assert one.mover_max_active == {"regular": 20, "p2p": 5} and one.regular_max_active == 20
+    assert one.lines["mover_max_active"] == "mover set max active 20"
+    # an unreadable setup file is not a limit: nothing is invented
+    assert not two.setup_read and two.regular_max_active is None and "not read" in two.lines["mover_max_active"]
+    # the srm service's own value wins over its domain's
+    doors = f.domains["doorsDomain"]
+    assert doors.has_srm and doors.srm_tcp_buffer_bytes == 1048576
+    assert "under [doorsDomain/srm]" in doors.lines["srm.limits.transfer-tcp-buffer.size"]
+
+
+@pytest.mark.parametrize("setup,where", [
+    ("mover set max active many\n", "takes a number"),
+    ("mover set max active -queue=p2p\n", "without a number"),
+    ("<html>\n", "not a pool admin command"),
+])
+def test_a_setup_file_not_of_its_format_is_refused(setup, where):
+    with pytest.raises(ProbeParseError, match=where):
+        PROBE.parse(with_setups(POOL_LAYOUT, {"/data/dc01_1": setup}))
+
+
+def _all_findings(text: str, rule: str):
+    facts = PROBE.parse(text)
+    h = HostFacts(name="dc01", roles=["storage", "door"], probes={
+        "dcache.layout": ProbeResult(probe="dcache.layout", status=ProbeStatus.ok, facts=facts.model_dump())})
+    return [f for f in evaluate(FactSet(site="t", hosts={"dc01": h}), profiles=["dcache-site"]).findings
+            if f.rule_id == rule]
+
+
+def test_mover_and_srm_buffer_rules_fail_with_evidence_and_name_the_change():
+    text = with_setups(POOL_LAYOUT, {"/data/dc01_1": "mover set max active -queue=regular 20\n",
+                                     "/data/dc01_2": "mover set max active 400\n"})
+    movers = {f.subject: f for f in _all_findings(text, "DCACHE-POOL-MOVER-MAX-ACTIVE")}
+    assert movers["dc01_1"].status == FindingStatus.fail and movers["dc01_2"].status == FindingStatus.passed
+    assert "mover set max active -queue=regular 20" in str(movers["dc01_1"].evidence)
+    assert [(c.adapter, c.key, c.target) for c in movers["dc01_1"].changes] == [("dcache", "setup:dc01_1:regular", "100")]
+    srm = _all_findings(text, "DCACHE-SRM-TCP-BUFFER")
+    assert [f.subject for f in srm] == ["doorsDomain"] and srm[0].status == FindingStatus.fail
+    assert [c.key for c in srm[0].changes] == ["layout:doorsDomain/srm:srm.limits.transfer-tcp-buffer.size"]

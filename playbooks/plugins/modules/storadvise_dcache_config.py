@@ -1,0 +1,1 @@
+../../roles/dcache_tuning/library/storadvise_dcache_config.py
