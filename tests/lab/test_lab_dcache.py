@@ -1,0 +1,114 @@
+"""The loop on the dcache lab scenario (advisor/lab/scenarios/dcache.yml: two pool nodes with two pools each
+and a door node, their dCache files and dcache command emulated by the lab): scan finds the dcache rule
+pack's faults with the file lines as evidence -> plan writes dcache_tuning variables and says the changes
+take effect at the next domain restart -> real ansible-playbook apply-tuning.yml edits the layout and setup
+files without restarting a domain -> verify says they are fixed; a second apply changes nothing;
+rollback.yml restores the files; an apply with the restart asked restarts exactly the changed domains, which
+then run the new files. Real namespace hosts and sshd; needs root (CI is root)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from advisor.lab.emulators.dcache import domain_state, runs_current_files
+from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root
+
+SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "dcache.yml"
+BIN = Path(sys.executable).parent
+DCACHE_FAILS = {"DCACHE-POOL-DIRECT-MEMORY", "DCACHE-POOL-MOVER-MAX-ACTIVE", "DCACHE-SRM-TCP-BUFFER"}
+
+
+def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())", *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=str(REPO), env={**os.environ})
+
+
+def _playbook(plan: Path, name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    cp = subprocess.run([shutil.which("ansible-playbook", path=str(BIN)) or "ansible-playbook", name, *args],
+                        cwd=plan, capture_output=True, text=True, timeout=600)
+    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-2000:]
+    return cp
+
+
+def _fails(scan: dict) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for f in scan["findings"]:
+        if f["rule_id"].startswith("DCACHE-") and f["status"] == "fail":
+            out.setdefault(f["rule_id"], []).append(f)
+    return out
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_dcache_loop(lab_registry: Path, tmp_path: Path) -> None:
+    require_root()
+    name = f"t-dc{os.getpid() % 10000}"
+    try:
+        up = json.loads(lab_cli(["up", "--scenario", str(SCENARIO), "--name", name, "--json"]).stdout)
+        emu = Path(up["state_dir"]) / "emu"
+        restarts0 = {h: len(domain_state(emu, h)["restarts"]) for h in ("pool01", "pool02", "door01")}
+        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        assert cp.returncode in (0, 2), cp.stderr[-2000:]
+        scan_file = tmp_path / "scan.json"
+        scan_file.write_text(cp.stdout)
+        fails = _fails(json.loads(cp.stdout))
+        assert set(fails) == DCACHE_FAILS, fails
+        mem = fails["DCACHE-POOL-DIRECT-MEMORY"]
+        assert sorted((f["hosts"][0], f["subject"]) for f in mem) == [("pool01", "pool01_poolsDomain"),
+                                                                       ("pool02", "pool02_poolsDomain")]
+        assert all("unset (dCache default 512m)" in json.dumps(f["evidence"]) for f in mem)
+        movers = fails["DCACHE-POOL-MOVER-MAX-ACTIVE"]
+        assert sorted(f["subject"] for f in movers) == ["pool01_1", "pool01_2", "pool02_1", "pool02_2"]
+        assert all(f["observed"] == 20 and "mover set max active -queue=regular 20" in json.dumps(f["evidence"])
+                   for f in movers)
+        srm = fails["DCACHE-SRM-TCP-BUFFER"]
+        assert [(f["hosts"], f["subject"], f["observed"]) for f in srm] == [(["door01"], "doorsDomain", 1048576)]
+
+        plan = tmp_path / "plan"
+        cp = _cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
+        assert cp.returncode == 0, cp.stderr[-2000:]
+        hv = (plan / "host_vars" / "pool01.yml").read_text()
+        assert "dcache_layout_settings" in hv and "dcache_setup_settings" in hv and "dcache_restart: false" in hv
+        md = (plan / "PLAN.md").read_text()
+        assert "takes effect at next domain restart" in md and "dCache pool pool01_1: mover set max active" in md
+
+        ap = _playbook(plan, "apply-tuning.yml")
+        assert "takes effect at next domain restart" in ap.stdout
+        again = _playbook(plan, "apply-tuning.yml")
+        assert "changed=0" in again.stdout.split("PLAY RECAP", 1)[1], again.stdout[-2000:]
+        layout = (emu / "dcache" / "pool01" / "etc" / "layouts" / "pool01.conf").read_text()
+        assert "[${host.name}_poolsDomain]\ndcache.java.memory.direct = 2147483648\n" in layout
+        setup = (emu / "dcache" / "pool02" / "lib" / "pools" / "pool02_1" / "setup").read_text()
+        assert "mover set max active -queue=regular 100" in setup and "-queue=regular 20" not in setup
+        assert "[doorsDomain/srm]\nsrm.limits.transfer-tcp-buffer.size = 4194304" in (
+            emu / "dcache" / "door01" / "etc" / "layouts" / "door01.conf").read_text()
+        # no restart asked: the domains still run what they read at start
+        assert {h: len(domain_state(emu, h)["restarts"]) for h in restarts0} == restarts0
+        assert not runs_current_files(emu, "pool01", "pool01_poolsDomain")
+
+        cp = _cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
+        result = json.loads(cp.stdout)
+        dc = [f for f in result["findings"] if f["rule_id"] in DCACHE_FAILS]
+        assert dc and all(f["outcome"] == "fixed" for f in dc), dc
+
+        _playbook(plan, "rollback.yml")
+        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        assert set(_fails(json.loads(cp.stdout))) == DCACHE_FAILS
+        assert "-queue=regular 20" in (emu / "dcache" / "pool02" / "lib" / "pools" / "pool02_1" / "setup").read_text()
+
+        # the site lets the role restart: exactly the changed domains restart and run the new files
+        ap = _playbook(plan, "apply-tuning.yml", "-e", "dcache_restart=true")
+        st = {h: domain_state(emu, h)["restarts"][restarts0[h]:] for h in restarts0}
+        assert {h: [r["domain"] for r in v] for h, v in st.items()} == {
+            "pool01": ["pool01_poolsDomain"], "pool02": ["pool02_poolsDomain"], "door01": ["doorsDomain"]}
+        assert runs_current_files(emu, "pool01", "pool01_poolsDomain") and runs_current_files(emu, "door01", "doorsDomain")
+    finally:
+        lab_cli(["down", "--name", name], check=False)
+        assert no_traces(lab_traces(name))
