@@ -1,6 +1,7 @@
 """The ``dcache:`` section of a lab scenario: dCache pool and door nodes emulated by their configuration
 files and a ``dcache`` command (advisor.lab.emulators.dcache): /etc/dcache and /var/lib/dcache are the
-host's own directories in the lab's state, the command is at /usr/local/sbin (on root's PATH)."""
+host's own directories in the lab's state, the command is at /opt/d-cache/bin/dcache
+(dCache's old install prefix; the dcache_tuning role looks there too)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.lab.emulation import LabEmulation, emulator_python, package_root
 
-BIN_DIR = "/usr/local/sbin"
+#: dCache's old install prefix (/opt/d-cache/bin/dcache): a directory no other emulator binds
+BIN_DIR = "/opt/d-cache/bin"
 
 
 class DcacheEmulation(BaseModel):

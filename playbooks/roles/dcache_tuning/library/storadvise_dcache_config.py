@@ -38,7 +38,7 @@ options:
     type: bool
     default: false
   dcache:
-    description: The dcache command; empty searches PATH, /usr/sbin, /usr/bin, /usr/local/sbin.
+    description: The dcache command; empty searches PATH, /usr/sbin, /usr/bin, /usr/local/sbin, /opt/d-cache/bin.
     type: str
     default: ""
   backup_file:
@@ -136,7 +136,7 @@ def set_mover(lines, queue, value):
 def _dcache(module, p):
     if p["dcache"]:
         return p["dcache"]
-    path = module.get_bin_path("dcache", opt_dirs=["/usr/sbin", "/usr/bin", "/usr/local/sbin"])
+    path = module.get_bin_path("dcache", opt_dirs=["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/opt/d-cache/bin"])
     if not path:
         module.fail_json(msg="no dcache command on this host (restart asked)")
     return path
