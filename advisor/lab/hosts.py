@@ -78,10 +78,9 @@ def boot_script(lab_dir: Path, hdir: Path, host: str, address: str, emulators: d
         f"# storadvise lab: boot of host {host} (in its own network, mount and UTS namespaces only)",
         "set -eu",
         f"hostname {q(host)}",
-        f"mount -n --bind {q(H + '/sysctl.d')} /etc/sysctl.d",
     ]
-    if Path("/root/.bashrc").exists():
-        lines.append(f"mount -n --bind {q(H + '/empty-bashrc')} /root/.bashrc")
+    # emulators first: an overlay they need on a parent (/etc for /etc/dcache) would hide a bind made
+    # below it before (the host's /etc/sysctl.d)
     overlays: dict[str, int] = {}
     for target, src in emulators.items():
         # an existing file (/proc/diskstats) or directory is bound over as it is; a missing one is made
@@ -97,6 +96,9 @@ def boot_script(lab_dir: Path, hdir: Path, host: str, address: str, emulators: d
                 lines.append(f"mount -n -t overlay storadvise-lab -o lowerdir={anc},upperdir={up},workdir={work} {q(anc)}")
             lines.append(f"mkdir -p {q(target)}")
         lines.append(f"mount -n --bind {q(src)} {q(target)}")
+    lines.append(f"mount -n --bind {q(H + '/sysctl.d')} /etc/sysctl.d")
+    if Path("/root/.bashrc").exists():
+        lines.append(f"mount -n --bind {q(H + '/empty-bashrc')} /root/.bashrc")
     lines += [
         f"mount -n -t tmpfs -o mode=0755,size=16m storadvise-lab-run {q(H + '/run')}",
         f"mkdir -p {q(H + '/run/sshd')}",

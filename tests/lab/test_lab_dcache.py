@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from advisor.lab.emulators.dcache import domain_state, runs_current_files
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root
+from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, ssh
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "dcache.yml"
 BIN = Path(sys.executable).parent
@@ -52,7 +52,14 @@ def test_dcache_loop(lab_registry: Path, tmp_path: Path) -> None:
     name = f"t-dc{os.getpid() % 10000}"
     try:
         up = json.loads(lab_cli(["up", "--scenario", str(SCENARIO), "--name", name, "--json"]).stdout)
-        emu = Path(up["state_dir"]) / "emu"
+        lab_dir = Path(up["state_dir"])
+        emu = lab_dir / "emu"
+        pool01 = up["hosts"]["pool01"]["address"]
+        # /etc/dcache needs an overlay on the host's /etc: the host's own sysctl.d stays bound over it
+        (lab_dir / "hosts" / "pool01" / "sysctl.d" / "99-marker.conf").write_text("# marker\n")
+        assert "99-marker.conf" in ssh(lab_dir, pool01, "ls /etc/sysctl.d").stdout.split()
+        assert ssh(lab_dir, pool01, "/opt/d-cache/bin/dcache status").stdout.startswith("DOMAIN ")
+        assert not Path("/etc/dcache").exists() or not (Path("/etc/dcache") / "layouts" / "pool01.conf").exists()
         restarts0 = {h: len(domain_state(emu, h)["restarts"]) for h in ("pool01", "pool02", "door01")}
         cp = _cli("scan", "--site", name, "--json", "--no-history")
         assert cp.returncode in (0, 2), cp.stderr[-2000:]
