@@ -39,6 +39,8 @@ class StorageKind:
     play_title: str = ""
     #: the module whose ``EMULATION`` (advisor.lab.emulation.LabEmulation) emulates the system in the lab
     lab_emulation: str | None = None
+    #: further remediation adapters of the kind (each ``ADAPTER`` with its own shipped role), after ``adapter_module``
+    extra_adapter_modules: tuple[str, ...] = ()
 
     @property
     def role_name(self) -> str | None:
@@ -58,7 +60,9 @@ _BUILTIN = (
                 probe_module="probes.xcache", rule_pack="xcache.yml", role="xcache",
                 adapter_module="advisor.adapters.xcache",
                 play_title="Set XCache pfc directives and restart the instance when they changed",
-                lab_emulation="advisor.lab.xcache_lab"),
+                lab_emulation="advisor.lab.xcache_lab",
+                # XRootD data servers and redirectors: xrootd.server / xrootd.process probes, rules/xrootd.yml
+                extra_adapter_modules=("advisor.adapters.xrootd",)),
     StorageKind("dcache", "dCache: domains, services, Java memory and SRM TCP buffers from dcache.conf and the layout "
                 "file; pool mover limits from the pools' setup files",
                 probe_module="probes.dcache", rule_pack="dcache.yml", role="dcache_tuning",

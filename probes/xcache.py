@@ -399,9 +399,11 @@ class XCacheConfigProbe(Probe):
     title = "XRootD / XCache configuration (pss, oss, pfc directives)"
     roles = frozenset({"cache"})
     facts_model = XCacheConfigFacts
+    #: the host variable naming the configuration file(s) (else /etc/xrootd)
+    config_var = "xcache_config"
 
     def script(self, ctx: ProbeContext) -> str:
-        configured = _configured_paths(ctx, "xcache_config")
+        configured = _configured_paths(ctx, self.config_var)
         if configured:
             pick = "CFGS=" + shlex.quote(" ".join(configured)) + "\n"
         else:

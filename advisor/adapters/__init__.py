@@ -36,7 +36,8 @@ def adapters() -> dict[str, Adapter]:
     kinds' (advisor.storage_kinds), then those registered at run time."""
     from advisor.storage_kinds import storage_kinds
 
-    modules = list(CORE_ADAPTER_MODULES) + [k.adapter_module for k in storage_kinds().values() if k.adapter_module]
+    modules = list(CORE_ADAPTER_MODULES) + [m for k in storage_kinds().values()
+                                            for m in ([k.adapter_module] if k.adapter_module else []) + list(k.extra_adapter_modules)]
     out: dict[str, Adapter] = {}
     for m in modules:
         a = importlib.import_module(m).ADAPTER

@@ -44,6 +44,21 @@ class OriginSpec(_Strict):
     #: files written under the export at up: count and size of each (names file0000 ...)
     files: int = Field(20, ge=0, le=10000)
     file_size: str = "1m"
+    #: XRootD server directives written into the origin's configuration as they are ({xrd.sched: "mint 4 maxt 64"})
+    directives: dict[str, str] = Field(default_factory=dict)
+    #: the origin's open-files limit at every start (ulimit -n; the lab's stand-in for the unit's LimitNOFILE)
+    nofile: int | None = Field(None, ge=64, le=1048576)
+
+    @field_validator("directives")
+    @classmethod
+    def _server_directives(cls, v: dict[str, str]) -> dict[str, str]:
+        for k, a in v.items():
+            if not k.startswith(("xrd.", "xrootd.", "ofs.", "oss.", "all.")) or not all(
+                    w.isidentifier() for w in k.split(".")):
+                raise ValueError(f"origin.directives: {k!r} is not an xrd./xrootd./ofs./oss./all. directive")
+            if "\n" in str(a) or "\\" in str(a) or not str(a).strip():
+                raise ValueError(f"origin.directives: {k}: one non-empty line, no backslash")
+        return v
 
 
 class XCacheSpec(_Strict):
@@ -86,14 +101,15 @@ def state_dir(lab_dir: Path, host: str) -> Path:
 def _config(spec: XCacheSpec, host: str, sd: Path, scenario_addrs: dict[str, str]) -> str:
     common = [f"xrd.port {spec.port}", f"all.adminpath {sd / 'adm'}", f"all.pidpath {sd / 'adm'}"]
     if host == spec.origin.host:
-        return "\n".join([f"all.export {spec.origin.export}", f"oss.localroot {sd / 'data'}", *common, ""])
+        extra = [f"{k} {a}" for k, a in spec.origin.directives.items()]
+        return "\n".join([f"all.export {spec.origin.export}", f"oss.localroot {sd / 'data'}", *extra, *common, ""])
     lines = [f"all.export {spec.origin.export}", "ofs.osslib libXrdPss.so", "pss.cachelib libXrdPfc.so",
              f"pss.origin {scenario_addrs[spec.origin.host]}:{spec.port}", f"oss.localroot {sd / 'cache'}"]
     lines += [f"{k} {a}" for k, a in spec.directives.items() if a is not None]
     return "\n".join(lines + ["pfc.trace info", *common, ""])
 
 
-def _restart_script(sd: Path, name: str, disk_bytes: int | None) -> str:
+def _restart_script(sd: Path, name: str, disk_bytes: int | None, nofile: int | None = None) -> str:
     q = shlex.quote
     mount = (f"mountpoint -q {q(str(sd / 'cache'))} || mount -n -t tmpfs -o size={disk_bytes},mode=0777 "
              f"storadvise-xcache {q(str(sd / 'cache'))}\n") if disk_bytes else ""
@@ -109,6 +125,7 @@ def _restart_script(sd: Path, name: str, disk_bytes: int | None) -> str:
         '  kill -9 "$P" 2>/dev/null\n'
         "fi\n"
         + mount
+        + (f"ulimit -n {int(nofile)}\n" if nofile else "")
         + 'N=$(grep -c "initialization completed" "$LOG" 2>/dev/null); N=${N:-0}\n'
         f"setsid {XROOTD} -R {RUN_AS} -c {q(str(sd / (name + '.cfg')))} -l {q(str(sd / 'log' / 'xrootd.log'))} "
         f"-n {name} </dev/null >/dev/null 2>&1 &\n"
@@ -178,7 +195,8 @@ class XCacheLab(LabEmulation):
                              parse_size_bytes(spec.origin.file_size))
             (sd / f"{name}.cfg").write_text(_config(spec, host, sd, addrs))
             script = sd / "restart.sh"
-            script.write_text(_restart_script(sd, name, parse_size_bytes(spec.disk) if name == "xcache" else None))
+            script.write_text(_restart_script(sd, name, parse_size_bytes(spec.disk) if name == "xcache" else None,
+                                              spec.origin.nofile if name == "origin" else None))
             script.chmod(0o755)
             # xrootd resolves its host name: the host's own /etc/hosts, in its mount namespace only
             hosts = sd / "etc-hosts"
@@ -192,6 +210,10 @@ class XCacheLab(LabEmulation):
             rec.add_pid(int((sd / "adm" / "instance.pid").read_text().strip()), f"xrootd-{name}", host)
 
     def site_host_vars(self, rec: Any, spec: XCacheSpec, scenario: Any, host: str) -> dict[str, Any]:
+        if host == spec.origin.host:
+            sd = state_dir(rec.dir, host)
+            # the xrootd.server probe and the xrootd_tuning role read and restart the origin through these
+            return {"xrootd_config": str(sd / "origin.cfg"), "xrootd_restart_command": f"/bin/sh {sd / 'restart.sh'}"}
         if host != spec.host:
             return {}
         sd = state_dir(rec.dir, host)

@@ -1,0 +1,1 @@
+../../xcache/library/storadvise_xrootd_directives.py
