@@ -4,7 +4,7 @@ pack's faults with the file lines as evidence -> plan writes dcache_tuning varia
 take effect at the next domain restart -> real ansible-playbook apply-tuning.yml edits the layout and setup
 files without restarting a domain -> verify says they are fixed; a second apply changes nothing;
 rollback.yml restores the files; an apply with the restart asked restarts exactly the changed domains, which
-then run the new files. Real namespace hosts and sshd; needs root (CI is root)."""
+then run the new files; a stopped domain fails DCACHE-DOMAIN-RUNNING (dcache status). Real namespace hosts and sshd; needs root (CI is root)."""
 
 from __future__ import annotations
 
@@ -67,6 +67,9 @@ def test_dcache_loop(lab_registry: Path, tmp_path: Path) -> None:
         scan_file.write_text(cp.stdout)
         fails = _fails(json.loads(cp.stdout))
         assert set(fails) == DCACHE_FAILS, fails
+        running = [f for f in json.loads(cp.stdout)["findings"] if f["rule_id"] == "DCACHE-DOMAIN-RUNNING"]
+        assert sorted(f["subject"] for f in running) == ["doorsDomain", "pool01_poolsDomain", "pool02_poolsDomain"]
+        assert all(f["status"] == "pass" for f in running)
         mem = fails["DCACHE-POOL-DIRECT-MEMORY"]
         assert sorted((f["hosts"][0], f["subject"]) for f in mem) == [("pool01", "pool01_poolsDomain"),
                                                                        ("pool02", "pool02_poolsDomain")]
@@ -116,6 +119,13 @@ def test_dcache_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert {h: [r["domain"] for r in v] for h, v in st.items()} == {
             "pool01": ["pool01_poolsDomain"], "pool02": ["pool02_poolsDomain"], "door01": ["doorsDomain"]}
         assert runs_current_files(emu, "pool01", "pool01_poolsDomain") and runs_current_files(emu, "door01", "doorsDomain")
+
+        # a stopped domain: dcache status (the emulator prints dCache's table) says so, the scan fails it
+        ssh(lab_dir, pool01, "/opt/d-cache/bin/dcache stop pool01_poolsDomain")
+        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        down = [f for f in json.loads(cp.stdout)["findings"] if f["rule_id"] == "DCACHE-DOMAIN-RUNNING" and f["status"] == "fail"]
+        assert [(f["hosts"], f["subject"]) for f in down] == [(["pool01"], "pool01_poolsDomain")]
+        assert "pool01_poolsDomain stopped dcache /var/log/dcache/pool01_poolsDomain.log" in json.dumps(down[0]["evidence"])
     finally:
         lab_cli(["down", "--name", name], check=False)
         assert no_traces(lab_traces(name))

@@ -162,3 +162,19 @@ def test_mover_and_srm_buffer_rules_fail_with_evidence_and_name_the_change():
     srm = _all_findings(text, "DCACHE-SRM-TCP-BUFFER")
     assert [f.subject for f in srm] == ["doorsDomain"] and srm[0].status == FindingStatus.fail
     assert [c.key for c in srm[0].changes] == ["layout:doorsDomain/srm:srm.limits.transfer-tcp-buffer.size"]
+
+
+def test_dcache_status_rows_and_refusals():
+    from probes.dcache import parse_status
+
+    out = ("DOMAIN             STATUS                  PID   USER   LOG\n"
+           "pool01_poolsDomain running (for 3 minutes) 20000 dcache /var/log/dcache/pool01_poolsDomain.log\n"
+           "doorsDomain        stopped                       dcache /var/log/dcache/doorsDomain.log\n")
+    f = parse_status(out)
+    assert f.domains["pool01_poolsDomain"].running and f.domains["pool01_poolsDomain"].pid == 20000
+    assert not f.domains["doorsDomain"].running and f.domains["doorsDomain"].pid is None
+    assert f.domains["doorsDomain"].status == "stopped"
+    with pytest.raises(ProbeParseError, match="no 'DOMAIN STATUS PID USER LOG' header"):
+        parse_status("Usage: dcache [-q] COMMAND\n")
+    with pytest.raises(ProbeParseError, match="line 2: not a domain row"):
+        parse_status("DOMAIN  STATUS  PID   USER LOG\nd       running x1y2z dcache /l\n")
