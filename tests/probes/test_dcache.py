@@ -165,7 +165,7 @@ def test_mover_and_srm_buffer_rules_fail_with_evidence_and_name_the_change():
 
 
 def test_dcache_status_rows_and_refusals():
-    from probes.dcache import parse_status
+    from probes.dcache_status import parse_status
 
     out = ("DOMAIN             STATUS                  PID   USER   LOG\n"
            "pool01_poolsDomain running (for 3 minutes) 20000 dcache /var/log/dcache/pool01_poolsDomain.log\n"
