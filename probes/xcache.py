@@ -402,18 +402,20 @@ class XCacheConfigProbe(Probe):
     #: the host variable naming the configuration file(s) (else /etc/xrootd)
     config_var = "xcache_config"
 
-    def script(self, ctx: ProbeContext) -> str:
+    def pick_script(self, ctx: ProbeContext) -> str:
+        """Shell that sets CFGS, the instances' main files."""
         configured = _configured_paths(ctx, self.config_var)
         if configured:
-            pick = "CFGS=" + shlex.quote(" ".join(configured)) + "\n"
-        else:
-            pick = (
-                'CFGS=""\n'
-                f'for f in {XROOTD_ETC}/xrootd-*.cfg; do [ -f "$f" ] && CFGS="$CFGS $f"; done\n'
-                f'if [ -z "$CFGS" ] && [ -d {XROOTD_ETC}/config.d ]; then CFGS={XROOTD_ETC}/config.d; fi\n'
-            )
+            return "CFGS=" + shlex.quote(" ".join(configured)) + "\n"
         return (
-            pick
+            'CFGS=""\n'
+            f'for f in {XROOTD_ETC}/xrootd-*.cfg; do [ -f "$f" ] && CFGS="$CFGS $f"; done\n'
+            f'if [ -z "$CFGS" ] && [ -d {XROOTD_ETC}/config.d ]; then CFGS={XROOTD_ETC}/config.d; fi\n'
+        )
+
+    def script(self, ctx: ProbeContext) -> str:
+        return (
+            self.pick_script(ctx)
             + f'[ -n "$CFGS" ] || {{ echo "{_NA} no xrootd configuration (/etc/xrootd/xrootd-*.cfg)"; exit 0; }}\n'
             + "emit() {\n"
             + '  if [ -d "$1" ]; then\n'

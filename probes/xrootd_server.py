@@ -3,9 +3,9 @@
 
 ``xrootd.server``
 -----------------
-The same files as ``xcache.config`` (the host variable ``xrootd_config``, else every
-``/etc/xrootd/xrootd-*.cfg``, one per ``xrootd@NAME`` unit, else ``/etc/xrootd/config.d``; ``continue``
-followed), parsed by the same XrdOucStream reader (probes.xcache). Per instance (``servers``, by instance
+The files of the host variable ``xrootd_config``, else each ``/etc/xrootd/xrootd-NAME.cfg`` whose instance
+is in use (unit ``xrootd@NAME`` enabled or active, or a running xrootd/cmsd naming the file: the packages
+ship one per instance kind), ``continue`` followed, parsed by the XrdOucStream reader of probes.xcache. Per instance (``servers``, by instance
 name: ``xrootd-NAME.cfg`` -> NAME, else the file's name): its role (``all.role``), exports
 (``all.export``), port (``xrd.port``), whether it is a cache (pfc / pss.cachelib), the thread scheduler
 (``xrd.sched mint maxt avlt idle``; the Xrd/Cmsd Configuration Reference, "xrd.sched", gives the
@@ -127,6 +127,31 @@ class XrootdServerProbe(XCacheConfigProbe):
     roles = frozenset({"storage", "cache", "door"})
     facts_model = XrootdServerFacts
     config_var = "xrootd_config"
+
+    def pick_script(self, ctx: ProbeContext) -> str:
+        """Without ``xrootd_config``: the /etc/xrootd/xrootd-NAME.cfg whose instance is in use (its unit
+        xrootd@NAME enabled or active, or a running xrootd/cmsd naming the file). The packages ship a
+        configuration per instance kind (standalone, clustered, filecache ...): an unused one is no server."""
+        import shlex
+
+        from probes.xcache import XROOTD_ETC, _configured_paths
+
+        configured = _configured_paths(ctx, self.config_var)
+        if configured:
+            return "CFGS=" + shlex.quote(" ".join(configured)) + "\n"
+        return (
+            'CFGS=""\n'
+            f'for f in {XROOTD_ETC}/xrootd-*.cfg; do\n'
+            '  [ -f "$f" ] || continue; n=${f##*/xrootd-}; n=${n%.cfg}; use=0\n'
+            '  if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then\n'
+            '    case "$(systemctl is-enabled "xrootd@$n" 2>/dev/null)" in enabled*) use=1;; esac\n'
+            '    systemctl is-active -q "xrootd@$n" 2>/dev/null && use=1\n'
+            "  fi\n"
+            '  for d in /proc/[0-9]*; do case "$(cat "$d/comm" 2>/dev/null)" in xrootd|cmsd) '
+            'tr "\\0" " " < "$d/cmdline" 2>/dev/null | grep -qF -- "$f" && use=1;; esac; done\n'
+            '  [ $use = 1 ] && CFGS="$CFGS $f"\n'
+            "done\n"
+        )
 
     def parse(self, text: str) -> XrootdServerFacts:  # type: ignore[override]
         return parse_server_config(text)
