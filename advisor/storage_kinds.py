@@ -63,9 +63,12 @@ _BUILTIN = (
                 probe_module="probes.dcache", rule_pack="dcache.yml"),
     StorageKind("eos", "EOS: eos fs ls on the MGM (file system boot, configstatus, drain)",
                 probe_module="probes.eos", rule_pack="eos.yml"),
-    StorageKind("ceph", "Ceph / CephFS: ceph osd perf and ceph health detail on storage hosts (kernel vs FUSE "
-                "mounts: the mounts probe)",
-                probe_module="probes.ceph", rule_pack="ceph.yml"),
+    StorageKind("ceph", "Ceph / CephFS: ceph osd perf and ceph health detail on storage hosts, ceph.conf client "
+                "options on workers (kernel vs FUSE mounts: the mounts probe)",
+                probe_module="probes.ceph", rule_pack="ceph.yml", role="ceph_client",
+                adapter_module="advisor.adapters.ceph_client", default_profile="ceph-site",
+                play_title="Set CephFS FUSE client options in ceph.conf",
+                lab_emulation="advisor.lab.emulators.ceph_lab"),
     StorageKind("lustre", "Lustre clients: lctl get_param of osc/mdc/llite devices",
                 probe_module="probes.lustre", rule_pack="lustre.yml", role="lustre_tuning",
                 adapter_module="advisor.adapters.lustre",

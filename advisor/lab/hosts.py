@@ -5,13 +5,13 @@ Each host is a network namespace plus, for its processes, a private mount and UT
 script, run in those namespaces only:
 
 1. sets the host name (UTS namespace);
-2. bind-mounts the host's private ``sysctl.d`` directory over /etc/sysctl.d (a directory, not a
-   file: Ansible's atomic rename must work inside it);
-3. bind-mounts an empty file over /root/.bashrc (this machine's bashrc runs ``pyenv init``);
-4. mounts the emulator directories (and files) where the real tools live. A mountpoint that does not exist
-   on the real filesystem (/usr/lpp/mmfs/bin, /opt/SMgr/client) is made inside a private
+2. mounts the emulator directories (and files) where the real tools live. A mountpoint that does not exist
+   on the real filesystem (/usr/lpp/mmfs/bin, /opt/SMgr/client, /etc/ceph) is made inside a private
    overlay of its deepest existing ancestor (e.g. /usr, upper layer in the host's state dir),
    so the real filesystem is never changed;
+3. bind-mounts the host's private ``sysctl.d`` directory over /etc/sysctl.d (a directory, not a
+   file: Ansible's atomic rename must work inside it), after step 2 so an overlay of /etc keeps it;
+4. bind-mounts an empty file over /root/.bashrc (this machine's bashrc runs ``pyenv init``);
 5. builds a private tmpfs for /run (with /run/sshd and the lab's state dir bound back at its
    own path) and moves it over /run;
 6. starts ``iperf3 -s`` in the background and execs sshd in the foreground, so the pid that
@@ -78,10 +78,7 @@ def boot_script(lab_dir: Path, hdir: Path, host: str, address: str, emulators: d
         f"# storadvise lab: boot of host {host} (in its own network, mount and UTS namespaces only)",
         "set -eu",
         f"hostname {q(host)}",
-        f"mount -n --bind {q(H + '/sysctl.d')} /etc/sysctl.d",
     ]
-    if Path("/root/.bashrc").exists():
-        lines.append(f"mount -n --bind {q(H + '/empty-bashrc')} /root/.bashrc")
     overlays: dict[str, int] = {}
     for target, src in emulators.items():
         # an existing file (/proc/diskstats) or directory is bound over as it is; a missing one is made
@@ -97,6 +94,10 @@ def boot_script(lab_dir: Path, hdir: Path, host: str, address: str, emulators: d
                 lines.append(f"mount -n -t overlay storadvise-lab -o lowerdir={anc},upperdir={up},workdir={work} {q(anc)}")
             lines.append(f"mkdir -p {q(target)}")
         lines.append(f"mount -n --bind {q(src)} {q(target)}")
+    # after the emulators: an overlay made over /etc (for /etc/ceph ...) must not hide these binds
+    lines.append(f"mount -n --bind {q(H + '/sysctl.d')} /etc/sysctl.d")
+    if Path("/root/.bashrc").exists():
+        lines.append(f"mount -n --bind {q(H + '/empty-bashrc')} /root/.bashrc")
     lines += [
         f"mount -n -t tmpfs -o mode=0755,size=16m storadvise-lab-run {q(H + '/run')}",
         f"mkdir -p {q(H + '/run/sshd')}",
