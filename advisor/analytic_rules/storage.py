@@ -330,7 +330,9 @@ def mount_ceph_fuse(ctx: RuleContext) -> Iterator[Finding]:
             yield ctx.finding(
                 host.name, FindingStatus.fail, subject=m["mountpoint"], observed=m["fstype"], expected="ceph (kernel client)",
                 evidence=[f"{host.name}: {m['line']}"],
-                message="; ".join(x for x in (module, f"by hand (unmount, then mount from /etc/fstab): {fstab}") if x),
+                message=module or None,
+                remediation_text=(f"Unmount {m['mountpoint']} (ceph-fuse), put this line in /etc/fstab in place of the "
+                                  f"ceph-fuse one and mount it with the kernel client (mount {m['mountpoint']}): {fstab}"),
             )
 
 

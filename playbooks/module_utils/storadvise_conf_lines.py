@@ -122,8 +122,9 @@ def conf_module(role, default_path, section, canon, comments, what):
         if text is None:
             raise ValueError("%s: no such file (no %s here)" % (p["path"], what))
         new, changes = text, {}
-        for k, v in sorted((p["options"] or {}).items()):
-            v = str(v)
+        # Ansible's templating turns 'true' into a boolean: write it back as the file spells booleans
+        opts = {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (p["options"] or {}).items()}
+        for k, v in sorted(opts.items()):
             why = refusal(k, v)
             if why:
                 record_failure(result, "%s=%s" % (k, v), why)
@@ -132,7 +133,7 @@ def conf_module(role, default_path, section, canon, comments, what):
             if cur != v:
                 changes[k] = cur
                 new = set_option(new, section, k, v, canon)
-        result["set"] = ["%s=%s" % (k, p["options"][k]) for k in sorted(changes)]
+        result["set"] = ["%s=%s" % (k, opts[k]) for k in sorted(changes)]
         result["changed"] = bool(changes)
         if module._diff and changes:
             result["diff"] = {"before_header": p["path"], "after_header": p["path"], "before": text, "after": new}
@@ -146,7 +147,7 @@ def conf_module(role, default_path, section, canon, comments, what):
         back = read_text(p["path"]) if not module.check_mode else new
         for k, old in sorted(changes.items()):
             now = read_option(back, section, k, canon, comments)
-            if now != str(p["options"][k]):
+            if now != opts[k]:
                 record_failure(result, k, "%s reads back %s = %r" % (p["path"], k, now))
             else:
                 record_change(result, k, old, now)
