@@ -62,8 +62,8 @@ def read_option(text, section, key, canon=lambda k: k, comments="#"):
 
 
 def set_option(text, section, key, value, canon=lambda k: k):
-    """``text`` with the option set: its last line rewritten (indentation and spelling of the key
-    kept), else a line added after the section's last option (the section added at the end when
+    """``text`` with the option set: its last line's value rewritten (indentation, spelling of the key
+    and padding kept), else a line added after the section's last option (the section added at the end when
     missing)."""
     lines = text.splitlines()
     lo, hi = _bounds(lines, section)
@@ -73,8 +73,9 @@ def set_option(text, section, key, value, canon=lambda k: k):
         return "\n".join(lines) + "\n"
     i = _find(lines, lo, hi, key, canon)
     if i is not None:
-        m = _KEY.match(lines[i])
-        lines[i] = "%s%s = %s" % (m.group(1), m.group(2), value)
+        # the key, its padding and the blank after '=' are kept: only the value (and a comment after it) changes
+        m = re.match(r"^(\s*[^=]*?\s*=[ \t]*)", lines[i])
+        lines[i] = "%s%s" % (m.group(1), value)
         return "\n".join(lines) + "\n"
     last = lo - 1
     indent = "\t" if section is not None else ""

@@ -35,7 +35,7 @@ def test_ceph_option_added_to_the_client_section_only():
 
 def test_ceph_spelling_with_spaces_is_the_same_option():
     new = conf.set_option(CEPH, "client", "rbd_cache", "false", canon)
-    assert "    rbd cache = false" in new.splitlines()
+    assert "    rbd cache                           = false" in new.splitlines()
     assert conf.read_option(new, "client", "rbd_cache", canon, "#;") == "false"
     # [global] is untouched: the option lives there too under another name
     assert conf.read_option(new, "global", "auth_client_required", canon, "#;") == "cephx"
@@ -44,6 +44,11 @@ def test_ceph_spelling_with_spaces_is_the_same_option():
 def test_missing_section_is_added_at_the_end():
     new = conf.set_option("[global]\n\tfsid = x\n", "client", "client_oc", "true", canon)
     assert new == "[global]\n\tfsid = x\n\n[client]\n\tclient_oc = true\n"
+
+
+def test_inline_comment_goes_with_the_old_value():
+    text = "[client]\nclient_oc = false   # off while debugging\n"
+    assert conf.set_option(text, "client", "client_oc", "true", canon) == "[client]\nclient_oc = true\n"
 
 
 def test_commented_option_is_not_the_option():
@@ -57,7 +62,7 @@ def test_beegfs_flat_file_value_rewritten_in_place():
     new = conf.set_option(BEEGFS, None, "connMaxInternodeNum", "24")
     assert conf.read_option(new, None, "connMaxInternodeNum") == "24"
     changed = [(a, b) for a, b in zip(BEEGFS.splitlines(), new.splitlines()) if a != b]
-    assert changed == [("connMaxInternodeNum           = 12", "connMaxInternodeNum = 24")]
+    assert changed == [("connMaxInternodeNum           = 12", "connMaxInternodeNum           = 24")]
     # keys are case-sensitive in beegfs-client.conf: another spelling is another key
     assert conf.read_option(BEEGFS, None, "connmaxinternodenum") is None
 
