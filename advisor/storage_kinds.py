@@ -81,7 +81,11 @@ _BUILTIN = (
                 lab_emulation="advisor.lab.emulators.beegfs_lab"),
     StorageKind("nfs"),
     StorageKind("hdfs", "HDFS: balancer concurrency and bandwidth (hdfs getconf)",
-                probe_module="probes.hdfs", rule_pack="hdfs.yml"),
+                probe_module="probes.hdfs", rule_pack="hdfs.yml", role="hdfs_balancer",
+                adapter_module="advisor.adapters.hdfs_balancer", default_profile="hdfs-site",
+                host_settings={"hdfs_site_xml": "text"},
+                play_title="Set HDFS balancer properties in hdfs-site.xml",
+                lab_emulation="advisor.lab.emulators.hdfs_lab"),
     StorageKind("other"),
 )
 

@@ -98,10 +98,19 @@ def refusal(key, value):
 
 
 def conf_module(role, default_path, section, canon, comments, what):
-    """The ``main()`` of a role module that sets options of one file: ``options`` {key: value},
+    """The ``main()`` of a role module that sets options of one ``key = value`` file (see file_module)."""
+    file_module(role, default_path, what,
+                read=lambda text, k: read_option(text, section, k, canon, comments),
+                write=lambda text, k, v: set_option(text, section, k, v, canon),
+                refuse=refusal)
+
+
+def file_module(role, default_path, what, read, write, refuse):
+    """The ``main()`` of a role module that sets values in one file: ``options`` {key: value},
     ``path``, ``remount_command`` (run after a change when given; empty: the change waits for the
-    next mount). The whole file as it was before the first change is the backup; rollback puts it
-    back."""
+    next mount or start). ``read(text, key)`` gives a value or None, ``write(text, key, value)`` the new
+    text, ``refuse(key, value)`` why a pair cannot be written (or None). The whole file as it was before
+    the first change is the backup; rollback puts it back."""
     import subprocess
 
     from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change,
@@ -126,14 +135,14 @@ def conf_module(role, default_path, section, canon, comments, what):
         # Ansible's templating turns 'true' into a boolean: write it back as the file spells booleans
         opts = {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (p["options"] or {}).items()}
         for k, v in sorted(opts.items()):
-            why = refusal(k, v)
+            why = refuse(k, v)
             if why:
                 record_failure(result, "%s=%s" % (k, v), why)
                 continue
-            cur = read_option(new, section, k, canon, comments)
+            cur = read(new, k)
             if cur != v:
                 changes[k] = cur
-                new = set_option(new, section, k, v, canon)
+                new = write(new, k, v)
         result["set"] = ["%s=%s" % (k, opts[k]) for k in sorted(changes)]
         result["changed"] = bool(changes)
         if module._diff and changes:
@@ -147,7 +156,7 @@ def conf_module(role, default_path, section, canon, comments, what):
             atomic_write(p["path"], new)
         back = read_text(p["path"]) if not module.check_mode else new
         for k, old in sorted(changes.items()):
-            now = read_option(back, section, k, canon, comments)
+            now = read(back, k)
             if now != opts[k]:
                 record_failure(result, k, "%s reads back %s = %r" % (p["path"], k, now))
             else:

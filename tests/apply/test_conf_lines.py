@@ -71,3 +71,44 @@ def test_values_that_would_not_read_back_are_refused():
     assert conf.refusal("client_oc", "true") is None
     assert conf.refusal("client_oc", "true\n[global]") and conf.refusal("client_oc", "a;b")
     assert conf.refusal("client oc", "true") and conf.refusal("x", " padded")
+
+
+_xs = importlib.util.spec_from_file_location("storadvise_hadoop_xml", REPO / "playbooks" / "module_utils" / "storadvise_hadoop_xml.py")
+hxml = importlib.util.module_from_spec(_xs)
+_xs.loader.exec_module(hxml)
+
+SITE = """<?xml version="1.0"?>
+<configuration>
+  <!-- <property><name>dfs.balancer.dispatcherThreads</name><value>10</value></property> -->
+  <property>
+    <name>dfs.balancer.dispatcherThreads</name>
+    <value>400</value>
+    <description>kept</description>
+  </property>
+  <property><name>dfs.balancer.dispatcherThreads</name><value>500</value></property>
+</configuration>
+"""
+
+
+def test_hdfs_site_last_property_wins_and_comments_are_not_properties():
+    assert hxml.read_property(SITE, "dfs.balancer.dispatcherThreads") == "500"
+    new = hxml.set_property(SITE, "dfs.balancer.dispatcherThreads", "200")
+    assert hxml.read_property(new, "dfs.balancer.dispatcherThreads") == "200"
+    assert "<value>10</value></property> -->" in new and "<value>400</value>" in new  # only the last one changed
+
+
+def test_hdfs_site_missing_property_added_before_the_end():
+    new = hxml.set_property(SITE, "dfs.datanode.balance.max.concurrent.moves", "50")
+    assert new.endswith("  <property>\n    <name>dfs.datanode.balance.max.concurrent.moves</name>\n"
+                        "    <value>50</value>\n  </property>\n</configuration>\n")
+    assert new.startswith(SITE.rsplit("</configuration>", 1)[0])
+
+
+def test_hdfs_site_not_a_configuration_file_is_refused():
+    import pytest
+
+    with pytest.raises(ValueError, match="not a Hadoop configuration file"):
+        hxml.read_property("<configuration><property>", "x")
+    with pytest.raises(ValueError, match="root element is <beans>"):
+        hxml.set_property("<beans/>", "dfs.x", "1")
+    assert hxml.refusal("dfs.x", "1</value>") and hxml.refusal("dfs.x", "50") is None
