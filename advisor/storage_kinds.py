@@ -61,8 +61,9 @@ _BUILTIN = (
                 lab_emulation="advisor.lab.xcache_lab"),
     StorageKind("dcache", "dCache: domains, services and Java memory from dcache.conf and the layout file",
                 probe_module="probes.dcache", rule_pack="dcache.yml"),
-    StorageKind("eos", "EOS: eos fs ls on the MGM (file system boot, configstatus, drain)",
-                probe_module="probes.eos", rule_pack="eos.yml"),
+    StorageKind("eos", "EOS: eos fs ls and eos space status on the MGM (file system boot, configstatus, drain; "
+                "balancer)", probe_module="probes.eos", rule_pack="eos.yml", default_profile="eos-site",
+                lab_emulation="advisor.lab.emulators.eos_lab"),
     StorageKind("ceph", "Ceph / CephFS: ceph osd perf and ceph health detail on storage hosts, ceph.conf client "
                 "options on workers (kernel vs FUSE mounts: the mounts probe)",
                 probe_module="probes.ceph", rule_pack="ceph.yml", role="ceph_client",
