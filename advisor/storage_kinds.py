@@ -5,9 +5,9 @@ adapter. ``STORAGE_KINDS`` below is the one place that names them; nothing else 
 the rule engine, the planner, the lab or the site model knows a storage system by name.
 
 ``storage_kind`` in a site file names an entry; a site that gives no ``profiles`` gets that
-entry's ``default_profile``. Entries without modules (``dcache``, ``eos``, ...) are known kinds whose
-plug-in is not written yet: their sites get the generic rules. ``ceph``, ``dcache``, ``eos``, ``beegfs`` and
-``hdfs`` have probes and rules but no role (their findings are fixed by hand).
+entry's ``default_profile``. Entries without modules (``nfs``, ``other``) are known kinds whose
+plug-in is not written yet: their sites get the generic rules. ``dcache`` and ``eos`` have probes and
+rules but no role (their findings are fixed by hand; eos's remediations name the exact commands).
 """
 
 from __future__ import annotations
