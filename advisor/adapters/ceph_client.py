@@ -21,6 +21,7 @@ _OPTION = re.compile(r"^[a-z][a-z0-9_]*$")
 class CephClientAdapter(Adapter):
     name = "ceph_client"
     role = "ceph_client"
+    probes = (PROBE,)
 
     def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:
         opt = ((facts.get(PROBE) or {}).get("client") or {}).get(option_name(key)) or {}
