@@ -78,6 +78,9 @@ class CephLab(LabEmulation):
         from advisor.lab.emulators.common import write_json
 
         storage, clients = self._roles(spec, scenario)
+        if clients and not Path("/dev/fuse").exists():
+            raise StoradviseError("ceph.clients: the lab's ceph-fuse mount entries need /dev/fuse (FUSE in the kernel); "
+                                  "this machine has none")
         ceph.setup_state(state_dir, spec.osds, spec.slow_osds, spec.slow_ops)
         write_json(Path(state_dir) / "ceph" / "layout.json",
                    {"storage": storage, "clients": clients, "mountpoint": spec.mountpoint})
