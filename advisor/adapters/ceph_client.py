@@ -37,6 +37,11 @@ class CephClientAdapter(Adapter):
             return f"ceph_client sets ceph.conf options by name, not {change.key!r}"
         if PROBE not in facts:
             return f"the scan has no {CONF} from this host"
+        name = option_name(change.key)
+        for section, options in sorted(((facts.get(PROBE) or {}).get("sections") or {}).items()):
+            if section.startswith("client.") and name in options:
+                return (f"{name} is also set in [{section}] of {CONF}, which wins over [client] for that client: "
+                        f"change it there by hand")
         return None
 
     def label(self, key: str) -> str:

@@ -54,3 +54,14 @@ def test_mount_ceph_fuse_names_the_fstab_line_in_its_remediation():
     assert f.remediation.text.endswith("192.168.1.10:/ /mnt/cephfs ceph name=admin,noatime,_netdev 0 0")
     assert not f.changes
     assert "no ceph kernel module" in (f.message or "")
+
+
+def test_option_also_set_for_a_named_client_is_not_planned_in_client():
+    from advisor.adapters.ceph_client import ADAPTER
+    from advisor.findings import Change
+
+    conf = parse_ceph_conf("[client]\nclient_oc = false\n[client.admin]\nclient oc = false\n").model_dump()
+    why = ADAPTER.cannot_change({"ceph.client_conf": conf}, Change(host="wn1", adapter="ceph_client", key="client_oc", target="true"), {})
+    assert why and "[client.admin]" in why
+    plain = parse_ceph_conf("[client]\nclient_oc = false\n").model_dump()
+    assert ADAPTER.cannot_change({"ceph.client_conf": plain}, Change(host="wn1", adapter="ceph_client", key="client_oc", target="true"), {}) is None
