@@ -65,3 +65,13 @@ def test_option_also_set_for_a_named_client_is_not_planned_in_client():
     assert why and "[client.admin]" in why
     plain = parse_ceph_conf("[client]\nclient_oc = false\n").model_dump()
     assert ADAPTER.cannot_change({"ceph.client_conf": plain}, Change(host="wn1", adapter="ceph_client", key="client_oc", target="true"), {}) is None
+
+
+def test_lab_emulators_say_whose_software_they_are_not(tmp_path):
+    from advisor.lab.emulators.common import HEADER_COMMENT, write_wrapper
+
+    write_wrapper(tmp_path / "ceph", "/usr/bin/python3", "/x", "advisor.lab.emulators.ceph", "ceph", tmp_path, "n",
+                  vendor="Ceph")
+    write_wrapper(tmp_path / "mmlsconfig", "/usr/bin/python3", "/x", "advisor.lab.emulators.gpfs", "mmlsconfig", tmp_path, "n")
+    assert (tmp_path / "ceph").read_text().splitlines()[1] == "# storadvise lab emulator — not Ceph software"
+    assert (tmp_path / "mmlsconfig").read_text().splitlines()[1] == HEADER_COMMENT

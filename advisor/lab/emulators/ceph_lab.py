@@ -93,13 +93,14 @@ class CephLab(LabEmulation):
         out: dict[str, Path] = {}
         if host in layout.get("storage", []):
             write_wrapper(d / "bin" / "ceph", emulator_python(), package_root(), "advisor.lab.emulators.ceph", "ceph",
-                          state_dir, "emulates the ceph admin CLI (health detail, osd perf) for the storadvise lab")
+                          state_dir, "emulates the ceph admin CLI (health detail, osd perf) for the storadvise lab", vendor="Ceph")
             out[BIN_DIR] = d / "bin"
         if host in layout.get("clients", []):
             (d / "etc").mkdir(parents=True, exist_ok=True)
             (d / "mnt").mkdir(parents=True, exist_ok=True)
             write_wrapper(d / MOUNT_TOOL, emulator_python(), package_root(), "advisor.lab.emulators.ceph", MOUNT_TOOL,
-                          state_dir, "the lab's ceph-fuse mount-table entry (a FUSE mount without a daemon)")
+                          state_dir, "the lab's ceph-fuse mount-table entry (a FUSE mount without a daemon)",
+                          vendor="Ceph")
             out["/etc/ceph"] = d / "etc"
             out[layout["mountpoint"]] = d / "mnt"
         return out

@@ -67,7 +67,8 @@ class EosLab(LabEmulation):
 
         d = host_dir / "emu" / "eos" / "bin"
         write_wrapper(d / "eos", emulator_python(), package_root(), "advisor.lab.emulators.eos", "eos", state_dir,
-                      "emulates the EOS console (fs ls/config/boot, space status/config) for the storadvise lab")
+                      "emulates the EOS console (fs ls/config/boot, space status/config) for the storadvise lab",
+                      vendor="EOS (CERN)")
         return {BIN_DIR: d}
 
 

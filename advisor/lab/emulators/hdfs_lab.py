@@ -58,7 +58,8 @@ class HdfsLab(LabEmulation):
 
         d = host_dir / "emu" / "hdfs"
         write_wrapper(d / "bin" / "hdfs", emulator_python(), package_root(), "advisor.lab.emulators.hdfs", "hdfs",
-                      state_dir, "emulates the hdfs command (getconf, balancer, dfsadmin) for the storadvise lab")
+                      state_dir, "emulates the hdfs command (getconf, balancer, dfsadmin) for the storadvise lab",
+                      vendor="Apache Hadoop")
         (d / "conf").mkdir(parents=True, exist_ok=True)
         conf = d / "conf" / "hdfs-site.xml"
         conf.write_text((Path(state_dir) / "hdfs" / "hdfs-site.xml").read_text())
