@@ -5,9 +5,9 @@ adapter. ``STORAGE_KINDS`` below is the one place that names them; nothing else 
 the rule engine, the planner, the lab or the site model knows a storage system by name.
 
 ``storage_kind`` in a site file names an entry; a site that gives no ``profiles`` gets that
-entry's ``default_profile``. Entries without modules (``dcache``, ``eos``, ...) are known kinds whose
-plug-in is not written yet: their sites get the generic rules. ``ceph``, ``eos``, ``beegfs`` and
-``hdfs`` have probes and rules but no role (their findings are fixed by hand).
+entry's ``default_profile``. Entries without modules (``nfs``, ``other``) are known kinds whose
+plug-in is not written yet: their sites get the generic rules. ``eos`` has probes and rules but no
+role (its findings are fixed by hand; its remediations name the exact commands).
 """
 
 from __future__ import annotations
@@ -70,21 +70,32 @@ _BUILTIN = (
                 host_settings={"dcache_restart_domains": "text"},
                 play_title="Set dCache layout properties and pool mover limits (restart domains only where the site opts in)",
                 lab_emulation="advisor.lab.emulators.dcache_lab"),
-    StorageKind("eos", "EOS: eos fs ls on the MGM (file system boot, configstatus, drain)",
-                probe_module="probes.eos", rule_pack="eos.yml"),
-    StorageKind("ceph", "Ceph / CephFS: ceph osd perf and ceph health detail on storage hosts (kernel vs FUSE "
-                "mounts: the mounts probe)",
-                probe_module="probes.ceph", rule_pack="ceph.yml"),
+    StorageKind("eos", "EOS: eos fs ls and eos space status on the MGM (file system boot, configstatus, drain; "
+                "balancer)", probe_module="probes.eos", rule_pack="eos.yml", default_profile="eos-site",
+                lab_emulation="advisor.lab.emulators.eos_lab"),
+    StorageKind("ceph", "Ceph / CephFS: ceph osd perf and ceph health detail on storage hosts, ceph.conf client "
+                "options on workers (kernel vs FUSE mounts: the mounts probe)",
+                probe_module="probes.ceph", rule_pack="ceph.yml", role="ceph_client",
+                adapter_module="advisor.adapters.ceph_client", default_profile="ceph-site",
+                play_title="Set CephFS FUSE client options in ceph.conf",
+                lab_emulation="advisor.lab.emulators.ceph_lab"),
     StorageKind("lustre", "Lustre clients: lctl get_param of osc/mdc/llite devices",
                 probe_module="probes.lustre", rule_pack="lustre.yml", role="lustre_tuning",
                 adapter_module="advisor.adapters.lustre",
                 play_title="Set Lustre client parameters with lctl set_param",
                 lab_emulation="advisor.lab.emulators.lustre_lab"),
     StorageKind("beegfs", "BeeGFS clients: beegfs-client.conf",
-                probe_module="probes.beegfs", rule_pack="beegfs.yml"),
+                probe_module="probes.beegfs", rule_pack="beegfs.yml", role="beegfs_client",
+                adapter_module="advisor.adapters.beegfs_client", default_profile="beegfs-site",
+                play_title="Set BeeGFS client settings in beegfs-client.conf",
+                lab_emulation="advisor.lab.emulators.beegfs_lab"),
     StorageKind("nfs"),
     StorageKind("hdfs", "HDFS: balancer concurrency and bandwidth (hdfs getconf)",
-                probe_module="probes.hdfs", rule_pack="hdfs.yml"),
+                probe_module="probes.hdfs", rule_pack="hdfs.yml", role="hdfs_balancer",
+                adapter_module="advisor.adapters.hdfs_balancer", default_profile="hdfs-site",
+                host_settings={"hdfs_site_xml": "text"},
+                play_title="Set HDFS balancer properties in hdfs-site.xml",
+                lab_emulation="advisor.lab.emulators.hdfs_lab"),
     StorageKind("other"),
 )
 

@@ -89,3 +89,70 @@ class EosFsProbe(Probe):
                 raise ProbeParseError(f"eos fs ls exited with status {rc}" + (f": {first[:200]}" if first else ""))
             return parse_fs_ls(body)
         return parse_fs_ls(text)
+
+
+# --------------------------------------------------------------------------- eos space status
+
+SPACE = "default"
+
+
+class SpaceVariable(BaseModel):
+    value: str
+    #: the value as a number where it is one (``0.1``, ``120``), else None
+    number: float | None = None
+    line: str
+
+
+class EosSpaceFacts(BaseModel):
+    space: str = SPACE
+    #: variable name (``balancer.node.ntx``) -> its value
+    variables: dict[str, SpaceVariable] = Field(default_factory=dict)
+
+
+def parse_space_status(text: str) -> EosSpaceFacts:
+    """``eos space status SPACE``: ``#`` banner lines, then ``name := value`` per space variable."""
+    import re
+
+    facts = EosSpaceFacts()
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#") or set(line) <= set("-"):
+            continue
+        m = re.fullmatch(r"([A-Za-z][A-Za-z0-9_.:-]*)\s+:=\s*(.*)", line)
+        if not m:
+            raise ProbeParseError(f"eos space status: line {n}: not 'name := value': {line[:80]!r}")
+        value = m.group(2).strip()
+        number = float(value) if re.fullmatch(r"-?\d{1,15}(\.\d{1,15})?", value) else None
+        facts.variables[m.group(1)] = SpaceVariable(value=value, number=number, line=line)
+    if not facts.variables:
+        raise ProbeParseError("eos space status: no 'name := value' line")
+    return facts
+
+
+class EosSpaceProbe(Probe):
+    name = "eos.space"
+    title = "EOS space variables of the default space (eos space status default): balancer, drainer"
+    roles = frozenset({"storage"})
+    needs_root = True
+    facts_model = EosSpaceFacts
+
+    def script(self, ctx: ProbeContext) -> str:
+        return (
+            require_tool("eos", "/usr/bin", "/opt/eos/bin")
+            + section("space_status")
+            + f'out=$(timeout 30 "$TOOL_eos" -b space status {SPACE} 2>&1); rc=$?\n'
+            + "printf '%s\\n' \"$out\"\n"
+            + section("rc")
+            + 'echo "$rc"\n'
+        )
+
+    def parse(self, text: str) -> EosSpaceFacts:
+        if SECTION_MARKER + "space_status" in text:
+            s = split_sections(text)
+            body = s.get("space_status", "")
+            rc = (s.get("rc") or "0").strip() or "0"
+            if rc != "0":
+                first = next((ln.strip() for ln in body.splitlines() if ln.strip()), "")
+                raise ProbeParseError(f"eos space status exited with status {rc}" + (f": {first[:200]}" if first else ""))
+            return parse_space_status(body)
+        return parse_space_status(text)

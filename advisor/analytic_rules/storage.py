@@ -21,6 +21,7 @@ XCONF = "xcache.config"
 XLOG = "xcache.log"
 XUSAGE = "xcache.usage"
 MOUNTS = "mounts"
+CEPH_CONF = "ceph.client_conf"
 
 #: default attributes compared persisted vs active (profile var ``gpfs_drift_attributes``)
 DEFAULT_DRIFT_ATTRIBUTES = [
@@ -320,11 +321,25 @@ def mount_ceph_fuse(ctx: RuleContext) -> Iterator[Finding]:
             yield ctx.finding(host.name, FindingStatus.passed, observed="no ceph-fuse mount", expected="kernel mounts")
             continue
         possible = facts.get("ceph_kernel_possible")
+        conf = ctx.facts(host, CEPH_CONF) or {}
         for m in fuse:
+            module = ("a ceph kernel module is available on this host" if possible
+                      else "no ceph kernel module found: install it (kernel >= 4.x ships it) to switch"
+                      if possible is False else "")
+            fstab = kernel_fstab_line(m["mountpoint"], conf.get("mon_host") or [])
             yield ctx.finding(
                 host.name, FindingStatus.fail, subject=m["mountpoint"], observed=m["fstype"], expected="ceph (kernel client)",
                 evidence=[f"{host.name}: {m['line']}"],
-                message=("a ceph kernel module is available on this host" if possible
-                         else "no ceph kernel module found: install it (kernel >= 4.x ships it) to switch"
-                         if possible is False else None),
+                message=module or None,
+                remediation_text=(f"Unmount {m['mountpoint']} (ceph-fuse), put this line in /etc/fstab in place of the "
+                                  f"ceph-fuse one and mount it with the kernel client (mount {m['mountpoint']}): {fstab}"),
             )
+
+
+def kernel_fstab_line(mountpoint: str, mons: list[str]) -> str:
+    """The /etc/fstab line of a CephFS kernel mount at ``mountpoint`` (mount.ceph(8): monitors, then ``:/``;
+    without them mount.ceph reads mon_host from /etc/ceph/ceph.conf)."""
+    point = mountpoint.replace("\\", "\\134").replace(" ", "\\040").replace("\t", "\\011")
+    if any("[" in a or "]" in a or a.startswith(("v1:", "v2:")) for a in mons):
+        mons = []  # messenger-v2 address vectors: let mount.ceph read them from ceph.conf
+    return f"{','.join(mons)}:/ {point} ceph name=admin,noatime,_netdev 0 0"

@@ -26,7 +26,7 @@ out = Console()
 
 @app.command("up")
 def up(
-    scenario: str = typer.Option("ifca", "--scenario", help="built-in scenario name (ifca, clean, lustre) or a scenario file"),
+    scenario: str = typer.Option("ifca", "--scenario", help="built-in scenario name (ifca, clean, lustre, xcache, cephfs, beegfs, hdfs, eos) or a scenario file"),
     name: Optional[str] = typer.Option(None, "--name", "-n", help="lab name (default: the scenario's name)"),
     recreate: bool = typer.Option(False, "--recreate", help="tear an existing lab of that name down first"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),

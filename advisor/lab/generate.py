@@ -22,6 +22,15 @@ buffers-delay       a delayed path between two groups and small receive/send buf
 gpfs                GPFS settings below the baselines (emulated mmlsconfig/mmchconfig)
 san                 SAN logical-drive cache settings (emulated SMcli)
 waiver              one injected fault waived by the site
+cephfs              a CephFS site (emulated ceph CLI): workers mount it through ceph-fuse (by hand: the
+                    kernel fstab line), a slow OSD (by hand), sometimes slow ops / HEALTH_WARN (by hand),
+                    sometimes a client option off in the workers' ceph.conf (the ceph_client role fixes it)
+beegfs              BeeGFS clients on the workers with the file cache off or few connections per server
+                    (the beegfs_client role fixes them)
+hdfs                an HDFS balancer with too many concurrent moves / dispatcher threads on the storage
+                    hosts (the hdfs_balancer role fixes them)
+eos                 an EOS MGM with a read-only or unbooted file system, the balancer off or too many
+                    balancer transfers (by hand: exact eos commands)
 failing-disk        Caltech's failing disk: emulated disks on the storage hosts, one of them failing
                     (SMART counters, kernel I/O errors and/or an await far above its peers'); found,
                     never planned (replaced by hand). Drawn with its own seeded generator so the
@@ -30,6 +39,9 @@ dcache              dCache pools on the storage hosts (and doors on the door hos
                     pack's baselines: direct memory, mover limits, SRM TCP buffer (emulated files and
                     dcache command); drawn from its own generator, so older seeds keep their other faults
 ==================  ==============================================================================
+
+The storage-system kinds (cephfs, beegfs, hdfs, eos; advisor/lab/generate_storage.py) are drawn with a
+generator of their own too.
 """
 
 from __future__ import annotations
@@ -39,10 +51,15 @@ from typing import Any
 
 import yaml
 
+from advisor.lab.generate_storage import STORAGE_FAULTS, STORAGE_KIND_OF
+
 #: the kinds drawn from the scenario's main generator, in draw order
 _MAIN_KINDS = ("sysctl-runtime", "sysctl-persisted", "sysctl-read-only", "firewall", "buffers-delay", "gpfs",
                "san", "waiver")
-FAULT_KINDS = _MAIN_KINDS + ("failing-disk", "dcache")
+#: storage-system kinds drawn with a random generator of their own (seed-derived), so adding one does not
+#: change the sites earlier seeds give
+OWN_DRAW_KINDS = ("cephfs", "beegfs", "hdfs", "eos")
+FAULT_KINDS = _MAIN_KINDS + ("failing-disk", "dcache") + OWN_DRAW_KINDS
 #: what a failing disk shows (advisor/lab/emulators/disks.py) and the rules each sign fails
 DISK_SIGNS = (("smart",), ("io_errors", "slow"), ("smart", "io_errors", "slow"))
 DISK_FAILING_SHARE = 0.35
@@ -115,6 +132,10 @@ def generate_scenario(seed: int, name: str | None = None, min_hosts: int = 3, ma
     dcache_rng = random.Random(f"dcache-{seed}")
     if "dcache" in chosen or dcache_rng.random() < 0.45:
         chosen.add("dcache")
+    own = random.Random(f"storage-kinds-{seed}")
+    for kind in OWN_DRAW_KINDS:
+        if own.random() < 0.45:
+            chosen.add(kind)
 
     expect: list[dict[str, Any]] = []
     injected: set[str] = set()
@@ -251,8 +272,15 @@ def generate_scenario(seed: int, name: str | None = None, min_hosts: int = 3, ma
             expect.append({"rule": "DISK-AWAIT-OUTLIER", "host": h["name"], "subject": disk, "fixable": False,
                            "by_hand": True, "fault": f"{disk} await far above its peers'"})
         injected.add("failing-disk")
+    for kind in OWN_DRAW_KINDS:
+        if kind in chosen:
+            STORAGE_FAULTS[kind](own, data, storage, workers, sg, wg, expect)
+            injected.add(kind)
     site: dict[str, Any] = data.setdefault("site", {})
     site["storage_kind"] = "gpfs" if "gpfs" in chosen else rng.choice(["dcache", "xrootd", "eos", "other"])
+    drawn = [STORAGE_KIND_OF[k] for k in OWN_DRAW_KINDS if k in chosen]
+    if drawn and "gpfs" not in chosen:
+        site["storage_kind"] = drawn[0]
     site["profiles"] = ["generic"]
     site["description"] = f"generated site, seed {seed}"
     waivers = []

@@ -5,13 +5,13 @@ Each host is a network namespace plus, for its processes, a private mount and UT
 script, run in those namespaces only:
 
 1. sets the host name (UTS namespace);
-2. bind-mounts the host's private ``sysctl.d`` directory over /etc/sysctl.d (a directory, not a
-   file: Ansible's atomic rename must work inside it);
-3. bind-mounts an empty file over /root/.bashrc (this machine's bashrc runs ``pyenv init``);
-4. mounts the emulator directories (and files) where the real tools live. A mountpoint that does not exist
-   on the real filesystem (/usr/lpp/mmfs/bin, /opt/SMgr/client) is made inside a private
+2. mounts the emulator directories (and files) where the real tools live. A mountpoint that does not exist
+   on the real filesystem (/usr/lpp/mmfs/bin, /opt/SMgr/client, /etc/ceph) is made inside a private
    overlay of its deepest existing ancestor (e.g. /usr, upper layer in the host's state dir),
    so the real filesystem is never changed;
+3. bind-mounts the host's private ``sysctl.d`` directory over /etc/sysctl.d (a directory, not a
+   file: Ansible's atomic rename must work inside it), after step 2 so an overlay of /etc keeps it;
+4. bind-mounts an empty file over /root/.bashrc (this machine's bashrc runs ``pyenv init``);
 5. builds a private tmpfs for /run (with /run/sshd and the lab's state dir bound back at its
    own path) and moves it over /run;
 6. starts ``iperf3 -s`` in the background and execs sshd in the foreground, so the pid that

@@ -126,6 +126,7 @@ def test_generated_site_loop(seed, lab_registry, tmp_path):
                 assert not planned, (seed, e, planned)
             elif e.get("by_hand"):  # no remediation exists (a failing disk): nothing planned for it
                 assert not planned, (seed, e, "a by-hand fault reached Ansible", planned)
+                assert any(m["rule"] == e["rule"] and e["host"] in m["hosts"] for m in plan["manual"]), (seed, e)
             elif not e.get("fixable", True):
                 assert not planned, (seed, e, "an unfixable change reached Ansible", planned)
                 assert e["host"] in cannot and e["rule"] in cannot, (seed, e, cannot or plan_md[-1500:])

@@ -23,7 +23,7 @@ def _findings(text: str):
     h = HostFacts(name="mgm", roles=["storage"], probes={
         "eos.fs": ProbeResult(probe="eos.fs", status=ProbeStatus.ok, facts=facts.model_dump())})
     return [f for f in evaluate(FactSet(site="t", hosts={"mgm": h}), profiles=["generic"]).findings
-            if f.rule_id.startswith("EOS-")]
+            if f.rule_id.startswith("EOS-FS-")]
 
 
 def test_booted_rw_passes():
@@ -70,3 +70,25 @@ def test_parser_raises_only_parse_error(lines):
         PROBE.parse(text)
     except ProbeParseError:
         pass
+
+
+SPACE = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "eos.space"
+
+
+def _space_findings(name: str):
+    facts = get_probe("eos.space").parse((SPACE / name).read_text())
+    h = HostFacts(name="mgm", roles=["storage"], probes={
+        "eos.space": ProbeResult(probe="eos.space", status=ProbeStatus.ok, facts=facts.model_dump())})
+    return {f.rule_id: f for f in evaluate(FactSet(site="t", hosts={"mgm": h}), profiles=["generic"]).findings
+            if f.rule_id.startswith("EOS-SPACE-")}
+
+
+def test_space_balancer_rules_on_documented_outputs():
+    off = _space_findings("eos-doc-autorepair-space-status-default.txt")
+    assert off["EOS-SPACE-BALANCER"].status == FindingStatus.fail
+    assert off["EOS-SPACE-BALANCER"].evidence == ["mgm: balancer                         := off"]
+    assert "eos space config default space.balancer=on" in off["EOS-SPACE-BALANCER"].remediation.text
+    assert off["EOS-SPACE-BALANCER-NTX"].status == FindingStatus.passed  # 4 transfers per FST
+    on = _space_findings("eos-doc-drain-space-status-balancer-on.txt")
+    assert {r: f.status for r, f in on.items()} == {"EOS-SPACE-BALANCER": FindingStatus.passed,
+                                                    "EOS-SPACE-BALANCER-NTX": FindingStatus.passed}

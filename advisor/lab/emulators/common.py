@@ -62,12 +62,15 @@ def read_invocations(state_dir: Path) -> list[dict]:
         return []
 
 
-def write_wrapper(path: Path, python: str, package_root: str, module: str, tool: str, state_dir: Path, note: str) -> None:
-    """A tiny executable that runs ``module.main(tool, argv, state_dir)`` with the given python."""
+def write_wrapper(path: Path, python: str, package_root: str, module: str, tool: str, state_dir: Path, note: str,
+                  vendor: str | None = None) -> None:
+    """A tiny executable that runs ``module.main(tool, argv, state_dir)`` with the given python; its header
+    names whose software it is not (``vendor``; default IBM's, HEADER_COMMENT)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    header = HEADER_COMMENT if vendor is None else f"# storadvise lab emulator — not {vendor} software"
     path.write_text(
         f"#!{python}\n"
-        f"{HEADER_COMMENT}\n"
+        f"{header}\n"
         f"# {note}\n"
         "import sys\n"
         f"sys.path.insert(0, {package_root!r})\n"

@@ -1,0 +1,1 @@
+../../roles/beegfs_client/library/storadvise_beegfs_conf.py

@@ -1,0 +1,1 @@
+../../roles/ceph_client/library/storadvise_ceph_conf.py

@@ -1,0 +1,1 @@
+../../roles/hdfs_balancer/library/storadvise_hdfs_site.py
