@@ -63,10 +63,11 @@ def history_path(explicit: str | Path | None = None) -> Path:
 def compressed_report(report: ScanReport) -> bytes:
     """The report's JSON, zlib-compressed as it is written a host at a time
     (advisor.report.json_stream): a 10,000-host report is never one string in memory, and the
-    hosts' repeated facts compress to little."""
+    hosts' repeated facts compress to little. Level 1: a 10,000-host report (449 MiB of JSON)
+    compresses in 1.9 s to 49 MiB, level 6 took 8.1 s for 39 MiB (docs/performance.md)."""
     from advisor.report.json_stream import write_report_json
 
-    packer = zlib.compressobj(6)
+    packer = zlib.compressobj(1)
     chunks: list[bytes] = []
 
     class _Sink:
