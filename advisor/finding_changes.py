@@ -15,10 +15,10 @@ from advisor.trusted_models import trusted
 
 
 def finding_changes(rule: Any, factset: FactSet, hosts: list[str], fields: dict[str, Any],
-                    variables: dict[str, Any]) -> list[Change]:
+                    variables: dict[str, Any], adapters_by_name: dict[str, Adapter | None] | None = None) -> list[Change]:
     """The changes of a failed finding of ``rule`` (a RuleSpec) on ``hosts``. A template that needs
     a value the rule did not give yields no change; an unknown field or adapter is a rule-pack
-    error.
+    error. ``adapters_by_name`` keeps the adapters looked up, for the findings of one evaluation.
 
     Each rendered change is completed per group of hosts holding the same facts objects of the
     probes its adapter reads (hosts with identical outputs share them, advisor.output_store): the
@@ -30,7 +30,8 @@ def finding_changes(rule: Any, factset: FactSet, hosts: list[str], fields: dict[
         raise RuleDefinitionError(f"{rule.pack}: rule {rule.id}: remediation.changes: {exc}") from None
     out: list[Change] = []
     seen: set[tuple] = set()  # a set, not `in out`: a finding of 10,000 hosts has as many changes
-    by_name: dict[str, Adapter | None] = {}  # the registry is looked up once per adapter, not per host
+    # the registry is looked up once per adapter name, not per host (nor per finding, when given)
+    by_name: dict[str, Adapter | None] = adapters_by_name if adapters_by_name is not None else {}
     all_hosts = factset.hosts
     for r in rendered:
         if r["adapter"] not in by_name:

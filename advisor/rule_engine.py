@@ -70,7 +70,8 @@ class RuleContext:
 
     def __init__(self, rule: RuleSpec, variables: dict[str, Any], severity: Severity,
                  factset: FactSet, site: Site | None,
-                 hosts_by_roles: dict[frozenset[str], list[HostFacts]] | None = None):
+                 hosts_by_roles: dict[frozenset[str], list[HostFacts]] | None = None,
+                 adapters_by_name: dict[str, Any] | None = None):
         self.rule = rule
         self.vars = variables
         self.severity = severity
@@ -78,6 +79,11 @@ class RuleContext:
         self.site = site
         self._rationale = " ".join(rule.rationale.split())
         self._by_roles = hosts_by_roles if hosts_by_roles is not None else {}
+        # the adapter registry is built anew on every look-up (plug-ins may register): looked up
+        # once per name for all the rules of an evaluation, and the rule's role once per rule
+        self._adapters = adapters_by_name if adapters_by_name is not None else {}
+        self._role: str | None = None
+        self._role_known = False
 
     def hosts(self) -> list[HostFacts]:
         """Hosts whose roles match the rule (every host when the rule names no role); the list
@@ -88,6 +94,11 @@ class RuleContext:
             found = [h for h in self.factset.hosts.values() if not key or not key.isdisjoint(h.roles)]
             self._by_roles[key] = found
         return found
+
+    def _remediation_role(self) -> str | None:
+        if not self._role_known:
+            self._role, self._role_known = self.rule.remediation.role, True
+        return self._role
 
     def facts(self, host: HostFacts | str, probe: str) -> dict[str, Any] | None:
         h = self._host(host)
@@ -142,13 +153,13 @@ class RuleContext:
         fields = {"subject": subject, "observed": observed, "expected": expected, **(values or {})}
         changes = []
         if status == FindingStatus.fail and rem.changes and plannable:
-            changes = finding_changes(self.rule, self.factset, host_list, fields, self.vars)
+            changes = finding_changes(self.rule, self.factset, host_list, fields, self.vars, self._adapters)
         # built without re-validation (a rule over 10,000 hosts builds as many): the types are
         # made right here
         remediation = trusted(Remediation, {
             "text": render_text(_interpolate(remediation_text if remediation_text is not None else rem.text,
                                              self.vars), fields),
-            "role": rem.role,
+            "role": self._remediation_role(),
         })
         return trusted(Finding, {
             "rule_id": self.rule.id,
@@ -255,12 +266,13 @@ def _evaluate(factset: FactSet, site: Site | None, profiles: list[str] | None, c
     functions = analytic_functions()
     findings: list[Finding] = []
     hosts_by_roles: dict[frozenset[str], list[HostFacts]] = {}  # shared by the rules of this evaluation
+    adapters_by_name: dict[str, Any] = {}  # likewise
     for rid in resolved.rule_ids:
         rule = catalog.rules[rid]
         if rule_filter and not rule_filter(rule):
             continue
         severity = resolved.severity.get(rid, rule.severity)
-        ctx = RuleContext(rule, resolved.vars, severity, factset, site, hosts_by_roles)
+        ctx = RuleContext(rule, resolved.vars, severity, factset, site, hosts_by_roles, adapters_by_name)
         if rule.kind == "python":
             fn = functions.get(rule.function or "")
             if fn is None:

@@ -166,3 +166,31 @@ def test_hosts_with_the_same_facts_are_judged_once(tmp_path, monkeypatch):
     scopes = {c.host: (c.runtime, c.persisted, c.scope.value, c.target) for c in fail.changes}
     assert len(scopes) == 2000
     assert scopes["wn00000"] == (0, 0, "both", "1") and scopes["wn00001"] == (0, 1, "runtime", "1")
+
+
+def test_adapter_registry_is_looked_up_once_per_evaluation_not_per_finding(tmp_path, monkeypatch):
+    """The adapter registry is built anew on each look-up (storage kinds and plug-ins register
+    adapters); a rule's remediation role and its changes' adapters are looked up once per
+    evaluation, not once per finding: 10,000 hosts with per-host analytic findings spent 2.5 s of
+    a 10 s evaluation rebuilding it."""
+    import advisor.adapters as registry
+
+    calls = []
+    real = registry.adapters
+
+    def counting():
+        calls.append(1)
+        return real()
+
+    monkeypatch.setattr(registry, "adapters", counting)
+    hosts = {}
+    for i in range(300):  # every host its own value: 300 failed findings, each with a change
+        name = f"wn{i:05d}"
+        facts = {"sysctls": {"net.ipv4.tcp_sack": {"runtime": 2 + i, "persisted": 2 + i, "absent": False}}}
+        hosts[name] = HostFacts(name=name, roles=["worker"], probes={
+            "network.sysctl": ProbeResult(probe="network.sysctl", status=ProbeStatus.ok, facts=facts)})
+    catalog = load_catalog(write_rules(tmp_path, SACK_PACK))
+    findings = evaluate(FactSet(site="big", hosts=hosts), catalog=catalog).findings
+    failed = [f for f in findings if f.status == FindingStatus.fail]
+    assert len(failed) == 300 and all(len(f.changes) == 1 and f.remediation.role == "network_tuning" for f in failed)
+    assert len(calls) <= 2  # the role once, the sysctl adapter once
