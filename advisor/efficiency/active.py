@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from advisor.errors import StoradviseError
+from advisor.efficiency.protocols import EfficiencyTestError, resolve_source  # noqa: F401 (re-exported)
+from advisor.efficiency.scaling_curve import MIN_EFFICIENCY, RATE_DROP, find_knee
 from advisor.site import Host, Site, host_address
 from advisor.transport.base import Transport, TransportError
 from advisor.units import parse_rate_bps
@@ -45,14 +46,11 @@ DEFAULTS: dict[str, Any] = {
     "calibrate_seconds": 0.3,
     "server_lifetime": 1800.0,
     "timeout": None,  # per job; default from the work
+    "nodes": 1,  # worker nodes the scaling points spread their clients over
+    "knee_rate_drop": RATE_DROP,  # a point is degraded below (1 - this) x the baseline rate per client
+    "knee_min_efficiency": MIN_EFFICIENCY,  # ... or below this efficiency
 }
 MIB = 1 << 20
-
-
-class EfficiencyTestError(StoradviseError):
-    """The test could not run at all (no source, no worker, server did not start)."""
-
-    exit_code = 3
 
 
 def job_source() -> str:
@@ -127,7 +125,8 @@ def _config(site: Site, overrides: dict[str, Any]) -> dict[str, Any]:
     for k in DEFAULTS:
         if ext.get(k) is not None:
             cfg[k] = ext[k]
-    for k in ("source", "hosts", "clients", "healthy_rate", "scaling_host", "python", "address"):
+    for k in ("source", "hosts", "clients", "healthy_rate", "scaling_host", "python", "address", "protocols",
+              "xrootd", "xcache", "posix"):
         cfg[k] = ext.get(k)
     cfg.update({k: v for k, v in overrides.items() if v is not None})
     return cfg
@@ -142,40 +141,6 @@ def python_command(value: Any) -> str:
     if not _PYTHON_RE.match(python) or python.startswith("-"):
         raise EfficiencyTestError(f"extensions.efficiency.python: {python[:60]!r} is not a command name or path")
     return python
-
-
-def resolve_source(site: Site, source: Any) -> dict[str, Any]:
-    """``{"kind": "tcp", "host": NAME, "address": ADDR}`` or ``{"kind": "path", "path": P}``.
-
-    ``source``: None (first storage host), "HOST", "path:PATH", or the site extension's
-    mapping ``{host: NAME[, address: A]}`` / ``{path: P}``.
-    """
-    where = site.source or site.name
-    if isinstance(source, dict):
-        if source.get("path"):
-            return {"kind": "path", "path": str(source["path"])}
-        if source.get("host"):
-            h = site.host(str(source["host"]))
-            try:
-                address = host_address(str(source.get("address") or h.connect_address))
-            except ValueError as exc:
-                raise EfficiencyTestError(f"{site.source or site.name}: extensions.efficiency.source.address: {exc}") from None
-            return {"kind": "tcp", "host": h.name, "address": address}
-        raise EfficiencyTestError(f"{where}: efficiency.source needs 'host' or 'path'")
-    if isinstance(source, str) and source:
-        if source.startswith("path:"):
-            if not source[5:]:
-                raise EfficiencyTestError("--source path: needs a path, e.g. path:/gpfs/fs1/testfile")
-            return {"kind": "path", "path": source[5:]}
-        try:
-            h = site.host(source)
-        except StoradviseError as e:
-            raise EfficiencyTestError(str(e)) from None
-        return {"kind": "tcp", "host": h.name, "address": h.connect_address}
-    for h in site.hosts:
-        if h.has_role("storage"):
-            return {"kind": "tcp", "host": h.name, "address": h.connect_address}
-    raise EfficiencyTestError(f"{where}: no host with role storage and no efficiency.source: nothing to read from")
 
 
 def resolve_hosts(site: Site, hosts: Iterable[str] | str | None) -> list[Host]:
@@ -250,15 +215,34 @@ def run_efficiency_test(
     readahead: int | None = None,
     progress: Callable[[str], None] | None = None,
     step_progress: Callable[[int, int, str], None] | None = None,
+    protocols: Iterable[str] | str | None = None,
+    nodes: int | None = None,
     **overrides: Any,
 ) -> dict[str, Any]:
     """Run the active test; returns the ``efficiency`` dict of a scan (see the docs).
 
+    ``protocols``: what the clients read through (tcp, posix, xrootd, xcache; the first one also
+    serves the per-host test); default: the kind of ``source``. ``nodes``: workers the scaling
+    points spread their clients over (default 1).
     ``step_progress(done, total, what)``: called before each job step and after the last, for a
     progress bar (the steps are the workers, one at a time, then the scaling points)."""
-    cfg = _config(site, dict(mb=mb, cpu_factor=cpu_factor, readahead=readahead, **overrides))
+    from advisor.efficiency.protocols import default_protocol, job_spec, parse_protocols, protocol_sources
+    from advisor.efficiency.scaling_run import run_points
+
+    cfg = _config(site, dict(mb=mb, cpu_factor=cpu_factor, readahead=readahead, nodes=nodes, **overrides))
     say = progress or (lambda _m: None)
-    src = resolve_source(site, source if source is not None else cfg.get("source"))
+    protos = parse_protocols(protocols if protocols is not None else cfg.get("protocols"))
+    explicit_protocols = protos is not None
+    if protos is None:
+        protos = [default_protocol(site, cfg, source)]
+    sources = protocol_sources(site, protos, cfg, source)
+    src = sources[protos[0]]
+    n_nodes = int(cfg["nodes"])
+    rate_drop, min_eff = float(cfg["knee_rate_drop"]), float(cfg["knee_min_efficiency"])
+    try:
+        find_knee([], rate_drop, min_eff)  # the bounds are checked before anything runs
+    except ValueError as e:
+        raise EfficiencyTestError(f"knee: {e}") from None
     workers = resolve_hosts(site, hosts if hosts is not None else cfg.get("hosts"))
     counts = sorted({int(c) for c in (clients or cfg.get("clients") or [1])})
     if not counts or counts[0] < 1:
@@ -269,10 +253,14 @@ def run_efficiency_test(
         raise EfficiencyTestError(f"mb must be positive, got {mb_host:g}")
     factor = float(cfg["cpu_factor"])
     ra = int(cfg["readahead"])
-    src_host = site.host(src["host"]) if src["kind"] == "tcp" else None
-    if src["kind"] == "tcp" and cfg.get("address"):
+    if n_nodes < 1 or n_nodes > len(workers):
+        raise EfficiencyTestError(f"nodes {n_nodes}: between 1 and the {len(workers)} worker(s) of the test "
+                                  f"({', '.join(h.name for h in workers)})")
+    tcp_src = sources.get("tcp")
+    src_host = site.host(tcp_src["host"]) if tcp_src else None
+    if tcp_src and cfg.get("address"):
         try:
-            src["address"] = host_address(str(cfg["address"]))
+            tcp_src["address"] = host_address(str(cfg["address"]))
         except ValueError as exc:
             raise EfficiencyTestError(f"{site.source or site.name}: extensions.efficiency.address: {exc}") from None
 
@@ -284,7 +272,7 @@ def run_efficiency_test(
             transports[h.name] = transport_factory(h)
         return transports[h.name]
 
-    n_steps = len(workers) + (len(counts) if counts != [1] else 0)
+    n_steps = len(workers) + len(protos) * (len(counts) if counts != [1] or explicit_protocols else 0)
     steps_done = [0]
 
     def step(kind: str, host: str, clients_n: int, fn: Callable[[], Any]) -> Any:
@@ -319,13 +307,14 @@ def run_efficiency_test(
             bps = min(rates) if rates else DEFAULT_RATE_BPS
         return healthy_mib_per_s(bps), bps
 
-    def run_job(h: Host, n_clients: int, mb_each: float, source_spec: str, share: int = 1) -> dict[str, Any]:
+    def run_job(h: Host, n_clients: int, mb_each: float, source_spec: str, share: int = 1,
+                extra: list[str] | None = None) -> dict[str, Any]:
         # share > 1: the clients are job slots that together should consume the healthy rate
         mibs, _ = healthy_for(h)
         cpu_per_mb = factor * share / mibs
         args = ["job", "--source", source_spec, "--mb", f"{mb_each:g}", "--cpu-per-mb", f"{cpu_per_mb:.6g}",
                 "--readahead", str(ra), "--block-kb", str(int(cfg["block_kb"])), "--clients", str(n_clients),
-                "--calibrate-seconds", f"{float(cfg['calibrate_seconds']):g}"]
+                "--calibrate-seconds", f"{float(cfg['calibrate_seconds']):g}", *(extra or [])]
         timeout = cfg.get("timeout") or (60.0 + mb_each * n_clients * (4 * cpu_per_mb + 1.0))
         res = transport(h).run(job_script(args, python), timeout=float(timeout))
         if res.timed_out:
@@ -343,12 +332,12 @@ def run_efficiency_test(
     token = "sa-eff-" + secrets.token_hex(6)
     result: dict[str, Any] = {"mean": None, "hosts": {}, "scaling": [], "schedule": schedule}
     try:
-        if src["kind"] == "tcp":
+        if tcp_src:
             assert src_host is not None
             say(f"starting the data server on {src_host.name}")
 
             def start() -> dict[str, Any]:
-                r = transport(src_host).run(server_start_script(token, float(cfg["server_lifetime"]), bind=src["address"],
+                r = transport(src_host).run(server_start_script(token, float(cfg["server_lifetime"]), bind=tcp_src["address"],
                                                                 python=python),
                                             timeout=30)
                 kv = dict(line.split(" ", 1) for line in r.stdout.splitlines() if " " in line)
@@ -363,12 +352,10 @@ def run_efficiency_test(
                 raise EfficiencyTestError(f"source {src_host.name}: {_one_line(e)}") from None
             except RuntimeError as e:
                 raise EfficiencyTestError(f"source {src_host.name}: {e}") from None
-            addr = src["address"]
-            spec = f"tcp:[{addr}]:{server['port']}" if ":" in addr else f"tcp:{addr}:{server['port']}"
-            label = f"{src_host.name}:{server['port']}"
-        else:
-            spec = "path:" + src["path"]
-            label = src["path"]
+            tcp_src["label"] = f"{src_host.name}:{server['port']}"
+        specs = {p: job_spec(s, server["port"] if server and p == "tcp" else None) for p, s in sources.items()}
+        labels = {p: s.get("label") or s.get("path") for p, s in sources.items()}
+        spec, label = specs[protos[0]], labels[protos[0]]
 
         calibration: dict[str, Any] = {}
         slots = int(cfg["slots"])
@@ -392,36 +379,35 @@ def run_efficiency_test(
             result["hosts"][h.name] = s
 
         ok_hosts = [n for n, s in result["hosts"].items() if s.get("efficiency") is not None]
-        # scaling: one node, C concurrent clients, the same work per client at every point
-        if counts != [1] and ok_hosts:
-            sh_name = str(cfg.get("scaling_host") or ok_hosts[0])
-            sh = site.host(sh_name)
+        # scaling: C concurrent clients over the nodes, the same work per client at every point
+        if (counts != [1] or explicit_protocols) and ok_hosts:
+            first = str(cfg.get("scaling_host") or ok_hosts[0])
+            order = [first] + [n for n in ok_hosts if n != first]
+            scaling_nodes = [site.host(n) for n in order[:n_nodes]]
+            if len(scaling_nodes) < n_nodes:
+                result["nodes_note"] = (f"{n_nodes} node(s) asked, {len(scaling_nodes)} passed the per-host test: "
+                                        "the scaling points use those")
             mb_each = max(1.0, min(mb_host, float(cfg["scaling_budget_mb"]) / max(counts)))
-            for c in counts:
-                say(f"{sh.name}: {c} concurrent client(s), {mb_each:g} MiB each")
-                try:
-                    out = step("scaling", sh.name, c, lambda c=c: run_job(sh, c, mb_each, spec))
-                except Exception as e:
-                    result["scaling"].append({"clients": c, "host": sh.name, "error": _one_line(e),
-                                              "runtime_per_client_s": None, "efficiency": None})
-                    continue
-                s = host_summary(out, label)
-                result["scaling"].append({
-                    "clients": c, "host": sh.name, "mb_per_client": mb_each,
-                    "runtime_per_client_s": s["wall_seconds"], "efficiency": s["efficiency"],
-                    "cpu_seconds_per_client": s["cpu_seconds"], "aggregate_read_mbps": s["read_mbps"],
-                    "read_wait_share": s["read_wait_share"], "cpu_share_computing": s["cpu_share_computing"],
-                    "cpu_count": out.get("cpu_count"), "load_start": s["load_start"], "load_end": s["load_end"],
-                })
+            for p in protos:
+                result["scaling"] += run_points(scaling_nodes, counts, mb_each, specs[p], p, run_job, step, say,
+                                                float(cfg["calibrate_seconds"]))
         elif ok_hosts:
             for n in ok_hosts[:1]:
                 s = result["hosts"][n]
-                result["scaling"].append({"clients": 1, "host": n, "mb_per_client": mb_host,
+                mbps = s["read_mbps"]
+                result["scaling"].append({"clients": 1, "nodes": 1, "protocol": protos[0], "host": n, "hosts": [n],
+                                          "mb_per_client": mb_host,
                                           "runtime_per_client_s": s["wall_seconds"], "efficiency": s["efficiency"],
+                                          "rate_per_client_bps": mbps * 1e6 if mbps is not None else None,
                                           "cpu_seconds_per_client": s["cpu_seconds"],
-                                          "aggregate_read_mbps": s["read_mbps"],
+                                          "aggregate_read_mbps": mbps,
                                           "read_wait_share": s["read_wait_share"],
                                           "cpu_share_computing": s["cpu_share_computing"]})
+        result["protocols"] = [
+            {"protocol": p, "source": labels[p],
+             "knee": find_knee([x for x in result["scaling"] if x.get("protocol") == p], rate_drop, min_eff)}
+            for p in protos]
+        result["knee"] = result["protocols"][0]["knee"]
         result["calibration"] = {
             "cpu_factor": factor, "readahead": ra, "block_kb": int(cfg["block_kb"]), "goodput": GOODPUT,
             "slots": slots,
@@ -446,7 +432,8 @@ def run_efficiency_test(
                 pass
     result["mean"] = _mean([s.get("efficiency") for s in result["hosts"].values()])
     result["failed"] = [n for n, s in result["hosts"].items() if s.get("efficiency") is None]
-    result["source"] = {"kind": src["kind"], "label": label, **({"host": src["host"]} if src["kind"] == "tcp" else {})}
+    result["source"] = {"kind": src["kind"], "protocol": protos[0], "label": label,
+                        **({"host": src["host"]} if "host" in src else {})}
     result["mb_per_host"] = mb_host
     if server is not None:
         result["server"] = {"host": server["host"], "port": server["port"], "pid": server["pid"],

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
+from advisor.efficiency.protocols import parse_protocols
 from advisor.errors import StoradviseError, UsageError
 
 
@@ -46,15 +48,56 @@ def render(result: dict[str, Any]) -> None:
     con.print(f"mean efficiency: [bold]{_pct(result.get('mean'))}[/]  (read wait: share of wall time blocked on "
               "reads; CPU share: CPU / wall while computing, below 100% = CPU contention, not I/O)")
     sc = result.get("scaling") or []
-    if len(sc) > 1:
-        t = Table(title=f"runtime per client vs concurrent clients on {sc[0].get('host')}")
-        for c in ("clients", "MiB each", "s/client", "eff.", "total Mb/s", "read wait", "CPU share"):
-            t.add_column(c, justify="right", no_wrap=True)
-        for p in sc:
-            t.add_row(str(p["clients"]), _num(p.get("mb_per_client"), "{:g}"), _num(p.get("runtime_per_client_s")),
-                      _pct(p.get("efficiency")), _num(p.get("aggregate_read_mbps"), "{:.0f}"),
-                      _pct(p.get("read_wait_share")), _pct(p.get("cpu_share_computing")))
-        con.print(t)
+    if len(sc) > 1 or len(result.get("protocols") or []) > 1:
+        con.print(scaling_table(result))
+        for k in result.get("protocols") or []:
+            con.print(f"{k['protocol']} ({k['source']}): {knee_text(k['knee'])}")
+
+
+def knee_text(knee: dict[str, Any]) -> str:
+    st = knee.get("status")
+    bounds = (f"rate per client below {1 - knee['rate_drop']:.0%} of {knee.get('baseline_clients')} client(s)' "
+              f"or efficiency below {knee['min_efficiency']:.0%}")
+    if st == "found":
+        return (f"knee at {knee['clients']} clients ({knee['first_degraded_clients']} clients degraded: "
+                f"{knee['reason']}; degraded = {bounds})")
+    if st == "not-reached":
+        return f"no knee up to {knee.get('held_up_to')} clients (degraded = {bounds})"
+    if st == "degraded-at-start":
+        return f"degraded already at {knee['first_degraded_clients']} client(s) ({knee['reason']})"
+    return "no measured point"
+
+
+def scaling_table(result: dict[str, Any]) -> Any:
+    """One table: a row per client count, per protocol its s/client, Mb/s per client and efficiency."""
+    from rich.table import Table
+
+    from advisor.efficiency.scaling_curve import compare_rows, format_rate
+
+    protocols, rows = compare_rows(result.get("scaling") or [])
+    knees = {k["protocol"]: (k["knee"] or {}).get("clients") for k in result.get("protocols") or []}
+    t = Table(title="runtime and data rate per client vs concurrent clients")
+    t.add_column("clients", justify="right")
+    t.add_column("nodes", justify="right")
+    for p in protocols:
+        for c in ("s/client", "rate/client", "eff."):
+            t.add_column(f"{p} {c}", justify="right", no_wrap=True)
+    for r in rows:
+        pts = [r[p] for p in protocols]
+        nodes = sorted({x.get("nodes") for x in pts if x and x.get("nodes")})
+        cells = [str(r["clients"]), "/".join(map(str, nodes)) or "-"]
+        for p, x in zip(protocols, pts):
+            if x is None:
+                cells += ["", "", ""]
+            elif x.get("error"):
+                cells += ["[red]failed[/]", "", ""]
+            else:
+                mark = " *" if knees.get(p) == r["clients"] else ""
+                cells += [_num(x.get("runtime_per_client_s")) + mark, format_rate(x.get("rate_per_client_bps")),
+                          _pct(x.get("efficiency"))]
+        t.add_row(*cells)
+    t.caption = "* = the knee: the largest count before the rate per client or the efficiency degraded"
+    return t
 
 
 def register_active(app: typer.Typer) -> None:
@@ -68,6 +111,11 @@ def register_active(app: typer.Typer) -> None:
         cpu_factor: Optional[float] = typer.Option(None, "--cpu-factor", min=0.1, help="compute time / healthy read time per MiB (default 1.5)"),
         readahead: Optional[int] = typer.Option(None, "--readahead", min=0, max=64, help="blocks requested ahead (0: synchronous; default 1)"),
         slots: Optional[int] = typer.Option(None, "--slots", min=1, max=64, help="concurrent jobs per worker, together calibrated to the healthy rate (default 1)"),
+        protocol: Optional[str] = typer.Option(None, "--protocol", help="what the clients read through: xrootd, xcache, posix, tcp; several comma-separated are compared (default: the --source's kind)"),
+        nodes: Optional[int] = typer.Option(None, "--nodes", min=1, max=1024, help="worker nodes the clients of a scaling point are spread over, round-robin (default 1)"),
+        knee_drop: Optional[float] = typer.Option(None, "--knee-drop", help="a point is degraded when its rate per client is more than this fraction below the first point's (default 0.25)"),
+        knee_efficiency: Optional[float] = typer.Option(None, "--knee-efficiency", help="... or its efficiency below this (default 0.5)"),
+        plot: Optional[Path] = typer.Option(None, "--plot", help="write the scaling plot to this .png or .svg (no suffix: both)"),
         as_json: bool = typer.Option(False, "--json", help="print the result (the scan's 'efficiency' section) as JSON"),
         trust_new_hosts: bool = typer.Option(False, "--trust-new-hosts", help="Record unknown SSH host keys."),
         connect_timeout: float = typer.Option(10.0, "--connect-timeout", help="SSH connect timeout, seconds."),
@@ -78,7 +126,14 @@ def register_active(app: typer.Typer) -> None:
         and spends a calibrated amount of CPU per MiB: CPU-bound on a healthy path. Hosts run one
         at a time. Exit 3 when a host's test failed.
 
+        With --clients 1,5,15,30,60 the test job's clients run at each count over --nodes workers
+        and read through each --protocol (xrootd: the site's XRootD server; xcache: its XCache;
+        posix: a mounted path; tcp: our data server): runtime and data rate per client, the knee
+        and one comparison table (and --plot).
+
         Example: storadvise efficiency test --site ifca --clients 1,5,15 --json
+
+        Example: storadvise efficiency test --site xc --clients 1,2,4,8 --protocol xrootd,xcache --plot scaling.png
         """
         from advisor.efficiency.active import EfficiencyTestError
         from advisor.scan import open_scan, run_scan
@@ -87,18 +142,35 @@ def register_active(app: typer.Typer) -> None:
 
         try:
             counts = _parse_clients(clients) if clients else None
+            try:
+                protocols = parse_protocols(protocol) if protocol is not None else None
+            except StoradviseError as e:
+                raise UsageError(f"--protocol: {e}") from None
+            for name, v in (("--knee-drop", knee_drop), ("--knee-efficiency", knee_efficiency)):
+                if v is not None and not 0 < v < 1:
+                    raise UsageError(f"{name} {v:g}: give a fraction between 0 and 1")
+            if plot is not None and plot.suffix and plot.suffix.lower() not in (".png", ".svg"):
+                raise UsageError(f"--plot {plot}: give a .png or .svg file (or no suffix for both)")
             the_site = load_site(site)
             err = (lambda m: print(m, file=sys.stderr)) if not as_json else None
             # every key given (None: the site's setting, else the default): the test runs even
             # when the site has no efficiency section
             settings = dict(hosts=hosts, source=source, clients=counts, mb=mb, cpu_factor=cpu_factor,
-                            readahead=readahead, slots=slots, progress=err)
+                            readahead=readahead, slots=slots, progress=err, protocols=protocols, nodes=nodes,
+                            knee_rate_drop=knee_drop, knee_min_efficiency=knee_efficiency)
             options = ScanOptions(trust_new_hosts=trust_new_hosts, connect_timeout=connect_timeout, mesh=False,
                                   efficiency=True, efficiency_settings=settings)
             run = run_scan(open_scan(options, the_site), options, stages=("measure",))
             result = run.factset.efficiency or {}
             if result.get("error") and result.get("failed") is True:
                 raise EfficiencyTestError(result["error"])
+            if plot is not None:
+                from advisor.efficiency.scaling_plot import plot_scaling
+
+                try:
+                    result["plot"] = plot_scaling(result, plot)
+                except OSError as e:
+                    raise UsageError(f"--plot {plot}: {e.strerror or e}") from None
         except StoradviseError as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(e.exit_code) from None

@@ -18,6 +18,14 @@ loop without prefetch; 1 = double buffering, like a one-cluster TTreeCache prefe
 ``--clients C`` forks C concurrent clients. Prints one JSON object: per client its own
 rusage (ru_utime + ru_stime over the read/compute loop), wall time, bytes, events, time
 blocked waiting for data; and the calibration.
+
+Sources: ``tcp:HOST:PORT`` (the data server above), ``path:PATH`` (a file, plain reads) and
+``xrd:root://HOST:PORT//DIR`` (a real XRootD server or XCache: the job lists DIR once with
+``xrdfs ls``; each client reads whole files of it in turn, starting at its own place in the
+list, streamed by ``xrdcp -s URL -`` through a pipe, with xrdcp's chunk size set to the block
+size and ``readahead + 1`` chunks in flight; xrdcp's own CPU time is the client's too, as an
+in-process XRootD client's would be). ``--start-at EPOCH`` starts the clients at that time (the
+jobs of several nodes start together).
 """
 
 import argparse
@@ -25,6 +33,8 @@ import hashlib
 import json
 import os
 import resource
+import signal
+import subprocess
 import socket
 import struct
 import sys
@@ -109,6 +119,11 @@ def _cpu():
     return r.ru_utime, r.ru_stime
 
 
+def _child_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def compute(block, nbytes, passes_int, frac_bytes):
     """The per-block work: ``passes_int`` SHA-256 passes over every 64 KiB event, plus a
     partial pass over its first ``frac_bytes``. Returns the number of events."""
@@ -191,17 +206,119 @@ class PathSource:
         self.f.close()
 
 
-def open_source(spec, timeout):
+def xrd_split(url):
+    """``root://HOST:PORT//DIR`` -> (``root://HOST:PORT``, ``/DIR``)."""
+    if not url.startswith("root://"):
+        raise ValueError("not an XRootD URL (root://HOST:PORT//DIR): %r" % url)
+    server, sep, path = url[len("root://"):].partition("/")
+    if not server or not sep:
+        raise ValueError("not an XRootD URL (root://HOST:PORT//DIR): %r" % url)
+    return "root://" + server, "/" + path.lstrip("/")
+
+
+def xrd_list(url, xrdfs, timeout):
+    """The files of the directory of ``url`` (``xrdfs SERVER ls DIR``: one absolute path a line)."""
+    server, path = xrd_split(url)
+    try:
+        cp = subprocess.run([xrdfs, server, "ls", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            timeout=timeout)
+    except OSError as e:
+        raise IOError("%s: %s (install xrootd-client)" % (xrdfs, e))
+    if cp.returncode:
+        why = cp.stderr.decode(errors="replace").strip().splitlines()
+        raise IOError("xrdfs %s ls %s: %s" % (server, path, why[-1] if why else "exit %d" % cp.returncode))
+    files = []
+    for line in cp.stdout.decode(errors="replace").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if not line.startswith("/"):
+            raise IOError("xrdfs ls %s: not a path: %r" % (path, line[:80]))
+        files.append(line)
+    if not files:
+        raise IOError("xrdfs %s ls %s: no files to read" % (server, path))
+    return server, sorted(files)
+
+
+class XrdSource:
+    """Whole files of an XRootD directory in turn, each streamed by ``xrdcp -s URL -``."""
+
+    def __init__(self, server, files, start, xrdcp, block_bytes, readahead):
+        self.server, self.files, self.next, self.xrdcp = server, files, start % len(files), xrdcp
+        self.env = dict(os.environ, XRD_CPCHUNKSIZE=str(block_bytes), XRD_CPPARALLELCHUNKS=str(max(1, readahead + 1)))
+        self.proc = None
+        self.files_read = 0
+        self.files_opened = 0
+
+    def _open_next(self):
+        url = "%s/%s" % (self.server, self.files[self.next])
+        self.next = (self.next + 1) % len(self.files)
+        try:
+            self.proc = subprocess.Popen([self.xrdcp, "-s", "-f", url, "-"], stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env)
+        except OSError as e:
+            raise IOError("%s: %s (install xrootd-client)" % (self.xrdcp, e))
+        self.url = url
+        self.files_opened += 1
+
+    def _finish(self):
+        proc, self.proc = self.proc, None
+        err = proc.stderr.read()
+        proc.stdout.close()
+        proc.stderr.close()
+        if proc.wait() != 0:
+            why = err.decode(errors="replace").strip().splitlines()
+            raise IOError("xrdcp %s: %s" % (self.url, why[-1] if why else "exit %d" % proc.returncode))
+        self.files_read += 1
+
+    def request(self, n):  # xrdcp keeps its own chunks in flight
+        pass
+
+    def read_into(self, view, n):
+        got = 0
+        empty_files = 0
+        while got < n:
+            if self.proc is None:
+                self._open_next()
+            k = self.proc.stdout.readinto(view[got:n])
+            if k:
+                got += k
+                empty_files = 0
+                continue
+            self._finish()  # end of this file: the next one
+            empty_files += 1
+            if empty_files > len(self.files):
+                raise IOError("every file under %s is empty" % self.server)
+        return got
+
+    def close(self):
+        proc, self.proc = self.proc, None
+        if proc is not None:  # stopped mid-file: our own child, by pid
+            try:
+                os.kill(proc.pid, signal.SIGTERM)
+            except OSError:
+                pass
+            proc.stdout.close()
+            proc.stderr.close()
+            proc.wait()
+
+
+def open_source(spec, timeout, args=None, index=0):
     kind, _, rest = spec.partition(":")
     if kind == "tcp":
         host, _, port = rest.rpartition(":")
         return TcpSource(host.strip("[]"), int(port), timeout)
     if kind == "path":
         return PathSource(rest)
-    raise ValueError("unknown source %r (tcp:HOST:PORT or path:PATH)" % spec)
+    if kind == "xrd":
+        server, files = args.xrd_files
+        # client k of all the test's clients starts at its share of the list: distinct files first
+        start = (index * len(files)) // max(1, args.total_clients)
+        return XrdSource(server, files, start, args.xrdcp, args.block_kb * 1024, max(0, args.readahead))
+    raise ValueError("unknown source %r (tcp:HOST:PORT, path:PATH or xrd:root://HOST:PORT//DIR)" % spec)
 
 
-def run_client(args, passes_per_mb):
+def run_client(args, passes_per_mb, index=0):
     block_bytes = args.block_kb * 1024
     nblocks = max(1, int(round(args.mb * MIB / block_bytes)))
     passes_int, frac_bytes = work_plan(passes_per_mb)
@@ -210,7 +327,8 @@ def run_client(args, passes_per_mb):
     ra = max(0, args.readahead)
     w0 = time.monotonic()
     u0, s0 = _cpu()
-    src = open_source(args.source, args.io_timeout)
+    c0 = _child_cpu()
+    src = open_source(args.source, args.io_timeout, args, args.first_client + index)
     wait = 0.0
     comp = 0.0
     nbytes = 0
@@ -235,9 +353,10 @@ def run_client(args, passes_per_mb):
     finally:
         src.close()
     u1, s1 = _cpu()
+    tool_cpu = _child_cpu() - c0  # xrdcp's CPU (the client library's work)
     wall = time.monotonic() - w0
-    return {
-        "cpu_seconds": (u1 - u0) + (s1 - s0),
+    out = {
+        "cpu_seconds": (u1 - u0) + (s1 - s0) + tool_cpu,
         "user_seconds": u1 - u0,
         "sys_seconds": s1 - s0,
         "wall_seconds": wall,
@@ -246,14 +365,19 @@ def run_client(args, passes_per_mb):
         "read_wait_seconds": wait,
         "compute_seconds": comp,
         "end_of_file": short,
+        "start": time.time() - wall,
     }
+    if isinstance(src, XrdSource):
+        out["client_tool_cpu_seconds"] = tool_cpu
+        out["files_opened"] = src.files_opened
+    return out
 
 
-def _client_in_child(args, passes_per_mb, wfd, start_fd):
+def _client_in_child(args, passes_per_mb, wfd, start_fd, index):
     code = 0
     try:
         os.read(start_fd, 1)  # start together
-        out = run_client(args, passes_per_mb)
+        out = run_client(args, passes_per_mb, index)
     except Exception as e:  # reported, never hidden
         out = {"error": "%s: %s" % (type(e).__name__, e)}
         code = 1
@@ -288,6 +412,16 @@ def job(args):
         },
         "loadavg_start": list(load0),
     }
+    if args.total_clients < args.clients:
+        args.total_clients = args.clients
+    if args.source.startswith("xrd:"):
+        args.xrd_files = xrd_list(args.source[4:], args.xrdfs, args.io_timeout)
+        result["xrd_files"] = len(args.xrd_files[1])
+    if args.start_at:
+        late = time.time() - args.start_at
+        if late < 0:
+            time.sleep(-late)
+        result["start_late_s"] = max(0.0, late)
     if args.clients <= 1:
         clients = [run_client(args, passes)]
     else:
@@ -299,7 +433,7 @@ def job(args):
             if pid == 0:
                 os.close(r)
                 os.close(start_w)
-                _client_in_child(args, passes, w, start_r)
+                _client_in_child(args, passes, w, start_r, len(kids))
             os.close(w)
             kids.append((pid, r))
         os.close(start_r)
@@ -348,6 +482,11 @@ def main(argv=None):
     j.add_argument("--clients", type=int, default=1)
     j.add_argument("--calibrate-seconds", type=float, default=0.3)
     j.add_argument("--io-timeout", type=float, default=30.0)
+    j.add_argument("--first-client", type=int, default=0, help="index of this job's first client among all")
+    j.add_argument("--total-clients", type=int, default=0, help="clients of the point on all nodes")
+    j.add_argument("--start-at", type=float, default=0.0, help="epoch seconds at which the clients start")
+    j.add_argument("--xrdcp", default="xrdcp")
+    j.add_argument("--xrdfs", default="xrdfs")
     args = p.parse_args(argv)
     if args.cmd == "serve":
         return serve(args)

@@ -212,12 +212,14 @@ class XCacheLab(LabEmulation):
     def site_host_vars(self, rec: Any, spec: XCacheSpec, scenario: Any, host: str) -> dict[str, Any]:
         if host == spec.origin.host:
             sd = state_dir(rec.dir, host)
-            # the xrootd.server probe and the xrootd_tuning role read and restart the origin through these
-            return {"xrootd_config": str(sd / "origin.cfg"), "xrootd_restart_command": f"/bin/sh {sd / 'restart.sh'}"}
+            # the xrootd.server probe and the xrootd_tuning role read and restart the origin through these;
+            # the efficiency test's xrootd clients read from xrootd_port and xrootd_export
+            return {"xrootd_config": str(sd / "origin.cfg"), "xrootd_restart_command": f"/bin/sh {sd / 'restart.sh'}",
+                    "xrootd_port": spec.port, "xrootd_export": spec.origin.export}
         if host != spec.host:
             return {}
         sd = state_dir(rec.dir, host)
-        return {"xcache_config": str(sd / "xcache.cfg"), "xcache_log": str(sd / "log" / "xcache" / "xrootd.log"),
+        return {"xrootd_port": spec.port, "xrootd_export": spec.origin.export, "xcache_config": str(sd / "xcache.cfg"), "xcache_log": str(sd / "log" / "xcache" / "xrootd.log"),
                 "xcache_restart_command": f"/bin/sh {sd / 'restart.sh'}"}
 
 
