@@ -69,7 +69,7 @@ def knee_text(knee: dict[str, Any]) -> str:
 
 
 def scaling_table(result: dict[str, Any]) -> Any:
-    """One table: a row per client count, per protocol its s/client, Mb/s per client and efficiency."""
+    """One table: a row per client count and protocol (protocols side by side at each count)."""
     from rich.table import Table
 
     from advisor.efficiency.scaling_curve import compare_rows, format_rate
@@ -77,25 +77,21 @@ def scaling_table(result: dict[str, Any]) -> Any:
     protocols, rows = compare_rows(result.get("scaling") or [])
     knees = {k["protocol"]: (k["knee"] or {}).get("clients") for k in result.get("protocols") or []}
     t = Table(title="runtime and data rate per client vs concurrent clients")
-    t.add_column("clients", justify="right")
-    t.add_column("nodes", justify="right")
-    for p in protocols:
-        for c in ("s/client", "rate/client", "eff."):
-            t.add_column(f"{p} {c}", justify="right", no_wrap=True)
+    for c in ("clients", "protocol", "nodes", "s/client", "rate/client", "eff.", "read wait", "CPU share"):
+        t.add_column(c, justify="left" if c == "protocol" else "right", no_wrap=True)
     for r in rows:
-        pts = [r[p] for p in protocols]
-        nodes = sorted({x.get("nodes") for x in pts if x and x.get("nodes")})
-        cells = [str(r["clients"]), "/".join(map(str, nodes)) or "-"]
-        for p, x in zip(protocols, pts):
+        for i, p in enumerate(protocols):
+            x = r[p]
             if x is None:
-                cells += ["", "", ""]
-            elif x.get("error"):
-                cells += ["[red]failed[/]", "", ""]
-            else:
-                mark = " *" if knees.get(p) == r["clients"] else ""
-                cells += [_num(x.get("runtime_per_client_s")) + mark, format_rate(x.get("rate_per_client_bps")),
-                          _pct(x.get("efficiency"))]
-        t.add_row(*cells)
+                continue
+            first = str(r["clients"]) if i == 0 or all(r[q] is None for q in protocols[:i]) else ""
+            if x.get("error"):
+                t.add_row(first, p, str(x.get("nodes") or "-"), "[red]failed[/]", "", "", "", "")
+                continue
+            mark = " *" if knees.get(p) == r["clients"] else ""
+            t.add_row(first, p, str(x.get("nodes") or "-"), _num(x.get("runtime_per_client_s")) + mark,
+                      format_rate(x.get("rate_per_client_bps")), _pct(x.get("efficiency")),
+                      _pct(x.get("read_wait_share")), _pct(x.get("cpu_share_computing")))
     t.caption = "* = the knee: the largest count before the rate per client or the efficiency degraded"
     return t
 
