@@ -86,3 +86,57 @@ def test_parse_protocols():
     assert parse_protocols(None) is None
     with pytest.raises(EfficiencyTestError):
         parse_protocols("nfs")
+
+
+def _site(**ext):
+    from advisor.site import Site
+
+    return Site(name="s", hosts=[
+        {"name": "xrd01", "address": "10.0.0.1", "roles": ["storage"],
+         "vars": {"xrootd_port": 11094, "xrootd_export": "/data"}},
+        {"name": "cache01", "address": "10.0.0.2", "roles": ["cache"]},
+        {"name": "wn01", "roles": ["worker"]},
+    ], extensions={"efficiency": ext} if ext else {})
+
+
+def test_protocol_sources_defaults_and_settings():
+    from advisor.efficiency.protocols import job_spec, protocol_sources
+
+    src = protocol_sources(_site(), ["xrootd", "xcache"], {}, None)
+    assert src["xrootd"]["url"] == "root://10.0.0.1:11094//data"
+    # the cache: its own port default, the origin's directory
+    assert src["xcache"]["url"] == "root://10.0.0.2:1094//data" and src["xcache"]["host"] == "cache01"
+    assert job_spec(src["xcache"]) == "xrd:root://10.0.0.2:1094//data"
+    cfg = {"xcache": {"host": "cache01", "port": 2094, "path": "/store/mc"}}
+    assert protocol_sources(_site(), ["xcache"], cfg, None)["xcache"]["url"] == "root://10.0.0.2:2094//store/mc"
+    assert protocol_sources(_site(), ["posix"], {}, "path:/gpfs/t")["posix"]["path"] == "/gpfs/t"
+    assert protocol_sources(_site(), ["tcp"], {}, None)["tcp"]["host"] == "xrd01"
+
+
+@pytest.mark.parametrize("cfg,source,msg", [
+    ({}, None, "posix needs a file"),
+    ({"xcache": {"path": "/a/../b"}}, None, "not an absolute directory"),
+    ({"xcache": {"port": 70000}}, None, "not a port"),
+    ({"xcache": {"host": "nope"}}, None, "xcache.host"),
+])
+def test_protocol_sources_refuse_bad_settings(cfg, source, msg):
+    from advisor.efficiency.protocols import protocol_sources
+
+    protos = ["posix"] if msg.startswith("posix") else ["xcache"]
+    with pytest.raises(EfficiencyTestError, match=msg.replace("(", r"\(")):
+        protocol_sources(_site(), protos, cfg, source)
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--protocol", "nfs"], "--protocol: protocol 'nfs'"),
+    (["--plot", "x.pdf"], "--plot x.pdf: give a .png or .svg"),
+    (["--knee-drop", "1.5"], "--knee-drop 1.5"),
+])
+def test_cli_usage_errors(args, msg):
+    import subprocess
+    import sys
+
+    cp = subprocess.run([sys.executable, "-m", "advisor.cli", "efficiency", "test", "--site", "nosuchsite", *args],
+                        capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 1, (cp.returncode, cp.stderr)
+    assert msg in cp.stderr and "Traceback" not in cp.stderr and len(cp.stderr.strip().splitlines()) == 1
