@@ -14,8 +14,10 @@ iperf3 keep running, its addresses and links stay):
 2. **firewall**: the namespace's whole ruleset is flushed (``nft flush ruleset``: nft and
    iptables-nft tables) and the persisted ruleset loaded: ``<host dir>/etc/nftables.conf``
    (``nft -f``), ``<host dir>/etc/iptables/rules.v4`` / ``rules.v6`` (``iptables-restore`` /
-   ``ip6tables-restore``). These are the files the firewall role edits in the lab (role variables
-   set in the lab's site file).
+   ``ip6tables-restore``) and, as firewalld would at start, the rich rules of
+   ``<host dir>/etc/firewalld/zones/*.xml`` into ``table inet firewalld`` (the translation the
+   firewall role matches with: playbooks/module_utils/storadvise_firewalld_zones.py). These are the
+   files the firewall role edits in the lab (role variables set in the lab's site file).
 3. **emulated storage systems**: each lab emulation's ``reboot`` hook (advisor/lab/emulation.py);
    the GPFS emulation runs ``mmshutdown`` and ``mmstartup`` of the node, so persisted attributes that
    waited for a restart become active.
@@ -34,6 +36,7 @@ from pathlib import Path
 from advisor.errors import StoradviseError
 from advisor.lab import netns as nx
 from advisor.lab.records import LabRecord
+from advisor.resources import playbooks_dir
 from probes.sysctl_conf import SYSCTL_CONF, SYSCTL_DIRS, order_sysctl_files, parse_sysctl_conf
 
 DEFAULTS_FILE = "sysctl-defaults.json"
@@ -102,6 +105,35 @@ def _changed_only(ns: str, values: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in values.items() if k in now and now[k] != v}
 
 
+def _firewalld_zones_module():
+    """The firewall role's translation of zone rich rules (one translation for the role and the lab)."""
+    import importlib.util
+
+    path = playbooks_dir() / "module_utils" / "storadvise_firewalld_zones.py"
+    spec = importlib.util.spec_from_file_location("storadvise_firewalld_zones", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def firewalld_zone_files(zones_dir: Path) -> list[tuple[Path, str, str]]:
+    """(path, zone, text) of the host's firewalld zone files, sorted by name."""
+    if not zones_dir.is_dir():
+        return []
+    zone_name = _firewalld_zones_module().zone_name
+    out = []
+    for f in sorted(zones_dir.iterdir()):
+        zone = zone_name(f.name)
+        if zone and f.is_file():
+            out.append((f, zone, f.read_text(errors="replace")))
+    return out
+
+
+def firewalld_script(zones: list[tuple[Path, str, str]]) -> str:
+    """The nft script firewalld's start would load for these zone files (their rich rules)."""
+    return _firewalld_zones_module().zone_nft_script([(z, t) for _p, z, t in zones])
+
+
 def reboot_host(rec: LabRecord, host: str) -> dict:
     if host not in rec.hosts:
         raise StoradviseError(f"lab {rec.name} has no host {host!r} (hosts: {', '.join(rec.hosts)})")
@@ -136,6 +168,12 @@ def reboot_host(rec: LabRecord, host: str) -> dict:
             if cp.returncode != 0:
                 raise StoradviseError(f"host {host}: loading {path} failed: {(cp.stderr or cp.stdout).strip()[-300:]}")
             report["firewall_files"].append(str(path))
+    zones = firewalld_zone_files(etc / "firewalld" / "zones")
+    if zones:
+        cp = nx.in_ns(ns, ["nft", "-f", "-"], input=firewalld_script(zones), check=False)
+        if cp.returncode != 0:
+            raise StoradviseError(f"host {host}: loading its firewalld zone files failed: {(cp.stderr or cp.stdout).strip()[-300:]}")
+        report["firewall_files"] += [str(p) for p, _z, _t in zones]
     # 3. emulated storage systems (advisor/lab/emulation.py): e.g. the GPFS node restarts
     from advisor.lab.emulation import lab_emulations
 

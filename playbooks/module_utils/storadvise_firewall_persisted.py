@@ -2,8 +2,8 @@
 # storadvise: which files of a host's persisted firewall ruleset hold a planned rule.
 # Licensed as storadvise itself.
 """The persisted rulesets the firewall role reads on the managed host: the nft script and its
-includes, iptables-save files, firewalld's direct.xml. The text functions are in
-storadvise_firewall_files; this module only finds and reads the files."""
+includes, iptables-save files, firewalld's direct.xml and zone files. The text functions are in
+storadvise_firewall_files and storadvise_firewalld_zones; this module only finds and reads the files."""
 
 from __future__ import annotations
 
@@ -12,7 +12,11 @@ import os
 
 from ansible.module_utils.storadvise_firewall_files import (firewalld_direct_rules, ipt_norm, ipt_save_rules,
                                                             nft_conf_includes, nft_conf_rules, nft_norm)
+from ansible.module_utils.storadvise_firewalld_zones import zone_name, zone_rich_rules
 from ansible.module_utils.storadvise_state import read_text
+
+#: the nft table firewalld's nftables backend owns (its rules come from zone and policy files)
+FIREWALLD_TABLE = ("inet", "firewalld")
 
 def nft_files(conf):
     """The nft script read at boot and every file it includes (recursively, globs sorted; a
@@ -39,6 +43,8 @@ def ipt_family(rule):
 def persisted_hits(p, rule):
     """{path: (kind, [line numbers], {line: statement}, [spans])} of the files holding ``rule``."""
     hits = {}
+    if rule["backend"] == "nft" and (rule.get("family"), rule["table"]) == FIREWALLD_TABLE:
+        return firewalld_zone_hits(p, rule)
     if rule["backend"] == "nft":
         want = nft_norm(rule["text"])
         for path in nft_files(p["nftables_conf"]) if p["nftables_conf"] else []:
@@ -67,4 +73,24 @@ def persisted_hits(p, rule):
                      if r["family"] == ipt_family(rule) and r["table"] == rule["table"] and ipt_norm(r["text"]) == want]
             if spans:
                 hits[path] = ("firewalld direct", [], {}, spans)
+    return hits
+
+
+def firewalld_zone_hits(p, rule):
+    """{zone file: ("firewalld zone", [], {}, [spans])} of the rich rules that give ``rule`` in
+    firewalld's nft table (storadvise_firewalld_zones says which rich rules and how)."""
+    hits = {}
+    zones = os.path.join(p["firewalld_dir"], "zones") if p["firewalld_dir"] else None
+    if not zones or not os.path.isdir(zones):
+        return hits
+    want = nft_norm(rule["text"])
+    for name in sorted(os.listdir(zones)):
+        zone = zone_name(name)
+        if zone is None:
+            continue
+        path = os.path.join(zones, name)
+        spans = [r["span"] for r in zone_rich_rules(read_text(path) or "", zone)
+                 if r["chain"] == rule["chain"] and nft_norm(r["text"]) == want]
+        if spans:
+            hits[path] = ("firewalld zone", [], {}, spans)
     return hits

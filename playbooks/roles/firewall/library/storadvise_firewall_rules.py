@@ -16,6 +16,9 @@ description:
     /32 on a single address), never by a substring.
   - The rule is also taken out of the ruleset persisted for boot (the nft script and its includes,
     iptables-save files, firewalld direct.xml), so that a reboot does not bring it back.
+  - A rule of firewalld's own nft table (C(inet firewalld)) is removed only when a zone file under
+    C(firewalld_dir)/zones holds the rich rule that gives it; the rich rule is taken out of the zone
+    file too. Other firewalld rules are refused with the firewall-cmd way to remove them.
   - The removed rules, their positions and the edited files' contents are recorded in a JSON backup
     before the removal; C(state=rollback) re-inserts the rules and restores the files.
 options:
@@ -32,7 +35,7 @@ options:
     description: iptables-save files loaded at boot, per family (C(ip), C(ip6)); the rule line is commented out.
     type: dict
   firewalld_dir:
-    description: firewalld's configuration directory; a matching C(<rule>) of its direct.xml is removed.
+    description: firewalld's configuration directory; a matching C(<rule>) of its direct.xml or of a zone file under zones/ is removed.
     type: path
     default: /etc/firewalld
   backup_file:
@@ -81,7 +84,7 @@ not_found:
 import re
 
 from ansible.module_utils.storadvise_firewall_files import comment_out, ipt_norm, nft_norm, remove_spans
-from ansible.module_utils.storadvise_firewall_persisted import persisted_hits
+from ansible.module_utils.storadvise_firewall_persisted import FIREWALLD_TABLE, persisted_hits
 from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change, record_failure,
                                                    restore_text, retire_backup, run_backed_module, save_backup)
 
@@ -147,9 +150,6 @@ def invalid(rule):
             return "%s %r is not a table/chain name" % (k, rule[k])
     if any(c in str(rule["text"]) for c in "\n\r\0"):
         return "rule text holds a line break"
-    if rule["backend"] == "nft" and rule["table"] == "firewalld":
-        return ("managed by firewalld (its zone or policy files): a runtime removal would come back at the next "
-                "reload; remove it with firewall-cmd --permanent (e.g. --remove-rich-rule) and --reload")
     if rule["backend"] == "iptables":
         try:
             chain, _spec = ipt_spec(rule)
@@ -225,6 +225,16 @@ def nft_find(module, rule):
     return None
 
 
+FIREWALLD_REFUSAL = ("managed by firewalld and not a rich rule of a zone file under %s this role can take out "
+                     "(a runtime removal would come back at the next reload): remove it with firewall-cmd "
+                     "--permanent (e.g. --remove-rich-rule) and --reload")
+
+
+def firewalld_owned(rule):
+    """A rule of firewalld's own nft table: removed only together with the zone file's rich rule."""
+    return rule["backend"] == "nft" and (rule.get("family"), rule["table"]) == FIREWALLD_TABLE
+
+
 def describe(rule):
     return "%s %s %s %s: %s" % (rule.get("backend"), rule.get("family") or "", rule.get("table"), rule.get("chain"),
                                 rule.get("text"))
@@ -249,6 +259,12 @@ def apply(module, p):
             hits = persisted_hits(p, rule)
         except (OSError, ValueError) as exc:
             record_failure(result, describe(rule), str(exc))
+            continue
+        if firewalld_owned(rule) and not hits:
+            if where is not None:
+                record_failure(result, describe(rule), FIREWALLD_REFUSAL % p["firewalld_dir"])
+            else:
+                result["not_found"].append(describe(rule))
             continue
         if where is not None:
             todo.append((rule, where))
