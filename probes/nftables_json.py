@@ -182,6 +182,10 @@ def _nft_rule(obj: dict[str, Any], sets: dict[tuple[str, str, str], list[Any]],
             if isinstance(left, dict) and isinstance(left.get("ct"), dict) and left["ct"].get("key") == "count":
                 limit = True
     text = " ".join(_render_statement(s) for s in exprs)
+    comment = obj.get("comment")
+    if isinstance(comment, str) and comment:
+        # as `nft list` prints it: the rule's text names the rule, its comment included
+        text += ' comment "%s"' % comment.replace('"', "")
     return FirewallRule(
         backend="nft", family=family, table=table, chain=chain, verdict=verdict, limit=limit,
         addresses=addresses, interfaces=interfaces, excluded_addresses=excluded_addresses,

@@ -1,11 +1,13 @@
 """What a host or a site file says reaches Ansible as data, never as a template.
 
 A real host (a namespace of this test's own with sshd, tests/apply/conftest.py) carries iptables rules
-whose comments are Jinja2 (``x{{ 7*7 }}`` and a ``lookup('pipe', 'touch ...')``) and a site file
+and nft rules whose comments are Jinja2 (``x{{ 7*7 }}`` and a ``lookup('pipe', 'touch ...')``; the nft
+ones also in the host's persisted ruleset) and a site file
 whose host vars hold ``lookup('pipe', ...)`` (one of them an XCache config path). ``scan``, ``plan`` and a real
 ``ansible-playbook --check`` then a real apply must run none of the lookups, and the rule whose
 comment is ``x{{ 7*7 }}`` must really be removed (before, Ansible templated it into ``x49``, did
-not find it, and reported success with the rule still in place).
+not find it, and reported success with the rule still in place); so must the nft ones, at run time
+and in the persisted file, every other rule and line staying.
 """
 
 from __future__ import annotations
@@ -28,11 +30,30 @@ def _rules(host) -> list[str]:
     return [ln for ln in host.on_host("iptables -w -S INPUT").stdout.splitlines() if ln.startswith("-A ")]
 
 
+def _nft_ruleset(mark) -> str:
+    return ("table inet inj {\n  chain input {\n    type filter hook input priority 0; policy accept;\n"
+            "    tcp dport 22 accept\n"
+            '    ip saddr 10.77.0.8 tcp dport 1094 drop comment "x{{ 7*7 }}"\n'
+            f'    ip saddr 10.77.0.9 tcp dport 1094 drop comment "{_pipe(mark)}"\n'
+            '    ip saddr 10.77.0.8 tcp dport 1095 accept comment "x49"\n'
+            "  }\n}\n")
+
+
+def _nft_rules(host) -> list[str]:
+    out = host.on_host("nft list chain inet inj input").stdout
+    return [" ".join(ln.split()) for ln in out.splitlines()
+            if ln.strip() and not ln.strip().startswith(("table", "chain", "type", "}"))]
+
+
 @pytest.fixture(scope="module")
 def world():
     host, cleanup = start_ns_host("inj01", {})
     try:
-        marks = {k: host.dir / f"pwned-{k}" for k in ("comment", "hostvar", "xcache")}
+        marks = {k: host.dir / f"pwned-{k}" for k in ("comment", "hostvar", "xcache", "nft")}
+        nft = _nft_ruleset(marks["nft"])
+        host.on_host("nft -f - <<'EOF'\n" + nft + "EOF\n")
+        (host.dir / "etc").mkdir(exist_ok=True)
+        (host.dir / "etc" / "nftables.conf").write_text("#!/usr/sbin/nft -f\n" + nft)
         limit = "-p tcp -m hashlimit --hashlimit-above 40000/sec --hashlimit-burst 4000 --hashlimit-mode srcip"
         host.on_host("iptables -w -A INPUT -p tcp --dport 22 -j ACCEPT\n"
                      f"iptables -w -A INPUT -s 10.77.0.5/32 {limit} --hashlimit-name g5"
@@ -48,7 +69,8 @@ def world():
                         check=False)
         plan = host.dir / "plan"
         host.controller([STORADVISE, "plan", "--site", str(site), "--scan", str(scan), "--out", str(plan), "--json"])
-        yield {"host": host, "plan": plan, "marks": marks, "before": _rules(host)}
+        yield {"host": host, "plan": plan, "marks": marks, "before": _rules(host), "nft_before": _nft_rules(host),
+               "nft_file": "#!/usr/sbin/nft -f\n" + nft}
     finally:
         cleanup()
 
@@ -62,8 +84,10 @@ def test_plan_holds_the_values_verbatim(world):
     assert inv["site_note"] == _pipe(world["marks"]["hostvar"])
     assert "!unsafe" in (world["plan"] / "inventory.yml").read_text()
     hv = load_data((world["plan"] / "host_vars" / "inj01.yml").read_text())
-    texts = sorted(r["text"] for r in hv["firewall_remove_rules"])
-    assert len(texts) == 2 and "x{{ 7*7 }}" in texts[0] and "lookup(" in texts[1], texts
+    ipt = sorted(r["text"] for r in hv["firewall_remove_rules"] if r["backend"] == "iptables")
+    assert len(ipt) == 2 and "x{{ 7*7 }}" in ipt[0] and "lookup(" in ipt[1], ipt
+    nft = sorted(r["text"] for r in hv["firewall_remove_rules"] if r["backend"] == "nft")
+    assert len(nft) == 2 and 'comment "x{{ 7*7 }}"' in nft[0] and "comment \"{{ lookup('pipe'" in nft[1], nft
 
 
 def test_check_then_apply_runs_no_template_and_removes_the_rules(world):
@@ -74,10 +98,23 @@ def test_check_then_apply_runs_no_template_and_removes_the_rules(world):
     assert _rules(host) == world["before"]
     cp = _playbook(world)
     recap = play_recap(cp.stdout)["inj01"]
-    assert recap["failed"] == 0 and recap["changed"] == 1
+    assert recap["failed"] == 0 and recap["changed"] == 1, cp.stdout[-3000:]
     assert not [m for m in marks.values() if m.exists()]
     after = _rules(host)
     assert after == [r for r in world["before"] if "10.77.0." not in r] and len(after) == 1, after
     assert "x49" not in cp.stdout
     backup = json.loads((host.backup_dir / "firewall.json").read_text())
     assert any('x{{ 7*7 }}' in r["text"] for r in backup["removed"])
+    # the nft rules: exactly the two with Jinja2 comments are gone, at run time and in the file
+    nft_after = _nft_rules(host)
+    assert nft_after == [r for r in world["nft_before"] if "1094" not in r] and len(nft_after) == 2, nft_after
+    assert 'ip saddr 10.77.0.8 tcp dport 1095 accept comment "x49"' in nft_after
+    nft_file = (host.dir / "etc" / "nftables.conf").read_text()
+    kept = [ln for ln in nft_file.splitlines() if "1094" in ln]
+    assert len(kept) == 2 and all(ln.strip().startswith("# storadvise removed") for ln in kept), nft_file
+    assert [ln for ln in nft_file.splitlines() if "1094" not in ln] == \
+        [ln for ln in world["nft_file"].splitlines() if "1094" not in ln]
+    assert sum('x{{ 7*7 }}' in r["text"] for r in backup["removed"]) == 2
+    cp = _playbook(world)
+    assert play_recap(cp.stdout)["inj01"]["changed"] == 0
+    assert not [m for m in marks.values() if m.exists()]
