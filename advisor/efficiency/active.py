@@ -65,21 +65,40 @@ def _heredoc(text: str) -> tuple[str, str]:
     return delim, text if text.endswith("\n") else text + "\n"
 
 
-def job_script(args: list[str], python: str = "python3") -> str:
-    """The sh script that runs the job with ``args`` (``job`` ...) from stdin: nothing installed."""
-    delim, src = _heredoc(job_source())
-    return f"exec {shlex.quote(python)} - {' '.join(shlex.quote(a) for a in args)} <<'{delim}'\n{src}{delim}\n"
+def new_auth_secret() -> str:
+    """A run's one-time secret: the data server answers only connections that send it first."""
+    return secrets.token_hex(16)
 
 
-def server_start_script(token: str, lifetime: float, bind: str = "0.0.0.0", python: str = "python3") -> str:
-    """Start the data server detached (own session); print ``port PORT``, ``pid PID``, ``dir D``."""
+def _auth(secret: str) -> str:
+    if not re.fullmatch(r"[0-9a-f]{32}", secret or ""):
+        raise ValueError("the data server's secret must be 32 hex characters (new_auth_secret())")
+    return secret
+
+
+def job_script(args: list[str], python: str = "python3", auth: str | None = None) -> str:
+    """The sh script that runs the job with ``args`` (``job`` ...) from stdin: nothing installed.
+    ``auth``: the data server's one-time secret (in the job's environment, not its command line)."""
     delim, src = _heredoc(job_source())
+    env = f"SA_EFF_AUTH={_auth(auth)} " if auth is not None else ""
+    return f"{env}exec {shlex.quote(python)} - {' '.join(shlex.quote(a) for a in args)} <<'{delim}'\n{src}{delim}\n"
+
+
+def server_start_script(token: str, lifetime: float, bind: str = "0.0.0.0", python: str = "python3",
+                        auth: str | None = None) -> str:
+    """Start the data server detached (own session); print ``port PORT``, ``pid PID``, ``dir D``.
+    ``token`` marks the process (the stop script checks it); ``auth`` is the one-time secret
+    clients must send first (a fresh one, known to nobody, when not given), kept in a 0600 file of
+    the server's 0700 directory."""
+    delim, src = _heredoc(job_source())
+    secret = _auth(auth if auth is not None else new_auth_secret())
     return (
         'D=$(mktemp -d "${TMPDIR:-/tmp}/storadvise-eff.XXXXXXXX") || exit 90\n'
         f"cat >\"$D/job.py\" <<'{delim}'\n{src}{delim}\n"
+        f'(umask 077; echo {secret} >"$D/auth")\n'
         f'if command -v setsid >/dev/null 2>&1; then S=setsid; else S=; fi\n'
         f'$S {shlex.quote(python)} "$D/job.py" serve --bind {shlex.quote(bind)} --portfile "$D/port" '
-        f'--lifetime {lifetime:g} --token {token} </dev/null >"$D/log" 2>&1 &\n'
+        f'--auth-file "$D/auth" --lifetime {lifetime:g} --token {token} </dev/null >"$D/log" 2>&1 &\n'
         'i=0; while [ ! -s "$D/port" ] && [ $i -lt 100 ] && kill -0 $! 2>/dev/null; do sleep 0.1; i=$((i+1)); done\n'
         'if [ ! -s "$D/port" ]; then echo "server did not start: $(tail -c 300 "$D/log" | tr "\\n" " ")" >&2; '
         'kill $! 2>/dev/null; rm -rf "$D"; exit 91; fi\n'
@@ -316,7 +335,8 @@ def run_efficiency_test(
                 "--readahead", str(ra), "--block-kb", str(int(cfg["block_kb"])), "--clients", str(n_clients),
                 "--calibrate-seconds", f"{float(cfg['calibrate_seconds']):g}", *(extra or [])]
         timeout = cfg.get("timeout") or (60.0 + mb_each * n_clients * (4 * cpu_per_mb + 1.0))
-        res = transport(h).run(job_script(args, python), timeout=float(timeout))
+        res = transport(h).run(job_script(args, python, auth=auth if source_spec.startswith("tcp:") else None),
+                               timeout=float(timeout))
         if res.timed_out:
             raise RuntimeError(f"the job did not finish within {float(timeout):.0f} s")
         try:
@@ -330,6 +350,7 @@ def run_efficiency_test(
 
     server: dict[str, Any] | None = None
     token = "sa-eff-" + secrets.token_hex(6)
+    auth = new_auth_secret()
     result: dict[str, Any] = {"mean": None, "hosts": {}, "scaling": [], "schedule": schedule}
     try:
         if tcp_src:
@@ -338,7 +359,7 @@ def run_efficiency_test(
 
             def start() -> dict[str, Any]:
                 r = transport(src_host).run(server_start_script(token, float(cfg["server_lifetime"]), bind=tcp_src["address"],
-                                                                python=python),
+                                                                python=python, auth=auth),
                                             timeout=30)
                 kv = dict(line.split(" ", 1) for line in r.stdout.splitlines() if " " in line)
                 if r.rc != 0 or "port" not in kv or "pid" not in kv:

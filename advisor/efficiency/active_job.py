@@ -5,9 +5,11 @@ This file is sent verbatim to the hosts (``python3 - job ...`` on a worker, a te
 as ``python3 FILE serve ...`` on a storage host): it must not import anything from storadvise
 and must run on any Python >= 3.6.
 
-``serve``: a TCP data server. Protocol, per connection: the client sends an 8-byte big-endian
-length N; the server answers exactly N bytes (from a 1 MiB random buffer); N = 0 ends the
-connection. It serves any number of connections (one thread each) until ``--lifetime``
+``serve``: a TCP data server. Protocol, per connection: the client first sends the run's one-time
+secret (``--auth-file`` on the server, ``SA_EFF_AUTH`` in the client's environment: 32 hex
+characters); a connection that does not start with it within 10 s is closed unanswered. Then the
+client sends an 8-byte big-endian length N; the server answers exactly N bytes (from a 1 MiB
+random buffer); N = 0 ends the connection. It serves any number of connections (one thread each) until ``--lifetime``
 seconds pass or it is killed; it writes ``PORT PID`` to ``--portfile`` once listening.
 
 ``job``: calibrate, then read ``--mb`` MiB from the source in blocks and spend a calibrated
@@ -30,6 +32,7 @@ jobs of several nodes start together).
 
 import argparse
 import hashlib
+import hmac
 import json
 import os
 import resource
@@ -61,9 +64,17 @@ def _recv_exact(conn, n):
     return buf
 
 
-def _serve_conn(conn, data):
+AUTH_BYTES = 32
+AUTH_TIMEOUT = 10.0
+
+
+def _serve_conn(conn, data, secret):
     view = memoryview(data)
     try:
+        conn.settimeout(AUTH_TIMEOUT)
+        hello = _recv_exact(conn, AUTH_BYTES)
+        if hello is None or not hmac.compare_digest(bytes(hello), secret):
+            return
         conn.settimeout(120.0)
         while True:
             hdr = _recv_exact(conn, 8)
@@ -85,7 +96,17 @@ def _serve_conn(conn, data):
             pass
 
 
+def _read_secret(text):
+    secret = (text or "").strip().encode("ascii", "replace")
+    if len(secret) != AUTH_BYTES:
+        raise ValueError("the data server's one-time secret (SA_EFF_AUTH, --auth-file) must be %d characters"
+                         % AUTH_BYTES)
+    return secret
+
+
 def serve(args):
+    with open(args.auth_file) as f:
+        secret = _read_secret(f.read())
     data = os.urandom(MIB)
     srv = socket.socket(socket.AF_INET6 if ":" in args.bind else socket.AF_INET, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -106,7 +127,7 @@ def serve(args):
         except OSError:
             time.sleep(0.05)
             continue
-        threading.Thread(target=_serve_conn, args=(conn, data), daemon=True).start()
+        threading.Thread(target=_serve_conn, args=(conn, data, secret), daemon=True).start()
     srv.close()
     return 0
 
@@ -163,8 +184,10 @@ def work_plan(passes_per_mb):
 
 class TcpSource:
     def __init__(self, host, port, timeout):
+        secret = _read_secret(os.environ.get("SA_EFF_AUTH"))
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock.sendall(secret)
 
     def request(self, n):
         self.sock.sendall(struct.pack("!Q", n))
@@ -472,6 +495,7 @@ def main(argv=None):
     s.add_argument("--portfile", required=True)
     s.add_argument("--lifetime", type=float, default=600.0)
     s.add_argument("--token", default="")  # marks the process (found in /proc/PID/cmdline before kill)
+    s.add_argument("--auth-file", required=True, help="file holding the one-time secret clients must send first")
     j = sub.add_parser("job")
     j.add_argument("--source", required=True, help="tcp:HOST:PORT or path:PATH")
     j.add_argument("--mb", type=float, default=64.0, help="MiB per client")

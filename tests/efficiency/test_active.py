@@ -49,12 +49,18 @@ def _alive(pid: int) -> bool:
     return "\nState:\tZ" not in st
 
 
+#: the one-time secret the test's data servers and jobs share
+AUTH = active.new_auth_secret()
+
+
 class Server:
     """The data server as a real process (optionally inside a namespace), killed by pid."""
 
     def __init__(self, tmp: Path, bind: str, netns: str | None = None):
         self.portfile = tmp / f"port-{bind}"
-        cmd = [sys.executable, JOB, "serve", "--bind", bind, "--portfile", str(self.portfile), "--lifetime", "120"]
+        (tmp / "auth").write_text(AUTH + "\n")
+        cmd = [sys.executable, JOB, "serve", "--bind", bind, "--portfile", str(self.portfile), "--lifetime", "120",
+               "--auth-file", str(tmp / "auth")]
         if netns:
             cmd = ["ip", "netns", "exec", netns] + cmd
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -81,7 +87,7 @@ def run_job(source: str, mb: float, netns: str | None = None, **kw) -> dict:
     args = ["job", "--source", source, "--mb", f"{mb:g}", "--cpu-per-mb", f"{CPU_PER_MB:.6g}"]
     for k, v in kw.items():
         args += ["--" + k.replace("_", "-"), str(v)]
-    cmd = ["sh", "-c", job_script(args, sys.executable)]
+    cmd = ["sh", "-c", job_script(args, sys.executable, auth=AUTH)]
     if netns:
         cmd = ["ip", "netns", "exec", netns] + cmd
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -131,7 +137,7 @@ def test_job_reads_a_path_and_several_clients(tmp_path):
 
 def test_job_reports_an_unreachable_server():
     out = subprocess.run(["sh", "-c", job_script(["job", "--source", "tcp:127.0.0.1:1", "--mb", "1",
-                                                  "--calibrate-seconds", "0.05"], sys.executable)],
+                                                  "--calibrate-seconds", "0.05"], sys.executable, auth=AUTH)],
                          capture_output=True, text=True, timeout=60)
     res = parse_job_output(out.stdout)
     assert out.returncode == 2 and res["ok"] is False and "Connection refused" in res["error"]
