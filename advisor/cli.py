@@ -7,7 +7,9 @@ Exit codes: 0 clean; 1 usage, input or tool error; 2 findings at or above ``--fa
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Optional
 
@@ -382,9 +384,20 @@ _mount_subapps()
 # --------------------------------------------------------------------------- entry point
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is so that cleanup runs as on Ctrl-C (the servers a scan
+    started on hosts are stopped, temporary files removed)."""
+
+
+def _on_sigterm(_signum, _frame) -> None:
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         result = app(args=args, prog_name="storadvise", standalone_mode=False)
         return int(result or 0)
@@ -393,9 +406,15 @@ def main(argv: list[str] | None = None) -> int:
     except click_exceptions.UsageError as exc:
         exc.show(file=sys.stderr)
         return 1
-    except typer.Abort:
+    except typer.Abort as exc:
+        if isinstance(exc.__cause__, Terminated):  # click turns an interrupt into Abort
+            err.print("terminated")
+            return 143
         err.print("aborted")
         return 130
+    except Terminated:
+        err.print("terminated")
+        return 143
     except KeyboardInterrupt:
         err.print("interrupted")
         return 130

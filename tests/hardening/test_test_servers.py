@@ -7,6 +7,7 @@ default), the listening socket is read from the kernel (psutil), then the stop s
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import time
@@ -100,3 +101,118 @@ def test_mesh_iperf3_server_admits_only_our_client(tmp_path):
         _sh(iperf.server_stop_script(start.pid, start.workdir or "/nonexistent"))
     assert all(_gone(p) for p in tree)
     assert not Path(start.workdir).exists()
+
+
+def _stranger_bytes(port: int) -> int:
+    """Bytes a client that does not know the run's secret gets for a 4 KiB request (the data
+    server's protocol: an 8-byte length, then the data)."""
+    import socket
+    import struct
+
+    got = 0
+    with socket.create_connection((ADDR, port), timeout=3) as s:
+        s.sendall(struct.pack("!Q", 4096))
+        s.settimeout(3)
+        try:
+            while got < 4096:
+                b = s.recv(4096 - got)
+                if not b:
+                    break
+                got += len(b)
+        except OSError:
+            pass
+    return got
+
+
+def test_efficiency_data_server_answers_only_the_runs_secret():
+    """A stranger on the network gets no byte from the data server (started as a scan starts it);
+    the job given the run's secret reads its data."""
+    token = "sa-eff-test0auth"
+    cp = _sh(active.server_start_script(token, 30, bind=ADDR, python="python3"))
+    kv = dict(line.split(" ", 1) for line in cp.stdout.splitlines() if " " in line)
+    assert cp.returncode == 0 and "pid" in kv, cp.stdout + cp.stderr
+    pid = int(kv["pid"])
+    try:
+        assert _stranger_bytes(int(kv["port"])) == 0
+    finally:
+        _sh(active.server_stop_script(pid, token, kv.get("dir", "")))
+    assert _gone(pid)
+    secret = active.new_auth_secret()
+    cp = _sh(active.server_start_script(token, 30, bind=ADDR, python="python3", auth=secret))
+    kv = dict(line.split(" ", 1) for line in cp.stdout.splitlines() if " " in line)
+    pid = int(kv["pid"])
+    try:
+        assert oct(Path(kv["dir"], "auth").stat().st_mode & 0o777) == "0o600"
+        assert secret not in Path(f"/proc/{pid}/cmdline").read_text()
+        assert _stranger_bytes(int(kv["port"])) == 0
+        args = ["job", "--source", f"tcp:{ADDR}:{kv['port']}", "--mb", "2", "--cpu-per-mb", "0.001",
+                "--calibrate-seconds", "0.05"]
+        wrong = active.parse_job_output(_sh(active.job_script(args, auth=active.new_auth_secret())).stdout)
+        # the server closes the connection unanswered: the job fails (closed, broken pipe or reset)
+        assert not wrong["ok"] and re.search(r"closed the connection|Broken pipe|reset", wrong["error"]), wrong
+        ours = active.parse_job_output(_sh(active.job_script(args, auth=secret)).stdout)
+        assert ours["ok"] and ours["clients"][0]["bytes"] == 2 << 20, ours
+    finally:
+        _sh(active.server_stop_script(pid, token, kv.get("dir", "")))
+    assert _gone(pid) and not Path(kv["dir"]).exists()
+
+
+#: the interrupted run's source address: a loopback address of its own (data servers of other runs
+#: on this machine are told apart by it)
+INT_ADDR = "127.0.0.23"
+
+
+def _eff_servers() -> list[psutil.Process]:
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(p.info.get("cmdline") or [])
+        if "storadvise-eff." in cmd and " serve " in cmd and f"--bind {INT_ADDR}" in cmd:
+            out.append(p)
+    return out
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_efficiency_data_server_stopped_when_the_controller_is_interrupted(tmp_path, sig):
+    """`storadvise efficiency test` interrupted (Ctrl-C, or SIGTERM from a batch system or systemd)
+    while its data server runs: the server is stopped and its directory removed before the program
+    exits, not left listening for its 1,800 s lifetime."""
+    import os
+    import signal
+    import sys
+
+    import yaml
+
+    from tests.sshd_fixture import running_sshd, sshd_available
+
+    if not sshd_available():
+        pytest.skip("needs /usr/sbin/sshd")
+    with running_sshd() as s:
+        hosts = [{"name": n, "address": s.address, "port": s.port, "user": s.user, "key": str(s.client_key_path),
+                  "known_hosts": str(s.known_hosts_path), "roles": [r]} for n, r in (("st", "storage"), ("wn", "worker"))]
+        site = tmp_path / "site.yml"
+        # a job long enough to be interrupted: 512 MiB at 0.05 s of CPU per MiB
+        site.write_text(yaml.safe_dump({"name": "effint", "hosts": hosts, "extensions": {"efficiency": {
+            "mb": 512, "address": INT_ADDR, "calibrate_seconds": 0.05, "cpu_factor": 40}}}))
+        others = {p.pid for p in _eff_servers()}
+        proc = subprocess.Popen([sys.executable, "-m", "advisor.cli", "efficiency", "test", "--site", str(site),
+                                 "--source", "st"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            end = time.monotonic() + 60
+            servers: list[psutil.Process] = []
+            while not servers and time.monotonic() < end and proc.poll() is None:
+                servers = [p for p in _eff_servers() if p.pid not in others]
+                time.sleep(0.2)
+            assert servers, proc.communicate(timeout=30)
+            time.sleep(1.0)  # the job is reading
+            proc.send_signal(getattr(signal, sig))
+            _out, errs = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+        left = [p.pid for p in servers if _gone(p.pid, within=5.0) is False]
+        assert not left, f"data server still running after {sig}: {left}; {errs[-500:]}"
+        assert "Traceback" not in errs
+        assert proc.returncode in (130, 143), (proc.returncode, errs[-500:])
+        dirs = {a for p in servers for a in p.info["cmdline"] if "storadvise-eff." in a}
+        assert dirs and not [d for d in dirs if Path(d).parent.exists() and Path(d).parent.name.startswith("storadvise-eff.")], dirs
