@@ -210,9 +210,19 @@ def test_efficiency_data_server_stopped_when_the_controller_is_interrupted(tmp_p
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGKILL)
                 proc.wait(10)
-        left = [p.pid for p in servers if _gone(p.pid, within=5.0) is False]
-        assert not left, f"data server still running after {sig}: {left}; {errs[-500:]}"
-        assert "Traceback" not in errs
-        assert proc.returncode in (130, 143), (proc.returncode, errs[-500:])
-        dirs = {a for p in servers for a in p.info["cmdline"] if "storadvise-eff." in a}
-        assert dirs and not [d for d in dirs if Path(d).parent.exists() and Path(d).parent.name.startswith("storadvise-eff.")], dirs
+        dirs = {Path(a).parent for p in servers for a in p.info["cmdline"] if "/storadvise-eff." in a}
+        try:
+            left = [p.pid for p in servers if _gone(p.pid, within=5.0) is False]
+            assert not left, f"data server still running after {sig}: {left}; {errs[-500:]}"
+            assert "Traceback" not in errs
+            assert proc.returncode in (130, 143), (proc.returncode, errs[-500:])
+            assert dirs and not [d for d in dirs if d.exists()], dirs
+        finally:  # a server the program left: stopped by its pid, its directory removed
+            for p in servers:
+                try:
+                    p.kill()
+                except psutil.NoSuchProcess:
+                    pass
+            for d in dirs:
+                if d.name.startswith("storadvise-eff."):
+                    shutil.rmtree(d, ignore_errors=True)
