@@ -9,6 +9,9 @@ script, run in those namespaces only:
    on the real filesystem (/usr/lpp/mmfs/bin, /opt/SMgr/client, /etc/ceph) is made inside a private
    overlay of its deepest existing ancestor (e.g. /usr, upper layer in the host's state dir),
    so the real filesystem is never changed;
+   A host without an emulated /sys/block (the ``disks`` emulation) gets an empty private one, so
+   that nothing run on the host (a scan's probes, the block_tuning role) sees or writes the
+   machine's real block devices;
 3. bind-mounts the host's private ``sysctl.d`` directory over /etc/sysctl.d (a directory, not a
    file: Ansible's atomic rename must work inside it), after step 2 so an overlay of /etc keeps it;
 4. bind-mounts an empty file over /root/.bashrc (this machine's bashrc runs ``pyenv init``);
@@ -96,6 +99,8 @@ def boot_script(lab_dir: Path, hdir: Path, host: str, address: str, emulators: d
                 lines.append(f"mount -n -t overlay storadvise-lab -o lowerdir={anc},upperdir={up},workdir={work} {q(anc)}")
             lines.append(f"mkdir -p {q(target)}")
         lines.append(f"mount -n --bind {q(src)} {q(target)}")
+    if "/sys/block" not in emulators:
+        lines += [f"mkdir -p {q(H + '/sys-block')}", f"mount -n --bind {q(H + '/sys-block')} /sys/block"]
     lines.append(f"mount -n --bind {q(H + '/sysctl.d')} /etc/sysctl.d")
     if Path("/root/.bashrc").exists():
         lines.append(f"mount -n --bind {q(H + '/empty-bashrc')} /root/.bashrc")
@@ -127,6 +132,7 @@ def prepare_host_dir(hdir: Path, lab_dir: Path, host: str, address: str, persist
     """Create the host's private directories and files; returns its host public key line."""
     hdir.mkdir(parents=True, exist_ok=True)
     (hdir / "run").mkdir(exist_ok=True)
+    (hdir / "etc" / "udev" / "rules.d").mkdir(parents=True, exist_ok=True)  # block_tuning's udev rule (site vars)
     sysd = hdir / "sysctl.d"
     if not sysd.exists():
         # start from what the real /etc/sysctl.d holds (copied, never changed), plus the scenario's files

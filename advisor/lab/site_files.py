@@ -36,6 +36,11 @@ def persisted_ruleset_vars(hdir: Path) -> dict[str, Any]:
             "firewall_firewalld_dir": str(etc / "firewalld")}
 
 
+#: a lab host's /etc/sysctl.d and /run are private, its /etc/sysctl.conf is the machine's: the
+#: network role may edit only the former (a conflicting line in the latter is reported, not edited)
+LAB_SYSCTL_EDITABLE = ["/etc/sysctl.d/", "/run/"]
+
+
 def site_document(rec: LabRecord, sc: Scenario) -> dict[str, Any]:
     d = rec.dir
     key, kh = str(d / "client_key"), str(d / "known_hosts")
@@ -57,6 +62,10 @@ def site_document(rec: LabRecord, sc: Scenario) -> dict[str, Any]:
         # the apply roles keep their backups per host; lab hosts share the real /var/lib
         extra = {k: v for e, spec in sc.emulated() for k, v in e.site_host_vars(rec, spec, sc, h.name).items()}
         entry["vars"] = {"storadvise_backup_dir": str(d / "backup" / h.name), **persisted_ruleset_vars(d / "hosts" / h.name),
+                         "network_tuning_editable_prefixes": list(LAB_SYSCTL_EDITABLE),
+                         # block_tuning's udev rule in the host's own directory (an emulation may say where)
+                         "block_tuning_udev_rules_file": str(d / "hosts" / h.name / "etc" / "udev" / "rules.d"
+                                                             / "60-storadvise-block.rules"),
                          **extra, **dict(h.vars)}
         hosts.append(entry)
     doc: dict[str, Any] = {

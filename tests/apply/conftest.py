@@ -113,6 +113,11 @@ class NsHost:
                          "firewall_iptables_files": {"ip": [str(self.dir / "etc" / "iptables" / "rules.v4")],
                                                      "ip6": [str(self.dir / "etc" / "iptables" / "rules.v6")]},
                          "firewall_firewalld_dir": str(self.dir / "etc" / "firewalld"),
+                         # the sysctl files the role reads and may edit: only the private /etc/sysctl.d
+                         # (never the machine's /etc/sysctl.conf or /run/sysctl.d; vendor dirs are read)
+                         "network_tuning_conf_paths": ["/etc/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d",
+                                                       "/lib/sysctl.d"],
+                         "network_tuning_editable_prefixes": ["/etc/sysctl.d/"],
                          **(host_vars or {})},
             }],
         }
