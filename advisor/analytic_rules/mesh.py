@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from advisor.adapters.firewall import rule_key
-from advisor.findings import Finding, FindingStatus
+from advisor.findings import Change, Finding, FindingStatus
 from advisor.mesh import diagnosis as dg
 from advisor.mesh.results import judge_paths
 from advisor.rule_engine import RuleContext, analytic_rule
@@ -41,12 +40,12 @@ def _ratio(ctx: RuleContext) -> float:
     return float(ctx.vars.get("mesh_min_ratio", 0.8))
 
 
-def _values(diagnosis_vars: dict) -> dict:
-    """The diagnosis' remedy as the values rules/mesh.yml's change templates read: ``sysctls``
-    [{key, target}] and ``firewall_rules`` [rule keys]."""
+def _values(changes: list[Change]) -> dict:
+    """The diagnosis' changes as the values rules/mesh.yml's change templates read: ``sysctls``
+    [{key, target}] and ``firewall_rules`` [rule keys] (the rule pack states the remediation)."""
     return {
-        "sysctls": [{"key": k, "target": str(v)} for k, v in (diagnosis_vars.get("network_tuning_sysctls") or {}).items()],
-        "firewall_rules": [rule_key(r) for r in diagnosis_vars.get("firewall_remove_rules") or []],
+        "sysctls": [{"key": c.key, "target": str(c.target)} for c in changes if c.adapter == "sysctl"],
+        "firewall_rules": [c.key for c in changes if c.adapter == "firewall"],
     }
 
 
@@ -99,7 +98,7 @@ def mesh_asymmetry(ctx: RuleContext) -> Iterator[Finding]:
         evidence += ["other " + dg.describe_path(p) for p in a.other_fine[:4]]
         for c in a.causes:
             evidence += c.evidence
-        rvars = dg.merged_remediation_vars(a.causes)
+        changes = dg.merged_changes(a.causes)
         text = None
         if a.causes:
             text = "Likely cause: " + "; ".join(c.text for c in a.causes) + ". Apply what the good hosts have."
@@ -109,7 +108,7 @@ def mesh_asymmetry(ctx: RuleContext) -> Iterator[Finding]:
             expected=f"paths of {a.host} as {a.side} as fast as those of the good {a.side}s ({', '.join(a.good_hosts[:6])})",
             evidence=evidence,
             subject=f"{a.host} as {a.side}" + (f" (group {a.group})" if a.group else ""),
-            values=_values(rvars),
+            values=_values(changes),
             remediation_text=text,
             message=("likely cause: " + ", ".join(c.text for c in a.causes)) if a.causes else
                     "no fact difference found; check NIC and switch ports on these paths",
@@ -170,19 +169,15 @@ def mesh_buffer_limited(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def _buffer_values(b: dg.BufferLimit) -> dict:
-    sysctls = b.remediation_vars.get("network_tuning_sysctls") or {}
-    core = next((k for k in sysctls if k != b.sysctl), None)
-    return {"sysctl": b.sysctl, "target": sysctls.get(b.sysctl), "core_sysctl": core,
-            "core_target": sysctls.get(core) if core else None}
+    targets = {c.key: c.target for c in b.changes if c.adapter == "sysctl"}
+    core = next((k for k in targets if k != b.sysctl), None)
+    return {"sysctl": b.sysctl, "target": targets.get(b.sysctl), "core_sysctl": core,
+            "core_target": targets.get(core) if core else None}
 
 
-def _firewall_host(p: dict, facts: dg.HostFactsMap, rvars: dict) -> str | None:
+def _firewall_host(changes: list[Change]) -> str | None:
     """The end of a failed path whose firewall rules the hint names."""
-    keys = {rule_key(r) for r in rvars.get("firewall_remove_rules") or []}
-    for h in (p["dst"], p["src"]):
-        if keys and keys <= {rule_key(r) for r in dg.acting_firewall_rules(facts, h) or []}:
-            return h
-    return None
+    return next((c.host for c in changes if c.adapter == "firewall"), None)
 
 
 @analytic_rule("MESH-TEST-FAILED")
@@ -194,13 +189,13 @@ def mesh_test_failed(ctx: RuleContext) -> Iterator[Finding]:
     for p in paths:
         if p.get("status") == "ok":
             continue
-        hint, evidence, rvars = dg.failure_hint(p, facts)
+        hint, evidence, changes = dg.failure_hint(p, facts)
         yield ctx.finding(
             [p["src"], p["dst"]], FindingStatus.fail,
             observed=f"test failed: {p.get('error')}",
             expected="a completed iperf3 test",
             evidence=[dg.describe_path(p)] + evidence,
             subject=_subject(p),
-            values={"firewall_host": _firewall_host(p, facts, rvars), **_values(rvars)},
+            values={"firewall_host": _firewall_host(changes), **_values(changes)},
             message=hint or str(p.get("error")),
         )

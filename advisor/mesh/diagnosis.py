@@ -32,6 +32,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from advisor.adapters.firewall import rule_key
+from advisor.findings import Change
 from advisor.mesh.results import path_ratio
 from advisor.units import format_bps
 
@@ -147,8 +149,8 @@ class Cause:
     observed: Any
     good: Any
     text: str
-    role: str  # Ansible role of the remedy
-    vars: dict[str, Any] = field(default_factory=dict)
+    #: the remedy as the structured changes of every other rule (advisor.findings.Change)
+    changes: list[Change] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
 
 
@@ -271,7 +273,7 @@ def compare_facts(host: str, good: list[str], side: str, facts: HostFactsMap) ->
             causes.append(Cause(
                 key=key, observed=mine, good=theirs,
                 text=f"{short}={mine} on {host}" + (f" (good {side}s: {theirs})" if theirs is not None else ""),
-                role="network_tuning", vars={"network_tuning_sysctls": {key: "1"}},
+                changes=[sysctl_change(facts, host, key, "1")],
                 evidence=[f"{host}: {key} = {mine}"] + [f"{g}: {key} = {sysctl_value(facts, g, key)}" for g in good_with[:3]],
             ))
 
@@ -284,10 +286,7 @@ def compare_facts(host: str, good: list[str], side: str, facts: HostFactsMap) ->
                 key="firewall", observed=len(rules), good=min(good_counts) if good_counts else None,
                 text=f"{len(rules)} firewall rule(s) on {host} that drop, reject or rate-limit"
                      + (" (good hosts: none)" if good_counts else ""),
-                role="firewall",
-                vars={"firewall_remove_rules": [
-                    {k: r.get(k) for k in ("backend", "family", "table", "chain", "text", "handle") if r.get(k) is not None}
-                    for r in rules]},
+                changes=firewall_changes(host, rules),
                 evidence=[f"{host}: {r.get('text')}" for r in rules[:5]],
             ))
 
@@ -301,7 +300,7 @@ def compare_facts(host: str, good: list[str], side: str, facts: HostFactsMap) ->
         causes.append(Cause(
             key=buf_key, observed=mine_max, good=target,
             text=f"{buf_key.rsplit('.', 1)[-1]} max {mine_max} on {host} (good {side}s: >= {target})",
-            role="network_tuning", vars={"network_tuning_sysctls": {buf_key: new}},
+            changes=[sysctl_change(facts, host, buf_key, new)],
             evidence=[f"{host}: {buf_key} = {' '.join(map(str, ints)) or mine_max}"],
         ))
 
@@ -312,24 +311,29 @@ def compare_facts(host: str, good: list[str], side: str, facts: HostFactsMap) ->
         causes.append(Cause(
             key=qkey, observed=mine_q, good=good_q,
             text=f"default_qdisc {mine_q} on {host} (good {side}s: {good_q})",
-            role="network_tuning", vars={"network_tuning_sysctls": {qkey: good_q}},
+            changes=[sysctl_change(facts, host, qkey, good_q)],
             evidence=[f"{host}: {qkey} = {mine_q}"],
         ))
     return causes
 
 
-def merged_remediation_vars(causes: list[Cause]) -> dict[str, Any]:
-    """The remedy of every cause, merged per Ansible variable."""
-    out: dict[str, Any] = {}
+def sysctl_change(facts: HostFactsMap, host: str, key: str, target: str) -> Change:
+    """Set ``key`` to ``target`` on ``host`` (the running value as the scan saw it)."""
+    return Change(host=host, adapter="sysctl", key=key, runtime=sysctl_value(facts, host, key), target=target)
+
+
+def firewall_changes(host: str, rules: list[dict]) -> list[Change]:
+    """Remove each rule (named as the firewall adapter names a scanned rule)."""
+    return [Change(host=host, adapter="firewall", key=rule_key(r), runtime="present", target="absent") for r in rules]
+
+
+def merged_changes(causes: list[Cause]) -> list[Change]:
+    """The changes of every cause, one per (host, adapter, key): a later cause's target wins."""
+    out: dict[tuple[str, str, str], Change] = {}
     for c in causes:
-        for k, v in c.vars.items():
-            if isinstance(v, dict):
-                out.setdefault(k, {}).update(v)
-            elif isinstance(v, list):
-                out.setdefault(k, []).extend(v)
-            else:
-                out[k] = v
-    return out
+        for ch in c.changes:
+            out[(ch.host, ch.adapter, ch.key)] = ch
+    return list(out.values())
 
 
 # ----------------------------------------------------------------------------- loss
@@ -370,7 +374,8 @@ class BufferLimit:
     rtt_us: float
     bdp_bytes: int
     recommended_bytes: int
-    remediation_vars: dict[str, Any]
+    #: the remedy: the window sysctl (and, for a buffer, the net.core maximum that caps it)
+    changes: list[Change]
     #: mean RTT during the test minus the idle RTT (None when iperf3 gave no minimum)
     queueing_delay_us: float | None = None
 
@@ -449,15 +454,15 @@ def buffer_limited(paths: Iterable[dict], facts: HostFactsMap, min_ratio: float,
             continue
         _, host, key, source, window, limit, rec = best
         if key == WINDOW_SCALING:
-            rvars: dict[str, Any] = {"network_tuning_sysctls": {WINDOW_SCALING: "1"}}
+            changes = [sysctl_change(facts, host, WINDOW_SCALING, "1")]
         else:
             ints = sysctl_ints(facts, host, key) or [4096, 131072 if key.endswith("rmem") else 16384]
             new = " ".join(str(x) for x in ints[:2] + [rec]) if len(ints) >= 2 else str(rec)
             core = "net.core.wmem_max" if key.endswith("wmem") else "net.core.rmem_max"
-            rvars = {"network_tuning_sysctls": {key: new, core: str(max(rec * 2, 67108864))}}
+            changes = [sysctl_change(facts, host, key, new), sysctl_change(facts, host, core, str(max(rec * 2, 67108864)))]
         out.append(BufferLimit(
             path=p, host=host, sysctl=key, window_bytes=window, window_source=source, limit_bps=limit,
-            rtt_us=rtt, bdp_bytes=bdp, recommended_bytes=rec, remediation_vars=rvars,
+            rtt_us=rtt, bdp_bytes=bdp, recommended_bytes=rec, changes=changes,
             queueing_delay_us=queueing_delay_us(p),
         ))
     return out
@@ -466,23 +471,20 @@ def buffer_limited(paths: Iterable[dict], facts: HostFactsMap, min_ratio: float,
 # ----------------------------------------------------------------------------- failures
 
 
-def failure_hint(p: dict, facts: HostFactsMap) -> tuple[str | None, list[str], dict[str, Any]]:
-    """For a failed test: a firewall on either end that could explain it (text, evidence, vars)."""
+def failure_hint(p: dict, facts: HostFactsMap) -> tuple[str | None, list[str], list[Change]]:
+    """For a failed test: a firewall on either end that could explain it (text, evidence, changes)."""
     err = str(p.get("error") or "").lower()
     connect = any(s in err for s in ("unable to connect", "refused", "no route", "timed out", "timeout"))
     if not connect:
-        return None, [], {}
+        return None, [], []
     hits = []
     for h in (p["dst"], p["src"]):
         rules = acting_firewall_rules(facts, h) or []
         if rules:
             hits.append((h, rules))
     if not hits:
-        return None, [], {}
+        return None, [], []
     h, rules = hits[0]
     text = f"{h} has {len(rules)} firewall rule(s) that drop, reject or rate-limit: the likely cut"
     evidence = [f"{h}: {r.get('text')}" for r in rules[:5]]
-    vars_ = {"firewall_remove_rules": [
-        {k: r.get(k) for k in ("backend", "family", "table", "chain", "text", "handle") if r.get(k) is not None}
-        for r in rules]}
-    return text, evidence, vars_
+    return text, evidence, firewall_changes(h, rules)

@@ -88,13 +88,15 @@ def test_asymmetry_blames_the_storage_senders_and_names_tcp_sack():
         assert a.group == "gpfs"
         assert "gpfs01" not in a.good_hosts and "wn01" in a.good_hosts and "se01" in a.good_hosts
         assert a.causes[0].key == "net.ipv4.tcp_sack"
-        assert a.causes[0].vars == {"network_tuning_sysctls": {"net.ipv4.tcp_sack": "1"}}
+        assert [(c.host, c.adapter, c.key, c.runtime, c.target) for c in a.causes[0].changes] == [
+            (a.host, "sysctl", "net.ipv4.tcp_sack", "0", "1")]
         assert f"tcp_sack=0 on {a.host}" in a.summary()
     # gpfs02 also carries a dropping firewall rule the good senders lack: named after sack
     assert [c.key for c in found[1].causes] == ["net.ipv4.tcp_sack", "firewall"]
-    merged = dg.merged_remediation_vars(found[1].causes)
-    assert merged["network_tuning_sysctls"] == {"net.ipv4.tcp_sack": "1"}
-    assert merged["firewall_remove_rules"][0]["text"] == DROP_RULE["text"]
+    merged = dg.merged_changes(found[1].causes)
+    assert [(c.adapter, c.target) for c in merged] == [("sysctl", "1"), ("firewall", "absent")]
+    assert all(c.host == "gpfs02" for c in merged)
+    assert merged[1].key.endswith(": " + DROP_RULE["text"])  # the firewall adapter's name of the scanned rule
 
 
 def test_no_asymmetry_when_reverse_is_slow_too():
@@ -116,7 +118,8 @@ def test_receiver_side_asymmetry_and_small_rmem():
     found = dg.find_asymmetries(ps, facts, 0.8)
     assert [(a.host, a.side) for a in found] == [("r", "receiver")]
     assert found[0].causes[0].key == "net.ipv4.tcp_rmem"
-    assert found[0].causes[0].vars == {"network_tuning_sysctls": {"net.ipv4.tcp_rmem": "4096 65536 6291456"}}
+    assert [(c.host, c.adapter, c.key, c.target) for c in found[0].causes[0].changes] == [
+        ("r", "sysctl", "net.ipv4.tcp_rmem", "4096 65536 6291456")]
 
 
 def test_other_qdisc_and_timestamps_named():
@@ -163,7 +166,9 @@ def test_buffer_limited_names_the_sysctl_and_bdp():
     assert bl.host == "a" and bl.sysctl == "net.ipv4.tcp_wmem" and bl.window_bytes == 4194304
     assert bl.bdp_bytes == int(1e9 * 0.05 / 8)  # 6.25 MB
     assert bl.recommended_bytes >= 2 * bl.bdp_bytes and bl.recommended_bytes >= 33554432
-    assert bl.remediation_vars["network_tuning_sysctls"]["net.ipv4.tcp_wmem"].startswith("4096 16384 ")
+    targets = {c.key: c.target for c in bl.changes}
+    assert targets["net.ipv4.tcp_wmem"].startswith("4096 16384 ") and "net.core.wmem_max" in targets
+    assert all(c.host == "a" and c.adapter == "sysctl" for c in bl.changes)
 
 
 def test_buffer_not_limited_when_far_from_window():
@@ -176,9 +181,10 @@ def test_buffer_not_limited_when_far_from_window():
 def test_failure_hint_points_at_firewall():
     ps = ifca_paths()
     failed = [p for p in ps if p["status"] != "ok"]
-    text, evidence, vars_ = dg.failure_hint(failed[0], ifca_facts())
+    text, evidence, changes = dg.failure_hint(failed[0], ifca_facts())
     assert "gpfs02" in text and DROP_RULE["text"] in evidence[0]
-    assert vars_["firewall_remove_rules"][0]["chain"] == "input"
+    assert [(c.host, c.adapter, c.target) for c in changes] == [("gpfs02", "firewall", "absent")]
+    assert " input: " in changes[0].key and changes[0].key.endswith(DROP_RULE["text"])
     assert dg.failure_hint(failed[0], {})[0] is None
 
 
@@ -211,7 +217,8 @@ def test_window_scaling_off_on_a_worker_names_the_worker_both_ways():
     assert [(b.path["src"], b.path["dst"], b.host, b.sysctl) for b in found] == [
         ("stor01", "wn01", "wn01", "net.ipv4.tcp_window_scaling"),
         ("wn01", "stor01", "wn01", "net.ipv4.tcp_window_scaling")]
-    assert all(b.remediation_vars == {"network_tuning_sysctls": {"net.ipv4.tcp_window_scaling": "1"}} for b in found)
+    assert all([(c.host, c.adapter, c.key, c.target) for c in b.changes] == [
+        ("wn01", "sysctl", "net.ipv4.tcp_window_scaling", "1")] for b in found)
 
 
 def test_a_buffer_already_at_the_recommended_size_is_not_blamed():
