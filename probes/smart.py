@@ -129,6 +129,7 @@ class SmartProbe(Probe):
         return (
             require_tool("smartctl", "/usr/sbin", "/sbin")
             + "for d in /sys/block/*; do\n"
+            '  [ -e "$d" ] || continue\n'  # no block device at all (a container): the glob stays unexpanded
             '  n=${d##*/}\n'
             '  case "$n" in loop*|ram*|zram*|dm-*|md*|sr*|fd*|nbd*) continue;; esac\n'
             '  case "$(readlink "$d" 2>/dev/null)" in */devices/virtual/*) continue;; esac\n'

@@ -83,8 +83,10 @@ def test_lab_host_block_view_is_private_and_the_role_cannot_touch_real_devices(l
         scan = tmp_path / "scan.json"
         subprocess.run([BIN / "storadvise", "scan", "--site", name, "--sample-seconds", "0.2", "-o", scan, "--json"],
                        capture_output=True, text=True, timeout=600)
-        assert f'"{dev}"' not in json.dumps([f for f in json.loads(scan.read_text())["findings"]
-                                             if f["rule_id"].startswith("BLOCK-")])
+        findings = json.loads(scan.read_text())["findings"]
+        assert f'"{dev}"' not in json.dumps([f for f in findings if f["rule_id"].startswith("BLOCK-")])
+        # a host without block devices (like a container) is not a probe error (smart, block queue, disk I/O)
+        assert not [f for f in findings if f["status"] == "error"], [f for f in findings if f["status"] == "error"]
         # the role, given the machine's device, fails that setting on the host and changes nothing real
         target = 8192 if ra_before.strip() != "8192" else 4096
         (tmp_path / "play.yml").write_text(PLAY)
