@@ -1,7 +1,8 @@
 """What the test job's clients read through: one source per protocol.
 
 * ``tcp``: our own data server on a storage host (``active_job.py serve``; ``--source HOST``);
-* ``posix``: a file on a local or mounted path (``--source path:PATH`` or ``efficiency: {posix: {path: P}}``);
+* ``posix``: a file on a local or mounted path (``--source path:PATH`` or ``efficiency: {posix: {path: P}}``;
+  by default the ``xrootd_local_file`` var of a storage host: the lab's origin records a file of its export);
 * ``xrootd``: a real XRootD data server (the origin): ``efficiency: {xrootd: {host, port, path}}``;
   by default the first host with role storage, the port of its ``xrootd_port`` var or 1094, the
   directory of its ``xrootd_export`` var or ``/store``;
@@ -156,6 +157,11 @@ def protocol_sources(site: Site, protocols: list[str], cfg: dict[str, Any], sour
             given = source if source is not None else cfg.get("source")
             if sec.get("path"):
                 given = {"path": sec["path"]}
+            if given is None:  # a file of the origin's export as the workers see it (the lab records one)
+                local = next((h.vars["xrootd_local_file"] for h in site.hosts
+                              if h.has_role("storage") and h.vars.get("xrootd_local_file")), None)
+                if local is not None:
+                    given = {"path": _dir(local, f"{where}: vars.xrootd_local_file")}
             if not (isinstance(given, str) and given.startswith("path:")) and not (isinstance(given, dict)
                                                                                    and given.get("path")):
                 raise EfficiencyTestError(f"{where}: --protocol posix needs a file: --source path:PATH or "

@@ -215,7 +215,10 @@ class XCacheLab(LabEmulation):
             # the xrootd.server probe and the xrootd_tuning role read and restart the origin through these;
             # the efficiency test's xrootd clients read from xrootd_port and xrootd_export
             return {"xrootd_config": str(sd / "origin.cfg"), "xrootd_restart_command": f"/bin/sh {sd / 'restart.sh'}",
-                    "xrootd_port": spec.port, "xrootd_export": spec.origin.export}
+                    "xrootd_port": spec.port, "xrootd_export": spec.origin.export,
+                    # the first file on the origin's disk (the lab dir: every lab host sees it), for posix
+                    **({"xrootd_local_file": str(sd / "data" / spec.origin.export.strip("/") / "file0000")}
+                       if spec.origin.files else {})}
         if host != spec.host:
             return {}
         sd = state_dir(rec.dir, host)

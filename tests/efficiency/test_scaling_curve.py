@@ -113,6 +113,19 @@ def test_protocol_sources_defaults_and_settings():
     assert protocol_sources(_site(), ["tcp"], {}, None)["tcp"]["host"] == "xrd01"
 
 
+def test_posix_defaults_to_the_origins_local_file():
+    from advisor.efficiency.protocols import protocol_sources
+
+    site = _site()
+    site.host("xrd01").vars["xrootd_local_file"] = "/run/lab/hosts/xrd01/xrootd/data/store/file0000"
+    assert protocol_sources(site, ["posix"], {}, None)["posix"]["path"] == "/run/lab/hosts/xrd01/xrootd/data/store/file0000"
+    # an explicit path still wins
+    assert protocol_sources(site, ["posix"], {}, "path:/gpfs/t")["posix"]["path"] == "/gpfs/t"
+    site.host("xrd01").vars["xrootd_local_file"] = "relative/file"
+    with pytest.raises(EfficiencyTestError, match="vars.xrootd_local_file: not an absolute"):
+        protocol_sources(site, ["posix"], {}, None)
+
+
 @pytest.mark.parametrize("cfg,source,msg", [
     ({}, None, "posix needs a file"),
     ({"xcache": {"path": "/a/../b"}}, None, "not an absolute directory"),
