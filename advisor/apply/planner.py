@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from advisor.adapters import Adapter, adapters, get_adapter
+from advisor.adapters import Adapter, adapters
 from advisor.finding_changes import change_with_scope
 from advisor.findings import SEVERITY_ORDER, Change, Finding, FindingStatus, Severity
 from advisor.apply.plan_model import Plan, PlanError, PlannedChange
@@ -76,7 +76,7 @@ def build_plan(report: ScanReport, site: Site, source: str = "scan", min_severit
             continue
         adapter = registry.get(adapter_name)
         if adapter is None:
-            _cannot(plan, asks[0][0], rules, f"no adapter {adapter_name!r} is registered (known: {', '.join(registry)})")
+            _cannot(plan, None, asks[0][0], rules, f"no adapter {adapter_name!r} is registered (known: {', '.join(registry)})")
             continue
         change = _resolve(plan, adapter, asks)
         if change is None:
@@ -85,7 +85,7 @@ def build_plan(report: ScanReport, site: Site, source: str = "scan", min_severit
             continue
         why = _why_not(adapter, change, site, site_hosts[host], facts.get(host) or {}, blocked.get(slot), today)
         if why:
-            _cannot(plan, change, rules, why)
+            _cannot(plan, adapter, change, rules, why)
             continue
         pc = PlannedChange(host=host, adapter=adapter.name, role=adapter.role, key=key, setting=adapter.label(key),
                            runtime=change.runtime, persisted=change.persisted, target=change.target,
@@ -169,9 +169,8 @@ def _why_not(adapter: Adapter, change: Change, site: Site, host: Host, facts: di
     return adapter.cannot_change(facts, change, host_settings(host))
 
 
-def _cannot(plan: Plan, change: Change, rules: list[str], reason: str) -> None:
-    a = get_adapter(change.adapter)
+def _cannot(plan: Plan, adapter: Adapter | None, change: Change, rules: list[str], reason: str) -> None:
     plan.cannot_apply.append({"host": change.host, "adapter": change.adapter, "key": change.key,
-                              "setting": a.label(change.key) if a else change.key, "target": change.target,
+                              "setting": adapter.label(change.key) if adapter else change.key, "target": change.target,
                               "runtime": change.runtime, "persisted": change.persisted, "rules": rules,
                               "reason": reason})
