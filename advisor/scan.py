@@ -16,6 +16,8 @@ collect     ``advisor/collector.py`` ``collect_site_facts``: the probes of each 
 measure     ``advisor/measurements.py`` ``run_site_measurements``: the iperf3 mesh and the active
             CPU-efficiency test (never from a capture: they need live hosts).
 evaluate    ``advisor/rule_engine.py`` ``evaluate``: every rule under the resolved profiles and waivers.
+diagnose    ``advisor/diagnosis/`` ``diagnose``: the failed findings and each path's limit folded into
+            causes ranked by predicted gain, hygiene and unexplained symptoms (part of evaluate).
 report      ``advisor/report/model.py`` ``build_report``: the JSON report. Rendering (console, JUnit,
             ...) stays in ``advisor/report/``; the CLI only writes what the report holds.
 ==========  ==========================================================================================
@@ -39,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from advisor.diagnosis.report import diagnose_report
 from advisor.collector import MANIFEST, READABLE_CAPTURE_FORMATS, TransportFactory, collect_site_facts, now_iso
 from advisor.errors import StoradviseError, UsageError
 from advisor.facts import FactSet
@@ -216,7 +219,8 @@ def run_scan(target: ScanTarget, options: ScanOptions, *, stages: tuple[str, ...
     run = ScanRun(site=site, factset=factset)
     if "evaluate" in stages:
         evaluation = evaluate(factset, site, profiles=target.profiles, catalog=target.catalog)
-        run.report = build_report(factset, evaluation.findings, profiles=evaluation.profile.names,
-                                  started_at=started, finished_at=now_iso(), duration_s=time.monotonic() - t0,
-                                  site_file=site.source)
+        report = build_report(factset, evaluation.findings, profiles=evaluation.profile.names,
+                              started_at=started, finished_at=now_iso(), duration_s=time.monotonic() - t0,
+                              site_file=site.source)
+        run.report = report.with_diagnosis(diagnose_report(report, target.catalog))
     return run

@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from advisor.findings import FindingStatus
+from advisor.report.console_causes import render_causes
 from advisor.report.host_ranges import hosts_text
 from advisor.report.model import ScanReport
 
@@ -29,12 +30,22 @@ def render_scan(report: ScanReport, console: Console, verbose: bool = False) -> 
     )
     render_hosts(report, console, verbose=verbose)
 
+    diagnosed = bool(report.causes or report.hygiene or report.unexplained)
     shown = [f for f in report.findings if f.status in (FindingStatus.fail, FindingStatus.error, FindingStatus.waived)]
+    if diagnosed and not verbose:
+        # the causes stand for the failed findings; errors and waivers are still each shown
+        render_causes(report, console)
+        shown = [f for f in shown if f.status != FindingStatus.fail]
     if verbose:
         shown = [f for f in report.findings if f.status != FindingStatus.not_applicable]
     if shown:
-        console.rule("Findings, worst first")
+        console.rule("Findings, worst first" if verbose or not diagnosed else "Errors and waivers")
     for f in shown:
+        if diagnosed and not verbose and f.status == FindingStatus.waived:
+            console.print(Text(f"waived {f.rule_id}" + (f" [{f.subject}]" if f.subject else "")
+                               + f" on {hosts_text(f.hosts, limit=6)}: {_short(f.message, 80)}", style="blue"),
+                          highlight=False)
+            continue
         render_finding(f, console)
     errors: dict[tuple[str, str], list[str]] = {}
     for h in report.hosts:
@@ -53,6 +64,9 @@ def render_scan(report: ScanReport, console: Console, verbose: bool = False) -> 
         f"{counts.get('not_applicable', 0)} not applicable"
         + (" — [bold magenta]incomplete[/bold magenta]" if s.incomplete else "")
     )
+    if diagnosed and not verbose:
+        console.print("[dim]--verbose lists every finding; storadvise plan writes the fix for the causes and "
+                      "the hygiene.[/dim]", highlight=False)
 
 
 SEVERITY_COLUMNS = ("critical", "high", "medium", "low")

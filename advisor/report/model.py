@@ -8,11 +8,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from advisor.diagnosis.model import Cause, Diagnosis, FindingRef, Predicted
 from advisor.errors import StoradviseError
 from advisor.facts import FactSet, ProbeStatus
 from advisor.findings import SEVERITY_ORDER, Finding, FindingStatus
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 
 class HostReport(BaseModel):
@@ -55,6 +56,17 @@ class ScanReport(BaseModel):
     summary: ScanSummary
     mesh: dict[str, Any] | None = None
     efficiency: dict[str, Any] | None = None
+    #: the diagnosis (docs/diagnosis.md): causes worst first, then hygiene and unexplained symptoms
+    causes: list[Cause] = Field(default_factory=list)
+    hygiene: list[FindingRef] = Field(default_factory=list)
+    unexplained: list[FindingRef] = Field(default_factory=list)
+    #: every path and metric after every change the causes propose (by-hand causes still in place)
+    plan_prediction: list[Predicted] = Field(default_factory=list)
+
+    def with_diagnosis(self, d: Diagnosis) -> "ScanReport":
+        self.causes, self.hygiene, self.unexplained, self.plan_prediction = (
+            d.causes, d.hygiene, d.unexplained, d.plan_prediction)
+        return self
 
 
 def summarise(factset: FactSet, findings: list[Finding]) -> ScanSummary:

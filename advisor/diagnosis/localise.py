@@ -1,0 +1,99 @@
+"""Where packets are lost: votes across paths (Arzani et al., '007: Democratically Finding the
+Cause of Packet Drops', NSDI 2018).
+
+Each slow path that loses packets, and that no packet-rate limit on its way explains, votes for
+both of its ends: the sender's outgoing side and the receiver's incoming side. A host side whose
+measured paths are mostly lossy is the suspect; sides are chosen greedily, most covered paths
+first, until every lossy path is covered or no side has a majority. A host whose paths lose in
+one direction only is named for that direction; hosts blamed for the same peers are one repair.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from advisor.diagnosis.paths import PathState
+
+#: retransmitted / sent segments above which a path counts as lossy, and a floor on the count
+MIN_LOSS = 0.0005
+#: a side is a suspect when at least this share of its measured paths is lossy
+MIN_SHARE = 0.5
+
+
+@dataclass
+class LossBlame:
+    side: str  # send | recv
+    hosts: list[str]
+    peers: list[str]
+    paths: list[str]
+    loss: float
+    #: the share of the blamed sides' measured paths that are lossy (the vote)
+    share: float
+    evidence: list[str] = field(default_factory=list)
+
+    def title(self) -> str:
+        way = "on the way to" if self.side == "send" else "on the way from"
+        return f"packet loss {self.loss:.2%} {way} {_short(self.peers)}"
+
+    def action(self) -> str:
+        where = "NIC, cable, switch port or the switch between"
+        return (f"find where packets of {', '.join(self.paths[:3])}{' ...' if len(self.paths) > 3 else ''} are lost "
+                f"({where}): `ethtool -S` on {', '.join(self.hosts)} (rx/tx errors, drops), the switch port counters")
+
+
+def _short(names: list[str]) -> str:
+    return ", ".join(names) if len(names) <= 4 else f"{', '.join(names[:3])} and {len(names) - 3} more"
+
+
+def lossy(st: PathState) -> bool:
+    return st.loss >= MIN_LOSS and not st.policers
+
+
+def localise_loss(slow: list[PathState], every: list[PathState]) -> list[LossBlame]:
+    """The host sides that explain the slow lossy paths (``every``: all measured paths, for shares)."""
+    uncovered = {st.subject: st for st in slow if lossy(st)}
+    if not uncovered:
+        return []
+    measured: dict[tuple[str, str], int] = {}
+    for st in every:
+        measured[(st.src, "send")] = measured.get((st.src, "send"), 0) + 1
+        measured[(st.dst, "recv")] = measured.get((st.dst, "recv"), 0) + 1
+    chosen: list[tuple[str, str, list[PathState], float]] = []
+    while uncovered:
+        votes: dict[tuple[str, str], list[PathState]] = {}
+        for st in uncovered.values():
+            votes.setdefault((st.src, "send"), []).append(st)
+            votes.setdefault((st.dst, "recv"), []).append(st)
+        best = None
+        for (host, side), mine in votes.items():
+            share = len(mine) / max(1, measured.get((host, side), 1))
+            if share < MIN_SHARE:
+                continue
+            score = (len(mine), share, side == "send", host)
+            if best is None or score > best[0]:
+                best = (score, host, side, mine, share)
+        if best is None:
+            break
+        _, host, side, mine, share = best
+        for st in mine:
+            uncovered.pop(st.subject, None)
+        chosen.append((host, side, mine, share))
+    # hosts blamed on the same side for the same peers are one repair
+    grouped: dict[tuple[str, tuple[str, ...]], list[tuple[str, list[PathState], float]]] = {}
+    for host, side, mine, share in chosen:
+        peers = tuple(sorted(st.dst if side == "send" else st.src for st in mine))
+        grouped.setdefault((side, peers), []).append((host, mine, share))
+    out = []
+    for (side, peers), members in grouped.items():
+        sts = [st for _, mine, _ in members for st in mine]
+        loss = statistics.median(st.loss for st in sts)
+        out.append(LossBlame(
+            side=side, hosts=sorted(h for h, _, _ in members), peers=list(peers),
+            paths=sorted(st.subject for st in sts), loss=loss,
+            share=min(share for _, _, share in members),
+            evidence=[f"{st.subject}: {st.loss:.2%} of segments retransmitted, "
+                      f"{st.measured_bps / 1e6:.0f} Mb/s" + (f" of {st.expected_bps / 1e6:.0f}" if st.expected_bps else "")
+                      for st in sorted(sts, key=lambda s: s.subject)[:4]],
+        ))
+    return out

@@ -1,0 +1,61 @@
+"""What the diagnosis stage adds to a scan report (docs/report-schema.md, docs/diagnosis.md)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class FindingRef(BaseModel):
+    """A finding named by reference: its rule, what it looked at, its hosts."""
+
+    rule_id: str
+    subject: str | None = None
+    hosts: list[str] = Field(default_factory=list)
+
+
+class PlannedSetting(BaseModel):
+    host: str
+    adapter: str
+    key: str
+    target: Any = None
+    #: the value the scan saw at run time (None: unknown)
+    runtime: Any = None
+
+
+class Predicted(BaseModel):
+    """One metric of one subject before and after: ``now``/``after`` None with model ``unquantified``."""
+
+    metric: str  # throughput | efficiency
+    subject: str  # "SRC->DST" for a path, the worker for the active test
+    now: float | None = None
+    after: float | None = None
+    unit: str  # bps | ratio
+    model: str
+    inputs: dict[str, Any] = Field(default_factory=dict)
+
+
+class Cause(BaseModel):
+    id: str
+    title: str
+    kind: Literal["change", "by_hand"]
+    hosts: list[str]
+    confidence: float
+    severity: str = "medium"
+    changes: list[PlannedSetting] = Field(default_factory=list)
+    #: for a by-hand cause: what to do
+    action: str | None = None
+    explains: list[FindingRef] = Field(default_factory=list)
+    predicted: list[Predicted] = Field(default_factory=list)
+    #: sum over the paths it explains of the fraction of expected rate it recovers (efficiency gain
+    #: where no path links it); None: unquantified
+    gain: float | None = None
+    evidence: list[str] = Field(default_factory=list)
+
+
+class Diagnosis(BaseModel):
+    causes: list[Cause] = Field(default_factory=list)
+    hygiene: list[FindingRef] = Field(default_factory=list)
+    unexplained: list[FindingRef] = Field(default_factory=list)
+    plan_prediction: list[Predicted] = Field(default_factory=list)

@@ -1,0 +1,271 @@
+"""What holds each measured path, and what it would carry after a set of fixes.
+
+A path's state is read once from its measurement (advisor/mesh/results.py) and its two ends'
+facts: link rate, RTT under load, MSS, the loss it saw, SACK and window scaling at both ends, the
+windows its buffers allow and the packet-rate limits on its way. :func:`predict` applies a set
+of :class:`Fix` es and returns the rate the models (advisor/diagnosis/models.py) give, with the
+model that binds. Pure: plain dicts in, numbers out.
+
+A window or buffer limit is calibrated on the measurement when the path was held by it (the
+kernel said so: ``limited_by``, else the rate sits near window / RTT): the share of the buffer
+the path really used is then known, and a larger buffer scales it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.diagnosis import models as m
+
+HostFacts = dict[str, dict[str, Any] | None]  # probe name -> facts (plain data) of one host
+
+SYSCTL = "network.sysctl"
+FIREWALL = "firewall"
+#: measurements that say nothing about the network
+INCONCLUSIVE = ("cpu", "contended")
+ACTING_VERDICTS = {"drop", "reject", "queue"}
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One thing a cause changes, as the path model sees it.
+
+    kind: ``sack`` / ``wscale`` (turned on at ``host``), ``rmem`` / ``wmem`` (maximum raised to
+    ``value`` bytes at ``host``), ``firewall`` (``host``'s acting rules removed), ``loss``
+    (packets ``host`` sends are no longer lost: a by-hand repair)."""
+
+    kind: str
+    host: str
+    value: float | None = None
+
+
+def sysctl(facts: HostFacts | None, key: str) -> str | None:
+    s = (facts or {}).get(SYSCTL) or {}
+    entry = (s.get("sysctls") or {}).get(key) or {}
+    v = entry.get("runtime")
+    return None if v is None else " ".join(str(v).split())
+
+
+def sysctl_max(facts: HostFacts | None, key: str) -> int | None:
+    v = sysctl(facts, key)
+    try:
+        return int(v.split()[-1]) if v else None
+    except ValueError:
+        return None
+
+
+def acting_rules(facts: HostFacts | None) -> list[dict]:
+    fw = (facts or {}).get(FIREWALL) or {}
+    return [r for r in fw.get("rules") or []
+            if str(r.get("verdict") or "").lower() in ACTING_VERDICTS or r.get("limit")]
+
+
+def _in(address: str | None, nets: list) -> bool:
+    if not address:
+        return False
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    for n in nets or []:
+        try:
+            if ip in ipaddress.ip_network(str(n), strict=False):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def rule_meets(rule: dict, peer: str | None, own: str | None) -> bool:
+    """Does an incoming-side rule act on packets from ``peer`` (to its host, ``own``)? A rule that
+    names addresses acts on those only; an output or postrouting rule never on what arrives."""
+    chain = str(rule.get("chain") or "").lower()
+    if "output" in chain or "postrouting" in chain:
+        return False
+    if _in(peer, rule.get("excluded_addresses")) or _in(own, rule.get("excluded_addresses")):
+        return False
+    nets = rule.get("addresses") or []
+    return not nets or _in(peer, nets) or _in(own, nets)
+
+
+@dataclass
+class PathState:
+    src: str
+    dst: str
+    subject: str
+    measured_bps: float
+    expected_bps: float | None
+    link_bps: float | None
+    rtt_s: float | None
+    mss: int
+    #: retransmitted / sent segments during the test
+    loss: float
+    sack: dict[str, bool]
+    wscale: dict[str, bool]
+    rmem_max: int | None
+    wmem_max: int | None
+    #: (host, packets/s, "data" | "ack") packet-rate limits met on the way
+    policers: list[tuple[str, float, str]]
+    #: hosts with rules that drop or reject (no rate): a cut rather than a cap
+    dropping: list[str]
+    limited_by: str | None
+    #: the window that held the path (bytes, measured), when it was window-bound
+    window_used: float | None = None
+    inputs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float | None:
+        return self.measured_bps / self.expected_bps if self.expected_bps else None
+
+
+def loss_share(p: dict) -> float:
+    info = p.get("tcp_info") or {}
+    mss = p.get("mss") or info.get("mss") or m.DEFAULT_MSS
+    sent = p.get("sent_bytes")
+    retrans = p.get("retransmits")
+    if retrans is None:
+        retrans = info.get("retrans")
+    if not sent or not retrans:
+        return 0.0
+    return float(retrans) / max(1.0, sent / mss)
+
+
+def path_state(p: dict, facts: dict[str, HostFacts], addresses: dict[str, str] | None = None) -> PathState | None:
+    """None for a path without a measurement (failed, or no rate)."""
+    if p.get("status") != "ok" or not p.get("measured_bps"):
+        return None
+    src, dst = p["src"], p["dst"]
+    fs, fd = facts.get(src), facts.get(dst)
+    info = p.get("tcp_info") or {}
+    mss = int(p.get("mss") or info.get("mss") or m.DEFAULT_MSS)
+    rtt_us = p.get("rtt_us") or info.get("rtt_us") or p.get("idle_rtt_us") or p.get("min_rtt_us")
+    policers: list[tuple[str, float, str]] = []
+    dropping: list[str] = []
+    addr = addresses or {}
+    for host, hf, direction, peer in ((dst, fd, "data", src), (src, fs, "ack", dst)):
+        for r in acting_rules(hf):
+            if not rule_meets(r, addr.get(peer), addr.get(host)):
+                continue
+            pps = m.rule_packet_rate(r.get("text"))
+            if pps:
+                policers.append((host, pps, direction))
+            elif str(r.get("verdict") or "").lower() in ("drop", "reject") and not r.get("limit"):
+                dropping.append(host)
+    st = PathState(
+        src=src, dst=dst, subject=f"{src}->{dst}", measured_bps=float(p["measured_bps"]),
+        expected_bps=float(p["expected_bps"]) if p.get("expected_bps") else None,
+        link_bps=m.link_goodput_bps(p.get("expected_bps"), mss),
+        rtt_s=float(rtt_us) / 1e6 if rtt_us else None, mss=mss, loss=loss_share(p),
+        sack={h: sysctl(hf, "net.ipv4.tcp_sack") != "0" for h, hf in ((src, fs), (dst, fd))},
+        wscale={h: sysctl(hf, "net.ipv4.tcp_window_scaling") != "0" for h, hf in ((src, fs), (dst, fd))},
+        rmem_max=sysctl_max(fd, "net.ipv4.tcp_rmem"), wmem_max=sysctl_max(fs, "net.ipv4.tcp_wmem"),
+        policers=policers, dropping=sorted(set(dropping)), limited_by=p.get("limited_by"),
+    )
+    st.inputs = {"rtt_ms": round(st.rtt_s * 1000, 3) if st.rtt_s else None, "mss": mss,
+                 "loss": round(st.loss, 5), "link_bps": st.expected_bps}
+    _calibrate_window(st, p)
+    return st
+
+
+def _calibrate_window(st: PathState, p: dict) -> None:
+    """The window the path ran at, when a window held it (the kernel's word, else rate ~ window/RTT)."""
+    if not st.rtt_s:
+        return
+    used = st.measured_bps * st.rtt_s / 8 / max(1, int(p.get("streams") or 1))
+    if st.limited_by in ("receiver_window", "sender_buffer"):
+        st.window_used = used
+        return
+    if st.limited_by not in (None, "unknown"):
+        return
+    for cap in (_rwnd(st), _sndbuf(st)):
+        if cap and 0.6 <= used / cap <= 1.2:
+            st.window_used = used
+
+
+def _rwnd(st: PathState, rmem: float | None = None) -> float | None:
+    size = rmem if rmem is not None else st.rmem_max
+    return size * m.advertised_share(None) if size else None
+
+
+def _sndbuf(st: PathState, wmem: float | None = None) -> float | None:
+    # the send buffer holds data in flight plus its overhead: about half of it is payload (the same
+    # share the receive side advertises); measured calibration replaces this when known
+    size = wmem if wmem is not None else st.wmem_max
+    return size * 0.5 if size else None
+
+
+@dataclass
+class Prediction:
+    bps: float
+    model: str
+    inputs: dict[str, Any]
+
+
+def _limits(st: PathState, by_kind: dict[str, dict[str, Fix]]) -> list[tuple[float, str, dict]]:
+    """Every modelled limit of the path with the fixes in ``by_kind`` applied."""
+    rtt_ms = st.inputs.get("rtt_ms")
+    limits: list[tuple[float, str, dict]] = []
+    if st.link_bps:
+        limits.append((st.link_bps, "link", {"expected_bps": st.expected_bps, "mss": st.mss}))
+    if st.rtt_s:
+        if any(not on and h not in by_kind.get("wscale", {}) for h, on in st.wscale.items()):
+            limits.append((m.window_bps(65535, st.rtt_s), "window/rtt", {"window_bytes": 65535, "rtt_ms": rtt_ms}))
+        for kind, host, size_now, cap_fn, label, bound_class in (
+                ("rmem", st.dst, st.rmem_max, _rwnd, "receive_window_bytes", "receiver_window"),
+                ("wmem", st.src, st.wmem_max, _sndbuf, "send_buffer_bytes", "sender_buffer")):
+            if not size_now:
+                continue
+            fix = by_kind.get(kind, {}).get(host)
+            size = fix.value if fix and fix.value and fix.value > size_now else size_now
+            calibrated = st.window_used and (st.limited_by == bound_class or st.limited_by in (None, "unknown"))
+            win = st.window_used * size / size_now if calibrated else cap_fn(st, size)
+            limits.append((m.window_bps(win, st.rtt_s), "window/rtt", {label: int(win), "rtt_ms": rtt_ms}))
+    fw_fixed = set(by_kind.get("firewall", {}))
+    live_policers = [(h, pps, d) for h, pps, d in st.policers if h not in fw_fixed]
+    for host, pps, direction in live_policers:
+        per = pps * (2 if direction == "ack" else 1)  # one ACK for two segments
+        limits.append((m.policer_bps(per, st.mss), "policer", {"packets_per_s": pps, "on": host, "counts": direction}))
+    # loss on a path through a packet-rate limit is the limit's doing: the limit caps, Mathis does not apply
+    loss = 0.0 if st.policers else st.loss
+    if st.src in by_kind.get("loss", {}) or st.dst in by_kind.get("loss_recv", {}):
+        loss = 0.0
+    if loss >= 1e-5 and st.rtt_s:
+        sack = all(on or h in by_kind.get("sack", {}) for h, on in st.sack.items())
+        limits.append((m.mathis_bps(st.mss, st.rtt_s, loss, sack=sack), "mathis" if sack else "mathis+timeouts",
+                       {"loss": round(loss, 5), "rtt_ms": rtt_ms, "mss": st.mss, "sack": sack}))
+    return limits
+
+
+def _by_kind(fixes) -> dict[str, dict[str, Fix]]:
+    out: dict[str, dict[str, Fix]] = {}
+    for f in fixes:
+        out.setdefault(f.kind, {})[f.host] = f
+    return out
+
+
+def predict(st: PathState, fixes: frozenset[Fix] | set[Fix] = frozenset()) -> Prediction:
+    """The rate the models give with ``fixes`` applied and everything else as measured.
+
+    The fixes lift a path only when they raise its tightest modelled limit; otherwise the
+    prediction is the measurement itself (model ``measured``): a limit nothing changes keeps its
+    measured effect, whatever the models make of it."""
+    now = _limits(st, {})
+    after = _limits(st, _by_kind(fixes))
+    if not now or not after:
+        return Prediction(st.measured_bps, "measured", {})
+    tight_now = min(x[0] for x in now)
+    v, model, inputs = min(after, key=lambda x: x[0])
+    if v <= tight_now * 1.05 or v <= st.measured_bps:
+        return Prediction(st.measured_bps, "measured", {})
+    return Prediction(v, model, inputs)
+
+
+def binding_limit(st: PathState) -> Prediction | None:
+    """The tightest modelled limit with nothing changed (evidence: what the models say holds it)."""
+    now = _limits(st, {})
+    if not now:
+        return None
+    v, model, inputs = min(now, key=lambda x: x[0])
+    return Prediction(v, model, inputs)

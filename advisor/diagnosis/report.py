@@ -1,0 +1,31 @@
+"""The diagnosis of a scan report: built in the scan pipeline, and again for a saved report that
+predates the diagnosis (``plan --scan``, ``verify --before`` of an older scan)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from advisor.diagnosis import diagnose, diagnosis_input
+from advisor.diagnosis.model import Diagnosis
+
+if TYPE_CHECKING:  # the report model imports the diagnosis model: no import at run time
+    from advisor.report.model import ScanReport
+
+
+def diagnose_report(report: "ScanReport", catalog=None) -> Diagnosis:
+    if catalog is None:
+        from advisor.rule_specs import load_catalog
+
+        catalog = load_catalog()
+    inp = diagnosis_input(report.findings, report.mesh, report.efficiency, {h.name: h.facts for h in report.hosts},
+                          catalog, {h.name: h.address for h in report.hosts if h.address})
+    return diagnose(inp)
+
+
+def ensure_diagnosis(report: "ScanReport", catalog=None) -> "ScanReport":
+    """A saved report without causes (older storadvise) gets them now; one with causes keeps its own."""
+    if report.causes or report.hygiene or report.unexplained or report.plan_prediction:
+        return report
+    if not any(f.status.value == "fail" for f in report.findings) and not report.mesh:
+        return report
+    return report.with_diagnosis(diagnose_report(report, catalog))

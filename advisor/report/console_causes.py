@@ -1,0 +1,126 @@
+"""The console's first screen: the causes, worst first, each in a few lines; then hygiene and the
+symptoms no cause explains (docs/diagnosis.md). Renders what the report holds; decides nothing."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+from advisor.diagnosis.model import Cause, FindingRef, Predicted
+from advisor.report.host_ranges import hosts_text
+from advisor.report.model import ScanReport
+from advisor.units import format_bps
+
+SEVERITY_STYLE = {"critical": "bold white on red", "high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim"}
+
+
+def _span(values: list[float], fmt) -> str:
+    lo, hi = min(values), max(values)
+    return fmt(lo) if fmt(lo) == fmt(hi) else f"{fmt(lo)}-{fmt(hi)}"
+
+
+def _ratio(p: Predicted, v: float | None) -> float | None:
+    exp = p.inputs.get("expected_bps")
+    return v / exp if (v is not None and exp) else None
+
+
+def prediction_line(preds: list[Predicted], *, after_key: str | None = None) -> str:
+    """``8 paths 0.02-0.06 -> 0.96 of expected (link); efficiency wn[01-04] 0.20-0.32 -> 0.90-0.94``."""
+    parts = []
+    tp = [p for p in preds if p.metric == "throughput" and p.now is not None and p.after is not None]
+    if tp:
+        models = ", ".join(sorted({p.model for p in tp}))
+        befores = [p.inputs.get(after_key, p.now) if after_key else p.now for p in tp]
+        ratios_b = [_ratio(p, b) for p, b in zip(tp, befores)]
+        ratios_a = [_ratio(p, p.after) for p in tp]
+        n = f"{len(tp)} path{'s' if len(tp) != 1 else ''}"
+        if all(r is not None for r in ratios_b + ratios_a):
+            f2 = lambda v: f"{v:.2f}"  # noqa: E731
+            parts.append(f"{n} {_span(ratios_b, f2)} -> {_span(ratios_a, f2)} of expected ({models})")
+        else:
+            parts.append(f"{n} {_span(befores, format_bps)} -> {_span([p.after for p in tp], format_bps)} ({models})")
+    un = [p for p in preds if p.metric == "throughput" and (p.now is None or p.after is None)]
+    if un:
+        parts.append(f"{len(un)} failed test(s) unblocked (unquantified)")
+    ef = [p for p in preds if p.metric == "efficiency" and p.now is not None and p.after is not None]
+    if ef:
+        f2 = lambda v: f"{v:.2f}"  # noqa: E731
+        befores = [p.inputs.get(after_key) if after_key and p.inputs.get(after_key) is not None else p.now
+                   for p in ef]
+        parts.append(f"efficiency {hosts_text([p.subject for p in ef], limit=4)} "
+                     f"{_span(befores, f2)} -> {_span([p.after for p in ef], f2)} (read-wait)")
+    return "; ".join(parts) or "unquantified"
+
+
+def _worst(c: Cause, report: ScanReport) -> str:
+    paths = {f"{p.get('src')}->{p.get('dst')}": p for p in (report.mesh or {}).get("paths") or []}
+    tp = [p for p in c.predicted if p.metric == "throughput" and p.now is not None]
+    if tp:
+        w = min(tp, key=lambda p: (_ratio(p, p.now) or p.now))
+        exp = paths.get(w.subject, {}).get("expected_bps")
+        return f"worst {w.subject} {format_bps(w.now)}" + (f" of {format_bps(exp)}" if exp else "")
+    if c.explains:
+        e = c.explains[0]
+        return f"{e.rule_id}" + (f" [{e.subject}]" if e.subject else "")
+    return ""
+
+
+def render_causes(report: ScanReport, console: Console, command: str | None = None) -> None:
+    if not report.causes and not report.hygiene and not report.unexplained:
+        return
+    n_sym = len({(e.rule_id, e.subject, tuple(e.hosts)) for c in report.causes for e in c.explains})
+    console.rule(f"What to change first: {len(report.causes)} cause(s) explain {n_sym} symptom(s)")
+    for i, c in enumerate(report.causes, 1):
+        head = Text(f"{i:>2}. ")
+        head.append(c.title, style="bold")
+        head.append(f" on {hosts_text(c.hosts, limit=6)}" if c.kind == "change" else f" (hosts: {hosts_text(c.hosts, limit=6)})")
+        kind = "by hand" if c.kind == "by_hand" else "change"
+        head.append(f"   {kind} · ", style="dim")
+        head.append(c.severity, style=SEVERITY_STYLE.get(c.severity, ""))
+        head.append(f" · confidence {c.confidence:.2f}", style="dim")
+        console.print(head)
+        if c.kind == "by_hand" and any("after_plan" in p.inputs for p in c.predicted):
+            console.print(Text(f"    after the plan: {prediction_line(c.predicted, after_key='after_plan')}"),
+                          highlight=False)
+        else:
+            console.print(Text(f"    predicts {prediction_line(c.predicted)}"), highlight=False)
+        console.print(Text(f"    explains {len(c.explains)}: {_rules(c.explains)} · {_worst(c, report)}",
+                           style="dim"), highlight=False)
+        if c.action:
+            console.print(Text(f"    → {c.action}", style="green"), highlight=False)
+    if report.hygiene:
+        console.rule(f"Hygiene: {len(report.hygiene)} failed setting(s) with no measured symptom")
+        for line in _grouped(report.hygiene):
+            console.print(Text("  " + line), highlight=False)
+    if report.unexplained:
+        console.rule(f"Unexplained: {len(report.unexplained)} symptom(s) no cause explains")
+        for line in _grouped(report.unexplained):
+            console.print(Text("  " + line, style="magenta"), highlight=False)
+    if command:
+        console.print(f"[dim]Every finding: --verbose or --json. The fix: {escape(command)}[/dim]", highlight=False)
+
+
+def _rules(refs: list[FindingRef]) -> str:
+    counts = Counter(r.rule_id for r in refs)
+    return ", ".join(f"{rid}" + (f" ×{n}" if n > 1 else "") for rid, n in counts.most_common())
+
+
+def _grouped(refs: list[FindingRef]) -> list[str]:
+    """One line per rule: its hosts as ranges and how many subjects."""
+    by_rule: dict[str, list[FindingRef]] = {}
+    for r in refs:
+        by_rule.setdefault(r.rule_id, []).append(r)
+    out = []
+    for rid, rs in by_rule.items():
+        hosts = sorted({h for r in rs for h in r.hosts})
+        subjects = [r.subject for r in rs if r.subject]
+        sub = ""
+        if len(subjects) == 1:
+            sub = f" [{subjects[0]}]"
+        elif subjects:
+            sub = f" ({len(subjects)} subjects)"
+        out.append(f"{rid} on {hosts_text(hosts, limit=6)}{sub}")
+    return out
