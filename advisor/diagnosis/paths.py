@@ -26,6 +26,8 @@ FIREWALL = "firewall"
 #: measurements that say nothing about the network
 INCONCLUSIVE = ("cpu", "contended")
 ACTING_VERDICTS = {"drop", "reject", "queue"}
+#: the share of tcp_wmem's maximum a sender keeps in flight (see _sndbuf)
+SNDBUF_SHARE = 0.7
 
 
 @dataclass(frozen=True)
@@ -111,8 +113,9 @@ class PathState:
     #: hosts with rules that drop or reject (no rate): a cut rather than a cap
     dropping: list[str]
     limited_by: str | None
-    #: the window that held the path (bytes, measured), when it was window-bound
+    #: the window that held the path (bytes, measured), when it was window-bound, and which one
     window_used: float | None = None
+    window_kind: str | None = None
     inputs: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -175,13 +178,14 @@ def _calibrate_window(st: PathState, p: dict) -> None:
         return
     used = st.measured_bps * st.rtt_s / 8 / max(1, int(p.get("streams") or 1))
     if st.limited_by in ("receiver_window", "sender_buffer"):
-        st.window_used = used
+        st.window_used, st.window_kind = used, st.limited_by
         return
     if st.limited_by not in (None, "unknown"):
         return
-    for cap in (_rwnd(st), _sndbuf(st)):
-        if cap and 0.6 <= used / cap <= 1.2:
-            st.window_used = used
+    near = [(abs(1 - used / cap), kind) for cap, kind in ((_rwnd(st), "receiver_window"), (_sndbuf(st), "sender_buffer"))
+            if cap and 0.6 <= used / cap <= 1.2]
+    if near:
+        st.window_used, st.window_kind = used, min(near)[1]
 
 
 def _rwnd(st: PathState, rmem: float | None = None) -> float | None:
@@ -190,10 +194,11 @@ def _rwnd(st: PathState, rmem: float | None = None) -> float | None:
 
 
 def _sndbuf(st: PathState, wmem: float | None = None) -> float | None:
-    # the send buffer holds data in flight plus its overhead: about half of it is payload (the same
-    # share the receive side advertises); measured calibration replaces this when known
+    # the send buffer holds the data in flight and its socket-buffer overhead: measured on a 1 Gb/s
+    # path at 50 ms, a 4 MiB tcp_wmem maximum carried ~480 Mb/s, a window of 0.7 of the buffer
+    # (docs/diagnosis.md); a path held by its send buffer calibrates this from its own measurement
     size = wmem if wmem is not None else st.wmem_max
-    return size * 0.5 if size else None
+    return size * SNDBUF_SHARE if size else None
 
 
 @dataclass
@@ -219,7 +224,7 @@ def _limits(st: PathState, by_kind: dict[str, dict[str, Fix]]) -> list[tuple[flo
                 continue
             fix = by_kind.get(kind, {}).get(host)
             size = fix.value if fix and fix.value and fix.value > size_now else size_now
-            calibrated = st.window_used and (st.limited_by == bound_class or st.limited_by in (None, "unknown"))
+            calibrated = st.window_used and st.window_kind == bound_class
             win = st.window_used * size / size_now if calibrated else cap_fn(st, size)
             limits.append((m.window_bps(win, st.rtt_s), "window/rtt", {label: int(win), "rtt_ms": rtt_ms}))
     fw_fixed = set(by_kind.get("firewall", {}))
