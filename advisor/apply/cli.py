@@ -120,6 +120,7 @@ def verify(
     history: Optional[Path] = typer.Option(None, "--history", help="Scan history database (default $STORADVISE_HISTORY, else $XDG_DATA_HOME/storadvise/history.db)."),
     no_history: bool = typer.Option(False, "--no-history", help="Neither read 'before' from nor store the new scan in the history."),
     fail_on: str = typer.Option("high", "--fail-on", help="Exit 2 when a finding at least this severe still fails (or is new)."),
+    plan_dir: Optional[Path] = typer.Option(None, "--plan", help="The plan directory ('storadvise plan --out DIR'): check its prediction for exactly the changes it planned (default: the before scan's, every proposed change)."),
     *,
     options: ScanOptions,
 ) -> None:
@@ -142,6 +143,11 @@ def verify(
     if fail_on not in SEVERITY_ORDER:
         raise UsageError(f"--fail-on must be one of {', '.join(SEVERITY_ORDER)}, got {fail_on!r}")
     the_site = load_site(site)
+    prediction = None
+    if plan_dir is not None:
+        from advisor.apply.verify_predictions import load_plan_prediction
+
+        prediction = load_plan_prediction(plan_dir)
     before_report, before_source = _before_scan(the_site.name, before, history, no_history)
     check_report_matches(before_report, the_site, before_source)
     if not options.profiles:
@@ -150,7 +156,7 @@ def verify(
     touched = network_touched(before_report) or bool(before_report.mesh)
     after = _scan(target, options, json_out, "re-scanning", mesh_wanted=lambda _t: touched)
     result = verify_result(before_report, after, fail_on,
-                           hosts={h.name for h in target.hosts} if options.hosts else None)
+                           hosts={h.name for h in target.hosts} if options.hosts else None, prediction=prediction)
     result["before_source"] = before_source
     write_report_files(after, ReportFiles(json=output, html=html), verify=result)
     store_scan(after, history, no_history, None, warn=err.print)
@@ -217,8 +223,35 @@ def _render_verify(result: dict) -> None:
         fmt = lambda v: "-" if v is None else f"{v:.0%}"  # noqa: E731
         out.print(f"CPU efficiency (active test, mean of workers): {fmt(eff.get('before'))} -> "
                   f"{fmt(eff.get('after'))} ({ratio})")
+    _render_causes(result)
     out.print(f"fixed {s['fixed']}, still failing {s['still_failing']}, new {s['new']}; "
               f"{s['failing_at_or_above_fail_on']} at or above {result['fail_on']}")
+
+
+def _render_causes(result: dict) -> None:
+    from rich.markup import escape
+
+    from advisor.diagnosis.model import Predicted
+    from advisor.report.console_causes import prediction_line
+
+    for i, c in enumerate(result.get("causes") or [], 1):
+        preds = [Predicted.model_validate(p) for p in c["predicted"]]
+        got = {(m["metric"], m["subject"]): m["value"] for m in c["measured"]}
+        measured = [p.model_copy(update={"now": p.after if p.after is not None else p.now,
+                                         "after": got.get((p.metric, p.subject))})
+                    for p in preds if got.get((p.metric, p.subject)) is not None]
+        out.print(f"{i:>2}. [bold]{escape(c['title'])}[/bold] — {escape(c['verdict'])}", highlight=False)
+        if preds:
+            out.print(f"    predicted {escape(prediction_line(preds))}", highlight=False)
+        if measured:
+            out.print(f"    predicted -> measured: {escape(prediction_line(measured))}", highlight=False)
+    cal = result.get("calibration") or {}
+    if cal.get("n"):
+        src = "the plan's" if result.get("prediction_source") == "plan" else "the scan's"
+        out.print(f"calibration: {cal['n']} of {src} predictions compared, measured / predicted median "
+                  f"{cal['median_ratio']:.2f}, worst {cal['worst_ratio']:.2f}"
+                  + (f" ({cal['inconclusive']} inconclusive: CPU or other traffic)" if cal.get("inconclusive") else ""),
+                  highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -64,6 +64,12 @@ class Plan:
     #: hosts left out: {host, reason}
     refused: list[dict[str, str]] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    #: changes only an analysis of symptoms proposed that explain no symptom: {host, adapter, key, target, rules, reason}
+    set_aside: list[dict[str, Any]] = field(default_factory=list)
+    #: the scan's causes, worst first, with the planned changes of each (advisor.apply.plan_outcome)
+    causes: list[dict[str, Any]] = field(default_factory=list)
+    #: every path and metric after exactly the planned changes, by-hand causes still in place
+    prediction: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def hosts(self) -> list[str]:
@@ -88,6 +94,7 @@ class Plan:
             "min_severity": self.min_severity,
             "below_min_severity": self.below_min_severity,
             "refused": self.refused, "notices": self.notices,
+            "set_aside": self.set_aside, "causes": self.causes, "plan_prediction": self.prediction,
         }
 
 

@@ -17,6 +17,8 @@ from advisor.adapters import Adapter, adapters
 from advisor.finding_changes import change_with_scope
 from advisor.findings import SEVERITY_ORDER, Change, Finding, FindingStatus, Severity
 from advisor.apply.plan_model import Plan, PlanError, PlannedChange
+from advisor.apply.plan_outcome import predicted_outcome
+from advisor.diagnosis.report import ensure_diagnosis
 from advisor.report.model import ScanReport
 from advisor.site import Host, Site
 
@@ -41,6 +43,8 @@ def build_plan(report: ScanReport, site: Site, source: str = "scan", min_severit
     check_report_matches(report, site, source)
     if min_severity not in SEVERITY_ORDER:
         raise PlanError(f"--min-severity {min_severity!r}: one of {', '.join(SEVERITY_ORDER)}")
+    report = ensure_diagnosis(report)
+    set_aside = {(s.host, s.adapter, s.key): s for s in report.set_aside}
     registry = adapters()
     plan = Plan(site=site.name, scan_started_at=report.started_at, min_severity=min_severity)
     site_hosts = {h.name: h for h in site.hosts}
@@ -73,6 +77,11 @@ def build_plan(report: ScanReport, site: Site, source: str = "scan", min_severit
         host, adapter_name, key = slot
         rules = list(dict.fromkeys(f.rule_id for _, f in asks))
         if host in refused:
+            continue
+        if slot in set_aside:
+            aside = set_aside[slot]
+            plan.set_aside.append({"host": host, "adapter": adapter_name, "key": key, "target": aside.target,
+                                   "rules": rules, "reason": aside.reason})
             continue
         adapter = registry.get(adapter_name)
         if adapter is None:
@@ -108,6 +117,7 @@ def build_plan(report: ScanReport, site: Site, source: str = "scan", min_severit
         if members:
             adapter.finish(members)
     plan.refused = [{"host": h, "reason": r} for h, r in sorted(refused.items())]
+    plan.causes, plan.prediction = predicted_outcome(report, plan.changes)
     plan.changes.sort(key=lambda c: (c.host, plan.role_order.index(c.role) if c.role in plan.role_order else 99, c.key))
     return plan
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor.apply.verify_predictions import calibration, verify_causes
+from advisor.diagnosis.report import ensure_diagnosis
 from advisor.errors import StoradviseError
 from advisor.findings import SEVERITY_ORDER, FindingStatus
 from advisor.report.model import ScanReport
@@ -99,9 +101,12 @@ def compare_efficiency(before: dict | None, after: dict | None) -> dict[str, Any
 
 
 def verify_result(before: ScanReport, after: ScanReport, fail_on: str,
-                  hosts: set[str] | None = None) -> dict[str, Any]:
+                  hosts: set[str] | None = None, prediction: list | None = None) -> dict[str, Any]:
+    """``prediction``: the plan's prediction (``verify --plan``); None: the before scan's, which
+    assumes every proposed change."""
     if before.site != after.site:
         raise StoradviseError(f"the before scan is of site {before.site!r}, the new one of {after.site!r}")
+    before = ensure_diagnosis(before)
     findings = compare_findings(before, after, hosts)
     paths = compare_paths(before, after)
     threshold = SEVERITY_ORDER.index(fail_on)
@@ -114,6 +119,9 @@ def verify_result(before: ScanReport, after: ScanReport, fail_on: str,
                                         "mesh_ran": bool(after.mesh)},
         "findings": findings, "paths": paths,
         "efficiency": compare_efficiency(before.efficiency, after.efficiency),
+        "causes": verify_causes(before, after),
+        "calibration": calibration(before.plan_prediction if prediction is None else prediction, after),
+        "prediction_source": "plan" if prediction is not None else "scan",
     }
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from advisor.diagnosis.efficiency import efficiency_predictions
 from advisor.diagnosis.localise import LossBlame, localise_loss
-from advisor.diagnosis.model import Cause, Diagnosis, FindingRef, PlannedSetting, Predicted
+from advisor.diagnosis.model import Cause, Diagnosis, FindingRef, PlannedSetting, Predicted, SetAside
 from advisor.diagnosis.paths import INCONCLUSIVE, Fix, HostFacts, PathState, path_state, predict
 from advisor.findings import SEVERITY_ORDER, Finding, FindingStatus
 
@@ -202,7 +202,22 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
     all_changes = [ch for c in kept if c.kind == "change" for ch in c.changes]
     hygiene_changes = [PlannedSetting(host=ch.host, adapter=ch.adapter, key=ch.key, target=ch.target, runtime=ch.runtime)
                        for f in failed if _refkey(f) not in in_cause for ch in f.changes]
-    return Diagnosis(causes=causes, hygiene=hygiene, unexplained=unexplained,
+    # what only an analysis of symptoms proposed, and no kept cause holds, is never planned
+    kept_slots = {(ch.host, ch.adapter, ch.key) for c in kept for ch in c.changes}
+    other_slots = {(ch.host, ch.adapter, ch.key) for f in failed if not tagged(f, "derived") for ch in f.changes}
+    set_aside = {}
+    for f in derived:
+        for ch in f.changes:
+            slot = (ch.host, ch.adapter, ch.key)
+            if slot in kept_slots or slot in other_slots or slot in set_aside:
+                continue
+            same = ch.runtime is not None and _norm(ch.runtime) == _norm(ch.target)
+            why = (f"already {ch.target} at run time" if same else
+                   "no measured symptom follows from it (the path model: docs/diagnosis.md)")
+            set_aside[slot] = SetAside(host=ch.host, adapter=ch.adapter, key=ch.key, target=ch.target, rule_id=f.rule_id,
+                                       reason=f"{why}; proposed only by {f.rule_id}, which no cause supports")
+    hygiene_changes = [ch for ch in hygiene_changes if (ch.host, ch.adapter, ch.key) not in set_aside]
+    return Diagnosis(causes=causes, hygiene=hygiene, unexplained=unexplained, set_aside=list(set_aside.values()),
                      plan_prediction=plan_prediction(inp, all_changes + hygiene_changes, states))
 
 

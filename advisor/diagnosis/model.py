@@ -54,8 +54,20 @@ class Cause(BaseModel):
     evidence: list[str] = Field(default_factory=list)
 
 
+class SetAside(BaseModel):
+    """A change only an analysis of symptoms proposed, that explains no symptom: never planned."""
+
+    host: str
+    adapter: str
+    key: str
+    target: Any = None
+    rule_id: str
+    reason: str
+
+
 class Diagnosis(BaseModel):
     causes: list[Cause] = Field(default_factory=list)
+    set_aside: list[SetAside] = Field(default_factory=list)
     hygiene: list[FindingRef] = Field(default_factory=list)
     unexplained: list[FindingRef] = Field(default_factory=list)
     plan_prediction: list[Predicted] = Field(default_factory=list)

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from advisor.diagnosis.model import Cause, Diagnosis, FindingRef, Predicted
+from advisor.diagnosis.model import Cause, Diagnosis, FindingRef, Predicted, SetAside
 from advisor.errors import StoradviseError
 from advisor.facts import FactSet, ProbeStatus
 from advisor.findings import SEVERITY_ORDER, Finding, FindingStatus
@@ -60,12 +60,14 @@ class ScanReport(BaseModel):
     causes: list[Cause] = Field(default_factory=list)
     hygiene: list[FindingRef] = Field(default_factory=list)
     unexplained: list[FindingRef] = Field(default_factory=list)
+    #: changes only an analysis of symptoms proposed and no cause holds: never planned
+    set_aside: list[SetAside] = Field(default_factory=list)
     #: every path and metric after every change the causes propose (by-hand causes still in place)
     plan_prediction: list[Predicted] = Field(default_factory=list)
 
     def with_diagnosis(self, d: Diagnosis) -> "ScanReport":
-        self.causes, self.hygiene, self.unexplained, self.plan_prediction = (
-            d.causes, d.hygiene, d.unexplained, d.plan_prediction)
+        self.causes, self.hygiene, self.unexplained, self.set_aside, self.plan_prediction = (
+            d.causes, d.hygiene, d.unexplained, d.set_aside, d.plan_prediction)
         return self
 
 

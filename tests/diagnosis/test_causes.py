@@ -196,3 +196,8 @@ def test_a_state_finding_is_a_by_hand_cause():
     d = diagnose(DiagnosisInput(findings=[f], mesh=None, efficiency=None, facts={}, tags=TAGS))
     assert len(d.causes) == 1 and d.causes[0].kind == "by_hand" and d.causes[0].hosts == ["st01"]
     assert d.causes[0].predicted == [] and d.causes[0].gain is None
+
+
+def test_a_change_only_a_wrong_blame_proposed_is_set_aside(diagnosis):
+    _inp, d = diagnosis
+    assert [(s.host, s.key, s.rule_id) for s in d.set_aside] == [("st02", "net.ipv4.tcp_wmem", "MESH-ASYMMETRY")]

@@ -1,0 +1,133 @@
+"""verify proves the prediction: each cause's predicted metrics against what the new scan measured,
+and a calibration of the plan's prediction (docs/diagnosis.md).
+
+``calibration``: {n, median_ratio, worst_ratio, inconclusive}: n plan predictions compared with a
+measurement, each ratio measured / predicted, the worst the one farthest from 1 (by |log ratio|).
+A path the new measurement itself calls inconclusive (CPU, other traffic) is counted apart, never
+compared.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+from advisor.diagnosis.model import Predicted
+from advisor.diagnosis.paths import INCONCLUSIVE
+from advisor.errors import StoradviseError
+from advisor.report.model import ScanReport
+
+#: a path below this share of its expected rate after the change still shows its symptom
+STILL_SLOW = 0.8
+
+
+def load_plan_prediction(plan_dir: Path) -> list[Predicted]:
+    p = Path(plan_dir) / "plan.json"
+    try:
+        data = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise StoradviseError(f"{p}: not found; --plan takes a directory written by 'storadvise plan'") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise StoradviseError(f"{p}: cannot read the plan: {exc}") from None
+    raw = data.get("plan_prediction") if isinstance(data, dict) else None
+    if raw is None:
+        raise StoradviseError(f"{p}: the plan holds no plan_prediction (written by an older storadvise); plan again")
+    try:
+        return [Predicted.model_validate(x) for x in raw]
+    except Exception as exc:  # pydantic's error: one line
+        raise StoradviseError(f"{p}: invalid plan_prediction: {str(exc).splitlines()[0]}") from None
+
+
+def _measured(after: ScanReport) -> dict[tuple[str, str], tuple[float | None, str, dict]]:
+    out: dict[tuple[str, str], tuple[float | None, str, dict]] = {}
+    for p in (after.mesh or {}).get("paths") or []:
+        subject = f"{p.get('src')}->{p.get('dst')}"
+        out[("throughput", subject)] = (p.get("measured_bps") if p.get("status") == "ok" else None, "bps", p)
+    for worker, r in ((after.efficiency or {}).get("hosts") or {}).items():
+        if isinstance(r, dict) and isinstance(r.get("efficiency"), (int, float)):
+            out[("efficiency", worker)] = (float(r["efficiency"]), "ratio", r)
+    return out
+
+
+def calibration(predictions: list[Predicted], after: ScanReport) -> dict[str, Any]:
+    measured = _measured(after)
+    ratios, inconclusive = [], 0
+    for pr in predictions:
+        if pr.after is None or not pr.after:
+            continue
+        m = measured.get((pr.metric, pr.subject))
+        if m is None or m[0] is None:
+            continue
+        if m[2].get("limited_by") in INCONCLUSIVE:
+            inconclusive += 1
+            continue
+        ratios.append(m[0] / pr.after)
+    if not ratios:
+        return {"n": 0, "median_ratio": None, "worst_ratio": None, "inconclusive": inconclusive}
+    worst = max(ratios, key=lambda r: abs(math.log(r)) if r > 0 else math.inf)
+    return {"n": len(ratios), "median_ratio": round(statistics.median(ratios), 3), "worst_ratio": round(worst, 3),
+            "inconclusive": inconclusive}
+
+
+def _applied(change, after: ScanReport) -> bool | None:
+    """Does the new scan see the change made? None: this adapter's value is not read back here."""
+    facts = next((h.facts for h in after.hosts if h.name == change.host), None)
+    if facts is None:
+        return None
+    if change.adapter == "sysctl":
+        entry = ((facts.get("network.sysctl") or {}).get("sysctls") or {}).get(change.key) or {}
+        if entry.get("runtime") is None:
+            return None
+        return " ".join(str(entry["runtime"]).split()) == " ".join(str(change.target).split())
+    if change.adapter == "firewall":
+        texts = [str(r.get("text")) for r in (facts.get("firewall") or {}).get("rules") or []]
+        return not any(t and t in str(change.key) for t in texts)
+    return None
+
+
+def verify_causes(before: ScanReport, after: ScanReport) -> list[dict[str, Any]]:
+    measured = _measured(after)
+    out = []
+    for cause in before.causes:
+        rows = []
+        still = []
+        for pr in cause.predicted:
+            m = measured.get((pr.metric, pr.subject))
+            if m is None:
+                continue
+            rows.append({"metric": pr.metric, "subject": pr.subject, "value": m[0], "unit": m[1]})
+            exp = m[2].get("expected_bps") if pr.metric == "throughput" else None
+            if m[0] is not None and exp and m[0] / exp < STILL_SLOW:
+                still.append((pr.subject, m[0] / exp))
+        applied = [_applied(ch, after) for ch in cause.changes]
+        entry = {"id": cause.id, "title": cause.title, "kind": cause.kind,
+                 "predicted": [p.model_dump() for p in cause.predicted], "measured": rows,
+                 "applied": None if not applied or None in applied else all(applied)}
+        entry["verdict"] = _verdict(cause, entry["applied"], still, before)
+        out.append(entry)
+    return out
+
+
+def _verdict(cause, applied: bool | None, still: list[tuple[str, float]], before: ScanReport) -> str:
+    if cause.kind == "by_hand":
+        if not still:
+            return "its paths now reach their expected rate"
+        return f"still in place: {_paths(still)}"
+    if applied is False:
+        return "not applied: the new scan still sees the old value"
+    if not still:
+        return "the changes were applied; the symptoms are gone" if applied else "the symptoms are gone"
+    others = [c.title for c in before.causes if c.id != cause.id
+              and {p.subject for p in c.predicted} & {s for s, _ in still}]
+    rest = f": the remaining cause is {'; '.join(others)}" if others else ": no other cause of the scan explains them"
+    return f"the changes were applied; {_paths(still)}{rest}"
+
+
+def _paths(still: list[tuple[str, float]]) -> str:
+    lo, hi = min(r for _, r in still), max(r for _, r in still)
+    span = f"{lo:.2f}" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}-{hi:.2f}"
+    names = ", ".join(s for s, _ in still[:3]) + (f" and {len(still) - 3} more" if len(still) > 3 else "")
+    return f"{names} still at {span} of expected"

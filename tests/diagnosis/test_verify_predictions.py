@@ -1,0 +1,91 @@
+"""verify checks the prediction: per cause predicted -> measured, and the calibration of the plan."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from advisor.apply.verify_predictions import calibration, load_plan_prediction, verify_causes
+from advisor.diagnosis import DiagnosisInput, diagnose
+from advisor.errors import StoradviseError
+from advisor.report.model import HostReport, ScanReport, ScanSummary
+
+from tests.diagnosis.test_causes import ADDR, RACK_B, TAGS, findings, mesh, site_facts
+
+
+def report(m: dict, facts: dict, diag=None) -> ScanReport:
+    hosts = [HostReport(name=h, reachable=True, address=ADDR[h], facts=f) for h, f in facts.items()]
+    summary = ScanSummary(hosts=len(hosts), unreachable=0, probe_errors=0, by_status={}, failed_by_severity={},
+                          worst_failed_severity=None, incomplete=False)
+    r = ScanReport(tool_version="t", site="s", profiles=["generic"], started_at="a", finished_at="b", duration_s=1,
+                   hosts=hosts, findings=findings(m) if diag else [], summary=summary, mesh=m)
+    return r.with_diagnosis(diag) if diag else r
+
+
+@pytest.fixture(scope="module")
+def before():
+    m = mesh()
+    d = diagnose(DiagnosisInput(findings=findings(m), mesh=m, efficiency=None, facts=site_facts(), tags=TAGS,
+                                addresses=ADDR))
+    return report(m, site_facts(), d)
+
+
+def after_scan(before: ScanReport, *, sack_applied: bool, factor: float = 1.0) -> ScanReport:
+    """The site after the plan: SACK on st01, rack B's buffers raised, st03's firewall gone; the loss
+    on st01's port is still there. Rates are what the plan predicts, times ``factor``."""
+    pred = {p.subject: p for p in before.plan_prediction}
+    m = copy.deepcopy(before.mesh)
+    for p in m["paths"]:
+        p["measured_bps"] = pred[f"{p['src']}->{p['dst']}"].after * factor
+    facts = site_facts()
+    facts["st01"]["network.sysctl"]["sysctls"]["net.ipv4.tcp_sack"]["runtime"] = "1" if sack_applied else "0"
+    facts["st03"]["firewall"]["rules"] = []
+    for h in RACK_B:
+        facts[h]["network.sysctl"]["sysctls"]["net.ipv4.tcp_rmem"]["runtime"] = "4096 87380 33554432"
+    return report(m, facts)
+
+
+def test_calibration_of_a_prediction_that_held(before):
+    cal = calibration(before.plan_prediction, after_scan(before, sack_applied=True, factor=0.97))
+    assert cal["n"] == len(before.mesh["paths"])
+    assert cal["median_ratio"] == pytest.approx(0.97, abs=0.01) and cal["worst_ratio"] == pytest.approx(0.97, abs=0.01)
+
+
+def test_a_cause_whose_symptoms_remain_is_said_plainly(before):
+    rows = {r["title"]: r for r in verify_causes(before, after_scan(before, sack_applied=True))}
+    sack = next(r for t, r in rows.items() if "tcp_sack" in t)
+    assert sack["applied"] is True
+    # the far paths are still held by the loss, as predicted: the verdict names the loss
+    assert "st01->wn11" in sack["verdict"] and "remaining cause is packet loss" in sack["verdict"]
+    assert {m["subject"] for m in sack["measured"]} == {p["subject"] for p in sack["predicted"]}
+    rmem = next(r for t, r in rows.items() if "tcp_rmem" in t)
+    assert rmem["applied"] is True and rmem["verdict"] == "the changes were applied; the symptoms are gone"
+
+
+def test_a_change_that_did_not_take_is_named(before):
+    rows = verify_causes(before, after_scan(before, sack_applied=False))
+    sack = next(r for r in rows if "tcp_sack" in r["title"])
+    assert sack["applied"] is False and sack["verdict"].startswith("not applied")
+
+
+def test_inconclusive_paths_are_counted_apart(before):
+    after = after_scan(before, sack_applied=True)
+    for p in after.mesh["paths"]:
+        if p["src"] in RACK_B:
+            p["limited_by"] = "cpu"
+    cal = calibration(before.plan_prediction, after)
+    assert cal["inconclusive"] == sum(1 for p in after.mesh["paths"] if p["src"] in RACK_B)
+    assert cal["n"] + cal["inconclusive"] == len(after.mesh["paths"])
+
+
+def test_plan_prediction_file_errors_are_one_line(tmp_path):
+    with pytest.raises(StoradviseError, match="not found"):
+        load_plan_prediction(tmp_path)
+    (tmp_path / "plan.json").write_text(json.dumps({"site": "s"}))
+    with pytest.raises(StoradviseError, match="no plan_prediction"):
+        load_plan_prediction(tmp_path)
+    (tmp_path / "plan.json").write_text(json.dumps({"plan_prediction": [{"metric": "throughput"}]}))
+    with pytest.raises(StoradviseError, match="invalid plan_prediction"):
+        load_plan_prediction(tmp_path)
