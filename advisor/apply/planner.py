@@ -78,11 +78,6 @@ def build_plan(report: ScanReport, site: Site, source: str = "scan", min_severit
         rules = list(dict.fromkeys(f.rule_id for _, f in asks))
         if host in refused:
             continue
-        if slot in set_aside:
-            aside = set_aside[slot]
-            plan.set_aside.append({"host": host, "adapter": adapter_name, "key": key, "target": aside.target,
-                                   "rules": rules, "reason": aside.reason})
-            continue
         adapter = registry.get(adapter_name)
         if adapter is None:
             _cannot(plan, None, asks[0][0], rules, f"no adapter {adapter_name!r} is registered (known: {', '.join(registry)})")
@@ -95,6 +90,10 @@ def build_plan(report: ScanReport, site: Site, source: str = "scan", min_severit
         why = _why_not(adapter, change, site, site_hosts[host], facts.get(host) or {}, blocked.get(slot), today)
         if why:
             _cannot(plan, adapter, change, rules, why)
+            continue
+        if slot in set_aside:  # only an analysis of symptoms asked for it, and no cause holds it
+            plan.set_aside.append({"host": host, "adapter": adapter_name, "key": key, "target": change.target,
+                                   "rules": rules, "reason": set_aside[slot].reason})
             continue
         pc = PlannedChange(host=host, adapter=adapter.name, role=adapter.role, key=key, setting=adapter.label(key),
                            runtime=change.runtime, persisted=change.persisted, target=change.target,

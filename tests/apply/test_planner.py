@@ -221,3 +221,22 @@ def test_plan_cli_min_severity_and_json(tmp_path, capsys):
     assert main(args + ["--min-severity", "urgent"]) == 1
     err = capsys.readouterr().err.strip()
     assert "--min-severity 'urgent'" in err and "\n" not in err and "Traceback" not in err
+
+
+def test_a_change_only_a_symptom_analysis_proposed_and_no_cause_holds_is_set_aside():
+    """A wrong blame (an asymmetry finding naming a clean host, with no measured path it explains)
+    never reaches Ansible; the same key proposed by a setting rule still does (fails before the
+    diagnosis stage: the planner planned every failed finding's change)."""
+    s = healthy()
+    s["net.ipv4.tcp_wmem"] = sysctl("4096 16384 4194304")
+    blame = Finding(rule_id="MESH-ASYMMETRY", hosts=["st02"], status=FindingStatus.fail, severity=Severity.high,
+                    subject="st02 as sender",
+                    changes=[Change(host="st02", adapter="sysctl", key="net.ipv4.tcp_timestamps", runtime="1",
+                                    target="0")])
+    the_site = site()
+    plan = build_plan(scan(the_site, {"st01": s, "st02": healthy()}, [blame]), the_site, today=TODAY)
+    assert ("st02", "net.ipv4.tcp_timestamps") not in planned(plan)
+    assert [(a["host"], a["key"], a["rules"]) for a in plan.set_aside] == [("st02", "net.ipv4.tcp_timestamps",
+                                                                            ["MESH-ASYMMETRY"])]
+    assert ("st01", "net.ipv4.tcp_wmem") in planned(plan)  # NET-TCP-BUFFER-MAX: hygiene, planned
+    assert plan.as_dict()["set_aside"] == plan.set_aside
