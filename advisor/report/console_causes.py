@@ -93,11 +93,11 @@ def render_causes(report: ScanReport, console: Console, command: str | None = No
             console.print(Text(f"    → {c.action}", style="green"), highlight=False)
     if report.hygiene:
         console.rule(f"Hygiene: {len(report.hygiene)} failed setting(s) with no measured symptom")
-        for line in _grouped(report.hygiene):
+        for line in grouped_refs(report.hygiene):
             console.print(Text("  " + line), highlight=False)
     if report.unexplained:
         console.rule(f"Unexplained: {len(report.unexplained)} symptom(s) no cause explains")
-        for line in _grouped(report.unexplained):
+        for line in grouped_refs(report.unexplained):
             console.print(Text("  " + line, style="magenta"), highlight=False)
     if command:
         console.print(f"[dim]Every finding: --verbose or --json. The fix: {escape(command)}[/dim]", highlight=False)
@@ -108,7 +108,7 @@ def _rules(refs: list[FindingRef]) -> str:
     return ", ".join(f"{rid}" + (f" ×{n}" if n > 1 else "") for rid, n in counts.most_common())
 
 
-def _grouped(refs: list[FindingRef]) -> list[str]:
+def grouped_refs(refs: list[FindingRef]) -> list[str]:
     """One line per rule: its hosts as ranges and how many subjects."""
     by_rule: dict[str, list[FindingRef]] = {}
     for r in refs:

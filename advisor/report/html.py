@@ -13,6 +13,7 @@ from html import escape as _html_escape
 from typing import Any
 
 from advisor.findings import SEVERITY_ORDER, Finding, FindingStatus
+from advisor.report.html_causes import causes_section, verify_causes_section
 from advisor.report.html_style import PAGE_SCRIPT, PAGE_STYLE
 from advisor.report.model import ScanReport
 from advisor.report.safe_text import xml_text
@@ -205,7 +206,7 @@ def _verify(result: dict[str, Any]) -> str:
     if paths:
         html += ("<h3>Throughput</h3><table><thead><tr><th>path</th><th>before</th><th>after</th><th>after/before</th>"
                  "<th>after/expected</th></tr></thead><tbody>" + "".join(paths) + "</tbody></table>")
-    return html + "</section>"
+    return html + verify_causes_section(result) + "</section>"
 
 
 def _audit(items: list) -> str:
@@ -227,7 +228,8 @@ def scan_html(report: ScanReport, verify: dict[str, Any] | None = None, audit: l
     head = (f"<header><h1>{escape(title)}</h1><p class='meta'>{'verify' if verify else 'audit' if audit is not None else 'scan'} started "
             f"{escape(report.started_at)} · {report.duration_s:.1f} s · profiles {escape(', '.join(report.profiles))}"
             f" · storadvise {escape(report.tool_version)}</p></header>")
-    body = [head, _audit(audit) if audit is not None else "", _summary(report), _failing(report), _verify(verify) if verify else "", _mesh(report),
+    body = [head, _audit(audit) if audit is not None else "", _summary(report), causes_section(report), _failing(report),
+            _verify(verify) if verify else "", _mesh(report),
             _efficiency(report), _cache(cache), _hosts(report), _others(report)]
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'; "

@@ -50,6 +50,52 @@ def check_before(report: dict) -> None:
     asym = [f for f in report["findings"] if f["rule_id"] == "MESH-ASYMMETRY" and f["status"] == "fail"]
     named = {h for f in asym if "tcp_sack" in f"{f.get('message')} {f.get('observed')}" for h in f["hosts"]}
     assert set(gpfs) <= named, [(f["hosts"], f.get("message")) for f in asym]
+    check_causes(report)
+
+
+def check_causes(report: dict) -> None:
+    """The diagnosis (docs/diagnosis.md): a handful of causes, worst first, each on the host that has
+    the fault: SACK off on both GPFS servers (predicted near line rate on the lossy LAN paths), the
+    firewall on gpfs02, and the loss towards the workers as a repair by hand with a small gain
+    after the plan; the GPFS and SAN baselines are hygiene; no clean host is blamed."""
+    causes = report["causes"]
+    assert 2 <= len(causes) <= 6, [c["title"] for c in causes]
+    sack = [c for c in causes if any(ch["key"] == "net.ipv4.tcp_sack" for ch in c["changes"])]
+    assert len(sack) == 1 and sack[0]["hosts"] == ["gpfs01", "gpfs02"] and sack[0]["kind"] == "change"
+    assert causes[0]["id"] == sack[0]["id"], [c["title"] for c in causes]
+    lan = [p for p in sack[0]["predicted"] if p["metric"] == "throughput" and p["subject"].endswith(("wn01", "wn02"))]
+    assert lan and all(p["after"] >= 0.9e9 and p["unit"] == "bps" and p["model"] for p in lan), lan
+    fw = [c for c in causes if any(ch["adapter"] == "firewall" for ch in c["changes"])]
+    assert [c["hosts"] for c in fw] == [["gpfs02"]]
+    loss = [c for c in causes if c["kind"] == "by_hand"]
+    assert loss and set(loss[0]["hosts"]) <= {"gpfs01", "gpfs02"} and loss[0]["gain"] is not None and loss[0]["gain"] < 1
+    for c in causes:
+        assert not {"se01"} & set(c["hosts"]) and all(0 <= c["confidence"] <= 1 for c in causes)
+    hygiene = {h["rule_id"] for h in report["hygiene"]}
+    assert {"GPFS-PAGEPOOL-CLIENT", "SAN-READ-PREFETCH"} <= hygiene, hygiene
+    assert {p["subject"] for p in report["plan_prediction"] if p["metric"] == "throughput"} == {
+        f"{p['src']}->{p['dst']}" for p in report["mesh"]["paths"] if p["status"] == "ok"}
+
+
+def console_lines(scan: Path) -> int:
+    """The default console report of the scan at 120 columns."""
+    from rich.console import Console
+
+    from advisor.report.console import render_scan
+    from advisor.report.model import load_report
+
+    console = Console(width=120, record=True, file=open(os.devnull, "w"))
+    render_scan(load_report(scan), console)
+    return len(console.export_text().splitlines())
+
+
+def check_calibration(result: dict) -> None:
+    """verify --plan: every path the plan predicted is within 0.75-1.33 of it, measured after."""
+    cal = result["calibration"]
+    assert result["prediction_source"] == "plan" and cal["n"] >= 20, cal
+    assert 0.75 <= cal["median_ratio"] <= 1.33 and 0.75 <= cal["worst_ratio"] <= 1.33, cal
+    by_id = {c["id"]: c for c in result["causes"]}
+    assert all(c["measured"] for c in by_id.values() if c["kind"] == "change"), result["causes"]
 
 
 def test_ifca_loop(tmp_path):
@@ -59,13 +105,16 @@ def test_ifca_loop(tmp_path):
         scan = tmp_path / "scan.json"
         run(BIN / "storadvise", "scan", "--site", name, "-o", scan, "--json")
         check_before(json.loads(scan.read_text()))
+        assert console_lines(scan) <= 80
         run(BIN / "storadvise", "plan", "--site", name, "--scan", scan, "--out", tmp_path / "plan")
         ap = run(shutil.which("ansible-playbook", path=str(BIN)), "apply-tuning.yml", cwd=tmp_path / "plan", check=False)
         assert ap.returncode == 0, ap.stdout[-3000:]
         again = run(shutil.which("ansible-playbook", path=str(BIN)), "apply-tuning.yml", cwd=tmp_path / "plan")
         assert "changed=0" in again.stdout.split("PLAY RECAP", 1)[1]
-        cp = run(BIN / "storadvise", "verify", "--site", name, "--before", scan, "--json", check=False)
+        cp = run(BIN / "storadvise", "verify", "--site", name, "--before", scan, "--plan", tmp_path / "plan", "--json",
+                 check=False)
         result = json.loads(cp.stdout)
+        check_calibration(result)
         # every high fault the scenario injected (tcp_sack=0, the gpfs02 firewall) is fixed; the
         # throughput rules are judged on the paths below
         assert not [f for f in result["findings"] if f["outcome"] != "fixed" and f["severity"] in ("high", "critical")
@@ -87,6 +136,7 @@ def test_ifca_loop(tmp_path):
         assert eff["before"] < 0.6 and eff["after"] >= 0.85, eff
         assert eff["ratio"] >= 1.8, eff
         print(f"\nifca loop: storage->worker after/expected {sorted(round(p['after_of_expected'], 2) for p in worker_paths)}, "
-              f"efficiency {eff['before']:.2f} -> {eff['after']:.2f} (x{eff['ratio']:.2f})")
+              f"efficiency {eff['before']:.2f} -> {eff['after']:.2f} (x{eff['ratio']:.2f}), "
+              f"calibration {result['calibration']}")
     finally:
         run(BIN / "storadvise", "lab", "down", "--name", name, check=False)
