@@ -23,7 +23,7 @@ from typing import Any
 from advisor.diagnosis.efficiency import efficiency_predictions
 from advisor.diagnosis.localise import LossBlame, localise_loss
 from advisor.diagnosis.model import Cause, Diagnosis, FindingRef, PlannedSetting, Predicted, SetAside
-from advisor.diagnosis.paths import INCONCLUSIVE, Fix, HostFacts, PathState, path_state, predict
+from advisor.diagnosis.paths import INCONCLUSIVE, Fix, FixIndex, HostFacts, PathState, path_state, predict
 from advisor.findings import SEVERITY_ORDER, Finding, FindingStatus
 
 #: a prediction counts as lifting a path when it beats the measurement by this factor
@@ -138,8 +138,9 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
     failed = [f for f in inp.findings if f.status == FindingStatus.fail]
     paths = [p for p in (inp.mesh or {}).get("paths") or [] if isinstance(p, dict)]
     states: dict[str, PathState] = {}
+    views: dict = {}
     for p in paths:
-        st = path_state(p, inp.facts, inp.addresses)
+        st = path_state(p, inp.facts, inp.addresses, views)
         if st:
             states[st.subject] = st
     failed_paths = {f"{p.get('src')}->{p.get('dst')}": p for p in paths if p.get("status") != "ok"}
@@ -164,8 +165,12 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
         fixes = {Fix("loss" if b.side == "send" else "loss_recv", h) for h in b.hosts}
         cands.append(_Candidate(key=("loss", b.side, tuple(b.hosts)), kind="by_hand", fixes=fixes, blame=b))
 
+    by_host: dict[str, list[str]] = {}
+    for s in conclusive:
+        by_host.setdefault(states[s].src, []).append(s)
+        by_host.setdefault(states[s].dst, []).append(s)
     for cand in cands:
-        _judge_paths(cand, conclusive, states, path_symptoms)
+        _judge_paths(cand, by_host, states, path_symptoms)
         _judge_failed_tests(cand, failed_paths, path_symptoms, inp.facts)
         cand.predicted += efficiency_predictions(inp.efficiency, states, cand.fixes, eff_symptoms, cand.explains, _ref)
 
@@ -180,17 +185,19 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
             c = _Candidate(key=("state", f.rule_id, f.subject or "", tuple(f.hosts)), kind="by_hand", state=f)
             c.explains[_refkey(f)] = _ref(f)
             kept.append(c)
-    explained_paths: dict[str, list[_Candidate]] = {}
+    # derived findings that name hosts rather than a path: explained by the causes of their hosts' slow paths
+    causes_of_host: dict[str, dict[int, _Candidate]] = {}
     for c in kept:
         for p in c.predicted:
-            if p.metric == "throughput":
-                explained_paths.setdefault(p.subject, []).append(c)
-    # derived findings that name hosts rather than a path: explained by the causes of their slow paths
+            if p.metric == "throughput" and p.subject in states:
+                st = states[p.subject]
+                causes_of_host.setdefault(st.src, {})[id(c)] = c
+                causes_of_host.setdefault(st.dst, {})[id(c)] = c
     for f in derived:
         if f.subject in states or f.subject in failed_paths:
             continue
-        owners = [c for s, cs in explained_paths.items() for c in cs if set(s.split("->")) & set(f.hosts)]
-        for c in {id(c): c for c in owners}.values():
+        owners = {k: c for h in f.hosts for k, c in causes_of_host.get(h, {}).items()}
+        for c in owners.values():
             c.explains[_refkey(f)] = _ref(f)
 
     causes = [_to_cause(c) for c in kept]
@@ -221,14 +228,18 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
                      plan_prediction=plan_prediction(inp, all_changes + hygiene_changes, states))
 
 
-def _judge_paths(cand: _Candidate, conclusive: set[str], states: dict[str, PathState],
+def _judge_paths(cand: _Candidate, by_host: dict[str, list[str]], states: dict[str, PathState],
                  path_symptoms: dict[str, list[Finding]]) -> None:
+    """The slow paths a candidate lifts: only paths with an end among its fixes' hosts can be
+    (``by_host``: host -> its conclusive slow paths), so the work is linear in paths."""
     if not cand.fixes:
         return
     classes = set().union(*(_FIX_CLASS.get(f.kind, set()) for f in cand.fixes))
-    for s in sorted(conclusive):
+    near = sorted({s for f in cand.fixes for s in by_host.get(f.host, ())})
+    idx = FixIndex(cand.fixes)
+    for s in near:
         st = states[s]
-        pr = predict(st, cand.fixes)
+        pr = predict(st, idx)
         if pr.model == "measured" or pr.bps < st.measured_bps * LIFT:
             continue
         cand.predicted.append(Predicted(metric="throughput", subject=s, now=round(st.measured_bps),
@@ -245,20 +256,21 @@ def _after_plan(cand: _Candidate, states: dict[str, PathState], plan_fixes: set[
     """Re-predict a by-hand cause's paths with the planned changes made: ``after`` is the rate with
     both, ``inputs.after_plan`` the rate with the plan alone (what the cause adds is the difference)."""
     out = []
+    plan_idx, both_idx = FixIndex(plan_fixes), FixIndex(plan_fixes | cand.fixes)
     for p in cand.predicted:
         st = states.get(p.subject)
         if p.metric != "throughput" or st is None:
             out.append(p)
             continue
-        with_plan = predict(st, plan_fixes)
-        both = predict(st, plan_fixes | cand.fixes)
+        with_plan = predict(st, plan_idx)
+        both = predict(st, both_idx)
         after = max(both.bps, with_plan.bps)
         out.append(Predicted(metric="throughput", subject=p.subject, now=p.now, after=round(after), unit="bps",
                              model=both.model if both.model != "measured" else with_plan.model,
                              inputs={**both.inputs, "expected_bps": st.expected_bps,
                                      "after_plan": round(with_plan.bps)}))
-    eff_plan = {p.subject: p for p in efficiency_predictions(efficiency, states, plan_fixes, None, None, None)}
-    eff_both = efficiency_predictions(efficiency, states, plan_fixes | cand.fixes, None, None, None)
+    eff_plan = {p.subject: p for p in efficiency_predictions(efficiency, states, plan_idx, None, None, None)}
+    eff_both = efficiency_predictions(efficiency, states, both_idx, None, None, None)
     lifted = {p.subject for p in out if p.metric == "efficiency"}
     for p in eff_both:
         if p.subject in lifted and p.after is not None:
@@ -374,12 +386,13 @@ def plan_prediction(inp: DiagnosisInput, settings: list[PlannedSetting],
     """Every path (and active-test worker) after ``settings``, by-hand causes still in place."""
     if states is None:
         states = {}
+        views: dict = {}
         for p in (inp.mesh or {}).get("paths") or []:
-            st = path_state(p, inp.facts, inp.addresses) if isinstance(p, dict) else None
+            st = path_state(p, inp.facts, inp.addresses, views) if isinstance(p, dict) else None
             if st:
                 states[st.subject] = st
-    fixes = {fx for s in settings if (s.runtime is None or _norm(s.runtime) != _norm(s.target))
-             for fx in [fix_of(s)] if fx}
+    fixes = FixIndex(fx for s in settings if (s.runtime is None or _norm(s.runtime) != _norm(s.target))
+                     for fx in [fix_of(s)] if fx)
     out: list[Predicted] = []
     for s in sorted(states):
         st = states[s]

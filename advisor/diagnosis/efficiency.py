@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from advisor.diagnosis.model import FindingRef, Predicted
-from advisor.diagnosis.paths import Fix, PathState, predict
+from advisor.diagnosis.paths import Fix, PathState, index_fixes, predict
 
 
 def _source_host(source: Any) -> str | None:
@@ -29,6 +29,7 @@ def efficiency_predictions(efficiency: dict | None, states: dict[str, PathState]
     failed symptom findings) and ``explains``, the worker's failed findings join ``explains``.
     Without (a whole plan's prediction) every tested worker is predicted, lifted or not."""
     out: list[Predicted] = []
+    fixes = index_fixes(fixes)
     hosts = (efficiency or {}).get("hosts") or {}
     if not isinstance(hosts, dict):
         return out

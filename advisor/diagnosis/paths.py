@@ -116,6 +116,8 @@ class PathState:
     #: the window that held the path (bytes, measured), when it was window-bound, and which one
     window_used: float | None = None
     window_kind: str | None = None
+    #: the tightest modelled limit as measured (cached by predict)
+    tight_now: float | None = None
     inputs: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -135,20 +137,40 @@ def loss_share(p: dict) -> float:
     return float(retrans) / max(1.0, sent / mss)
 
 
-def path_state(p: dict, facts: dict[str, HostFacts], addresses: dict[str, str] | None = None) -> PathState | None:
-    """None for a path without a measurement (failed, or no rate)."""
+@dataclass
+class HostView:
+    """What the path model reads of one host's facts, read once per host."""
+
+    sack: bool
+    wscale: bool
+    rmem_max: int | None
+    wmem_max: int | None
+    rules: list[dict]
+
+
+def host_view(hf: HostFacts | None) -> HostView:
+    return HostView(sack=sysctl(hf, "net.ipv4.tcp_sack") != "0", wscale=sysctl(hf, "net.ipv4.tcp_window_scaling") != "0",
+                    rmem_max=sysctl_max(hf, "net.ipv4.tcp_rmem"), wmem_max=sysctl_max(hf, "net.ipv4.tcp_wmem"),
+                    rules=acting_rules(hf))
+
+
+def path_state(p: dict, facts: dict[str, HostFacts], addresses: dict[str, str] | None = None,
+               views: dict[str, HostView] | None = None) -> PathState | None:
+    """None for a path without a measurement (failed, or no rate). ``views``: a cache of host views."""
     if p.get("status") != "ok" or not p.get("measured_bps"):
         return None
     src, dst = p["src"], p["dst"]
-    fs, fd = facts.get(src), facts.get(dst)
+    views = {} if views is None else views
+    vs = views.get(src) or views.setdefault(src, host_view(facts.get(src)))
+    vd = views.get(dst) or views.setdefault(dst, host_view(facts.get(dst)))
     info = p.get("tcp_info") or {}
     mss = int(p.get("mss") or info.get("mss") or m.DEFAULT_MSS)
     rtt_us = p.get("rtt_us") or info.get("rtt_us") or p.get("idle_rtt_us") or p.get("min_rtt_us")
     policers: list[tuple[str, float, str]] = []
     dropping: list[str] = []
     addr = addresses or {}
-    for host, hf, direction, peer in ((dst, fd, "data", src), (src, fs, "ack", dst)):
-        for r in acting_rules(hf):
+    for host, view, direction, peer in ((dst, vd, "data", src), (src, vs, "ack", dst)):
+        for r in view.rules:
             if not rule_meets(r, addr.get(peer), addr.get(host)):
                 continue
             pps = m.rule_packet_rate(r.get("text"))
@@ -161,9 +183,8 @@ def path_state(p: dict, facts: dict[str, HostFacts], addresses: dict[str, str] |
         expected_bps=float(p["expected_bps"]) if p.get("expected_bps") else None,
         link_bps=m.link_goodput_bps(p.get("expected_bps"), mss),
         rtt_s=float(rtt_us) / 1e6 if rtt_us else None, mss=mss, loss=loss_share(p),
-        sack={h: sysctl(hf, "net.ipv4.tcp_sack") != "0" for h, hf in ((src, fs), (dst, fd))},
-        wscale={h: sysctl(hf, "net.ipv4.tcp_window_scaling") != "0" for h, hf in ((src, fs), (dst, fd))},
-        rmem_max=sysctl_max(fd, "net.ipv4.tcp_rmem"), wmem_max=sysctl_max(fs, "net.ipv4.tcp_wmem"),
+        sack={src: vs.sack, dst: vd.sack}, wscale={src: vs.wscale, dst: vd.wscale},
+        rmem_max=vd.rmem_max, wmem_max=vs.wmem_max,
         policers=policers, dropping=sorted(set(dropping)), limited_by=p.get("limited_by"),
     )
     st.inputs = {"rtt_ms": round(st.rtt_s * 1000, 3) if st.rtt_s else None, "mss": mss,
@@ -243,24 +264,39 @@ def _limits(st: PathState, by_kind: dict[str, dict[str, Fix]]) -> list[tuple[flo
     return limits
 
 
-def _by_kind(fixes) -> dict[str, dict[str, Fix]]:
-    out: dict[str, dict[str, Fix]] = {}
-    for f in fixes:
-        out.setdefault(f.kind, {})[f.host] = f
-    return out
+class FixIndex(dict):
+    """Fixes by kind, then host: built once per set of fixes, read once per path."""
+
+    def __init__(self, fixes=()):
+        super().__init__()
+        for f in fixes:
+            self.setdefault(f.kind, {})[f.host] = f
 
 
-def predict(st: PathState, fixes: frozenset[Fix] | set[Fix] = frozenset()) -> Prediction:
+def index_fixes(fixes) -> FixIndex:
+    return fixes if isinstance(fixes, FixIndex) else FixIndex(fixes)
+
+
+def _ends(by_host: dict[str, Fix], st: PathState) -> list[Fix]:
+    return [f for f in (by_host.get(st.src), by_host.get(st.dst)) if f is not None]
+
+
+def predict(st: PathState, fixes: "frozenset[Fix] | set[Fix] | FixIndex" = frozenset()) -> Prediction:
     """The rate the models give with ``fixes`` applied and everything else as measured.
 
     The fixes lift a path only when they raise its tightest modelled limit; otherwise the
     prediction is the measurement itself (model ``measured``): a limit nothing changes keeps its
     measured effect, whatever the models make of it."""
-    now = _limits(st, {})
-    after = _limits(st, _by_kind(fixes))
-    if not now or not after:
+    idx = index_fixes(fixes)
+    if not any(f.host in (st.src, st.dst) for kind in idx.values() for f in _ends(kind, st)):
         return Prediction(st.measured_bps, "measured", {})
-    tight_now = min(x[0] for x in now)
+    if st.tight_now is None:
+        now = _limits(st, {})
+        st.tight_now = min(x[0] for x in now) if now else 0.0
+    after = _limits(st, idx)
+    if not st.tight_now or not after:
+        return Prediction(st.measured_bps, "measured", {})
+    tight_now = st.tight_now
     v, model, inputs = min(after, key=lambda x: x[0])
     if v <= tight_now * 1.05 or v <= st.measured_bps:
         return Prediction(st.measured_bps, "measured", {})
