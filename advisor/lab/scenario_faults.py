@@ -79,3 +79,7 @@ class ExpectedFinding(BaseModel):
     waived: bool = False
     #: the fault that causes it, in words
     fault: str = ""
+    #: a measured symptom (a slow path): the diagnosis must name a cause on ``host`` for it, of kind
+    #: ``cause`` (docs/diagnosis.md); whether a fix clears it is a measurement (bench/bench_diagnosis_lab.py)
+    symptom: bool = False
+    cause: str | None = None
