@@ -63,8 +63,10 @@ QUEUE_FRAC = 0.25
 QUEUE_LOSS = 0.005
 #: coefficient of variation of the sampled delivery rate below which the rate is steady
 STEADY_CV = 0.1
-#: a window within this factor of rate x RTT explains the rate (paths without tcp_info)
+#: a window within this factor of rate x RTT explains the rate (paths without tcp_info, or with
+#: rwnd_limited at least WINDOW_SEEN of the busy time)
 WINDOW_MATCH = 1.25
+WINDOW_SEEN = 0.1
 
 CLASSES = ("link", "receiver_window", "sender_buffer", "loss", "policer", "cpu", "contended", "unknown")
 #: classes that say the measurement is not about the network: re-measured alone before concluding
@@ -167,7 +169,9 @@ def classify_path(path: dict[str, Any]) -> tuple[str | None, str | None]:
             return "receiver_window", f"rwnd_limited {rw:.0%} of busy time{rate_txt}"
         return "sender_buffer", f"sndbuf_limited {sb:.0%} of busy time{rate_txt}"
     why = _window_match(p)
-    if why and rw >= sb:
+    # with TCP_INFO, the receiver's window must also have stopped the sender now and then: a rate
+    # at window / RTT is otherwise a coincidence (in flight = rate x RTT behind any bottleneck)
+    if why and rw >= sb and (not ti or rw >= WINDOW_SEEN):
         seen = f", rwnd_limited {rw:.0%} of busy time" if ti else ""
         return "receiver_window", f"{why}{seen}{rate_txt}"
     idle = _idle_rtt(p, ti)

@@ -86,6 +86,12 @@ def test_a_window_closed_by_a_starved_receiver_is_cpu():
     assert classify_path(path(cpu_wait_frac={"src": 0.38, "dst": 0.05}, tcp_info=ti))[0] == "receiver_window"
 
 
+def test_a_rate_at_window_over_rtt_needs_the_window_to_have_stopped_the_sender():
+    at_window = {"measured_bps": 26e6, "ratio": 0.026, "max_snd_wnd": 65535, "rtt_us": 20_100.0}
+    assert classify_path(path(**at_window, tcp_info=tcp(rwnd_limited_frac=0.15)))[0] == "receiver_window"
+    assert classify_path(path(**at_window, tcp_info=tcp(rwnd_limited_frac=0.0)))[0] == "unknown"
+
+
 def test_contended_nic():
     cls, ev = classify_path(path(nic_other_bytes={"src": 0, "dst": 120_000_000}, tcp_info=tcp()))
     assert cls == "contended" and "wn01's NIC carried 120.0 MB of other traffic" in ev
