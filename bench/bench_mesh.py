@@ -52,7 +52,9 @@ def full_mesh(names: list[str], rate: int | None) -> list[PathRequest]:
 
 def measure(site: Site, transports, reqs: list[PathRequest], args) -> tuple[dict, dict]:
     common = dict(requests=reqs, bidir=not args.no_bidir, duration=args.duration, omit=args.omit,
-                  streams=args.streams, congestion=args.congestion)
+                  streams=args.streams, congestion=args.congestion,
+                  # the schedule's own cost is measured: no extra tests for paths judged inconclusive
+                  retest_inconclusive=False)
     print(f"round schedule: {len(reqs)} paths ...", flush=True)
     t = time.monotonic()
     rounds = run_mesh(site, transports, **common)

@@ -22,6 +22,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor.mesh import sampling
 from advisor.mesh.iperf_auth import IperfAuth
 from probes.json_text import MAX_JSON_DEPTH, json_depth
 
@@ -59,7 +60,8 @@ def version_missing(stdout: str) -> bool:
 # ----------------------------------------------------------------------------- server
 
 
-def server_start_script(port: int, lifetime_s: float, bind: str | None = None, auth: IperfAuth | None = None) -> str:
+def server_start_script(port: int, lifetime_s: float, bind: str | None = None, auth: IperfAuth | None = None,
+                        sample: bool = False) -> str:
     """Start a one-shot server on ``port`` in the background and wait until it listens.
 
     ``bind``: the address the test's client connects to; the server listens there only (``-B``),
@@ -67,20 +69,22 @@ def server_start_script(port: int, lifetime_s: float, bind: str | None = None, a
 
     Prints ``READY <pid> <dir>`` when listening, ``INUSE`` when the port is taken,
     ``NOSTART <log>`` for any other failure. ``timeout`` (coreutils), when present, bounds the
-    server's life even if the controller dies before stopping it.
+    server's life even if the controller dies before stopping it. ``sample``: the server end
+    samples its kernel while it serves (advisor.mesh.sampling; reported by the stop script).
     """
     life = max(1, int(lifetime_s + 0.999))
     bind_opt = f" -B {shlex.quote(bind)}" if bind else ""
     auth_files = auth.server_files("$d") if auth else ""
     auth_opt = auth.server_options("$d") if auth else ""
     wait_steps = int(SERVER_READY_WAIT / 0.05)
+    sampler = sampling.server_start_fragment(bind, port) if sample else ""
     return f"""\
 command -v iperf3 >/dev/null 2>&1 || {{ echo {_MISSING}; exit 127; }}
 d=$(mktemp -d "${{TMPDIR:-/tmp}}/storadvise-iperf3.XXXXXX") || exit 1
 {auth_files}if command -v timeout >/dev/null 2>&1; then lim="timeout {life}"; else lim=""; fi
 nohup $lim iperf3 -s -1 -p {int(port)}{bind_opt}{auth_opt} --forceflush >"$d/log" 2>&1 </dev/null &
 pid=$!
-i=0
+{sampler}i=0
 while [ $i -lt {wait_steps} ]; do
   if grep -q 'Server listening' "$d/log" 2>/dev/null; then echo "{_READY} $pid $d"; exit 0; fi
   if grep -qi 'address already in use' "$d/log" 2>/dev/null; then echo {_INUSE}; rm -rf "$d"; exit 0; fi
@@ -125,10 +129,11 @@ def server_stop_script(pid: int, workdir: str) -> str:
     """Stop the one-shot server (if it still runs) by the pid captured at start, and clean up.
 
     The pid is only signalled while it is still the server we started (its command line
-    names iperf3 and the port directory exists), so a recycled pid is never hit.
+    names iperf3 and the port directory exists), so a recycled pid is never hit. A server started
+    with ``sample`` prints its sampling section first (``parse_server_stop``).
     """
     d = shlex.quote(workdir)
-    return f"""\
+    return sampling.server_report_fragment(workdir) + f"""\
 p={int(pid)}
 if [ -d {d} ] && kill -0 $p 2>/dev/null && tr '\\0' ' ' </proc/$p/cmdline 2>/dev/null | grep -Eq 'iperf3|timeout'; then
   kill $p 2>/dev/null
@@ -137,7 +142,7 @@ if [ -d {d} ] && kill -0 $p 2>/dev/null && tr '\\0' ' ' </proc/$p/cmdline 2>/dev
   echo stopped
 fi
 rm -rf {d}
-"""
+""" + sampling.SERVER_SAMPLER_WAIT
 
 
 # ----------------------------------------------------------------------------- client
@@ -182,12 +187,14 @@ def client_command(
     hard_limit_s: float | None = None,
     idle_rtt: bool = False,
     auth: IperfAuth | None = None,
+    sample: bool = False,
 ) -> str:
     """The sender's command line (``-J``, JSON on stdout).
 
     iperf3 reads ``-t`` and ``-O`` with atoi(): whole seconds only, so they are rounded here
     (``-t`` at least 1) rather than silently truncated by iperf3. ``idle_rtt``: ping the receiver
-    first (``idle_rtt_script``; one line before the JSON, read by ``parse_client_json``).
+    first (``idle_rtt_script``; one line before the JSON, read by ``parse_client_json``). ``sample``:
+    the sender's kernel is sampled during the test (advisor.mesh.sampling; a section after the JSON).
     """
     prefix = idle_rtt_script(address) if idle_rtt else ""
     args = [
@@ -212,6 +219,8 @@ def client_command(
             prefix + f"if command -v timeout >/dev/null 2>&1; then {env}timeout -k 2 {life} {cmd}; "
             f"else {env}{cmd}; fi"
         )
+    if sample:
+        line = prefix + sampling.wrap_client(line[len(prefix):], address, port)
     return auth.client_script(line) if auth else line
 
 
@@ -256,6 +265,11 @@ class IperfResult:
     streams: int | None = None
     #: the minimum of the pings sent just before the test (None: not measured)
     idle_rtt_us: float | None = None
+    #: iperf3's end.cpu_utilization_percent: host_total (this client) and remote_total (the server)
+    cpu_host_pct: float | None = None
+    cpu_remote_pct: float | None = None
+    #: what the client end sampled during the test (None: not sampled)
+    client_sample: sampling.EndSample | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -307,9 +321,17 @@ def parse_client_json(text: str, rc: int | None = 0, stderr: str = "") -> IperfR
     non-zero exit without JSON, or JSON without the end sums (never reported as 0 Mb/s).
     """
     idle_rtt_us, text = split_idle_rtt(text or "")
+    text, section = sampling.split_section(text)
     res = _parse_client_json(text, rc, stderr)
     res.idle_rtt_us = idle_rtt_us
+    res.client_sample = sampling.parse_section(section)
     return res
+
+
+def parse_server_stop(stdout: str) -> sampling.EndSample | None:
+    """The server end's sampling section from the stop script's output (None: not sampled)."""
+    _, section = sampling.split_section(stdout or "")
+    return sampling.parse_section(section)
 
 
 def _parse_client_json(text: str, rc: int | None, stderr: str) -> IperfResult:
@@ -351,7 +373,10 @@ def _parse_client_json(text: str, rc: int | None, stderr: str) -> IperfResult:
             end.get("receiver_tcp_congestion"),
         )
     test_start = start_sec.get("test_start") or {}
+    cpu = end.get("cpu_utilization_percent") or {}
     res = IperfResult(
+        cpu_host_pct=_float(cpu.get("host_total")),
+        cpu_remote_pct=_float(cpu.get("remote_total")),
         forward=forward,
         reverse=reverse,
         version=version,

@@ -52,6 +52,16 @@ def mesh_grid(mesh: dict[str, Any]) -> Table:
     return t
 
 
+def limited_by_counts(paths: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    """(limited_by, paths) over the measured paths, most frequent first (paths of older scans
+    have no limited_by: none)."""
+    counts: dict[str, int] = {}
+    for p in paths:
+        if p.get("limited_by"):
+            counts[p["limited_by"]] = counts.get(p["limited_by"], 0) + 1
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
 def failures_table(mesh: dict[str, Any]) -> Table | None:
     failed = [p for p in mesh.get("paths") or [] if p.get("status") != "ok"]
     if not failed:
@@ -73,20 +83,36 @@ def slow_table(mesh: dict[str, Any], min_ratio: float = 0.8) -> Table | None:
     if not rows:
         return None
     t = Table(title=f"Paths below {min_ratio:g} of expected")
-    for c in ("path", "measured", "expected", "ratio", "retransmits", "rtt ms"):
-        t.add_column(c, justify="right" if c != "path" else "left")
+    for c in ("path", "measured", "expected", "ratio", "retransmits", "rtt ms", "limited by"):
+        t.add_column(c, justify="left" if c in ("path", "limited by") else "right")
     for r, p in sorted(rows, key=lambda x: x[0]):
         t.add_row(
             f"{p['src']} -> {p['dst']}", format_bps(p.get("measured_bps")),
             format_bps(p.get("expected_bps")) if p.get("expected_bps") else "(median)",
             f"{r:.2f}", str(p.get("retransmits") if p.get("retransmits") is not None else "-"),
             f"{p['rtt_us'] / 1000:.2f}" if p.get("rtt_us") is not None else "-",
+            _limited(p),
         )
     return t
 
 
+def _limited(p: dict[str, Any]) -> Text:
+    """``limited_by`` (dim when inconclusive), with its evidence."""
+    lb = p.get("limited_by")
+    if not lb:
+        return Text("-")
+    style = "dim" if lb in ("cpu", "contended", "unknown") else "bold"
+    out = Text(lb, style=style)
+    if p.get("limited_evidence"):
+        out.append(f": {p['limited_evidence']}", style="dim")
+    return out
+
+
 def mesh_view(mesh: dict[str, Any], min_ratio: float = 0.8) -> Group:
-    parts = [mesh_grid(mesh)]
+    parts: list[Any] = [mesh_grid(mesh)]
+    limits = limited_by_counts(mesh.get("paths") or [])
+    if limits:
+        parts.append(Text("limited by: " + ", ".join(f"{k} {n}" for k, n in limits)))
     for extra in (slow_table(mesh, min_ratio), failures_table(mesh)):
         if extra is not None:
             parts.append(extra)

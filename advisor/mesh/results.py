@@ -19,7 +19,32 @@ A path::
      "retransmits", "sent_bytes", "rtt_us" (mean of the streams' mean_rtt), "min_rtt_us",
      "max_rtt_us", "idle_rtt_us" (min of pings just before the test; None: not measured), "snd_buf", "rcv_buf", "max_snd_cwnd", "max_snd_wnd", "mss", "congestion",
      "duration_s", "round", "mode": "bidir"|"single", "attempts", "streams",
-     "retest": None | {"concurrent_bps", "concurrent_ratio", "round", "mode", "error"}}
+     "retest": None | {"concurrent_bps", "concurrent_ratio", "round", "mode", "error", "limited_by"},
+     "tcp_info": None | {tcp_info},      # the SENDER's kernel TCP_INFO of the test connection
+     "cpu_sender_pct", "cpu_receiver_pct",   # iperf3 end.cpu_utilization_percent of each end (None: not reported)
+     "host_cpu_busy": None | {"src": frac|None, "dst": frac|None},  # the machine's busy share, all cores, during the test
+     "cpu_wait_frac": None | {"src": frac|None, "dst": frac|None},  # iperf3's run-queue wait / the test's time
+     "nic_other_bytes": None | {"src": int|None, "dst": int|None},  # bytes each end's NIC moved beyond the test's own
+     "test_bytes": int|None,             # payload the whole test moved, both directions (sender's ss, else iperf3)
+     "limited_by": "link"|"receiver_window"|"sender_buffer"|"loss"|"policer"|"cpu"|"contended"|"unknown"|None,
+     "limited_evidence": str|None}        # one line: why (advisor.mesh.limits)
+
+``tcp_info`` (advisor.mesh.tcp_info, read with ``ss -tin`` on the sender every 0.25 s during the
+test; the counters are cumulative, so the last sample before the connection closed is kept)::
+
+    {"busy_s", "rwnd_limited_s", "sndbuf_limited_s",       # seconds (tcpi_busy_time, _rwnd_limited, _sndbuf_limited)
+     "rwnd_limited_frac", "sndbuf_limited_frac",           # fractions 0-1 of busy time (None: busy 0)
+     "cwnd" (segments, the largest sampled), "cwnd_last", "rtt_us" (smoothed), "min_rtt_us",
+     "retrans" (retransmitted segments, tcpi_total_retrans), "delivery_rate_bps", "delivery_rate_cv"
+     (steadiness of the sampled delivery rate), "sack", "timestamps" (negotiated, bool),
+     "wscale" ([snd, rcv] or None: not negotiated), "mss", "congestion", "connections", "samples",
+     "source": "ss"}
+
+``nic_other_bytes``: the bytes (both ways) the interface carrying the test moved between just
+before and just after the test, minus the test's own: the payload that end's sockets counted
+(ss bytes_sent + bytes_received, the omitted seconds included; else iperf3's ``test_bytes``)
+plus a header each way per segment; None for an end whose counters could not be read (a
+loopback interface, no /sys).
 
 ``retest`` (mesh ``retest_below``): the path was below that fraction of its expected rate in its
 round and was measured again alone after the rounds; the record then holds the alone measurement
@@ -35,13 +60,20 @@ import statistics
 from typing import Any
 
 from advisor.mesh.iperf import Direction, IperfResult
+from advisor.mesh.sampling import EndSample
+from advisor.mesh.tcp_info import SsFormatError, connection_bytes, summarise_samples
 
 PATH_KEYS = (
     "src", "dst", "status", "error", "measured_bps", "sent_bps", "expected_bps", "expected_source",
     "ratio", "ratio_basis", "retransmits", "sent_bytes", "rtt_us", "min_rtt_us", "max_rtt_us", "idle_rtt_us",
     "snd_buf", "rcv_buf", "max_snd_cwnd", "max_snd_wnd", "mss", "congestion", "duration_s",
     "round", "mode", "attempts", "streams", "retest",
+    "tcp_info", "cpu_sender_pct", "cpu_receiver_pct", "host_cpu_busy", "cpu_wait_frac", "nic_other_bytes",
+    "limited_by", "limited_evidence", "test_bytes",
 )
+
+#: TCP/IP header bytes per segment (IPv4 20 + TCP 20 + timestamps 12 + Ethernet 14)
+HEADER_BYTES = 66
 
 #: grid colour thresholds on the ratio to expected
 GREEN_RATIO = 0.9
@@ -61,7 +93,15 @@ def path_record(
     result: IperfResult | None = None,
     direction: Direction | None = None,
     error: str | None = None,
+    sender_sample: EndSample | None = None,
+    receiver_sample: EndSample | None = None,
+    cpu_sender_pct: float | None = None,
+    cpu_receiver_pct: float | None = None,
+    test_bytes: int | None = None,
 ) -> dict[str, Any]:
+    """One path's record. ``sender_sample`` / ``receiver_sample``: what each end sampled during the
+    test (the sender's ss samples give ``tcp_info``); ``test_bytes``: the payload the whole test
+    moved (both directions of a --bidir test), to tell the NICs' other traffic apart."""
     rec: dict[str, Any] = {k: None for k in PATH_KEYS}
     rec.update(
         src=src, dst=dst, expected_bps=expected_bps, expected_source=expected_source,
@@ -88,8 +128,60 @@ def path_record(
         rcv_buf=result.rcv_buf,
         mss=result.mss,
         streams=result.streams,
+        cpu_sender_pct=cpu_sender_pct,
+        cpu_receiver_pct=cpu_receiver_pct,
     )
+    rec["tcp_info"] = _tcp_info(sender_sample)
+    if sender_sample is not None or receiver_sample is not None:
+        rec["host_cpu_busy"] = {"src": sender_sample.cpu_busy_frac if sender_sample else None,
+                                "dst": receiver_sample.cpu_busy_frac if receiver_sample else None}
+        rec["cpu_wait_frac"] = {"src": _wait_frac(sender_sample, duration_s),
+                                "dst": _wait_frac(receiver_sample, duration_s)}
+        mss = result.mss or (rec["tcp_info"] or {}).get("mss") or 1448
+        own = {"src": _own_bytes(sender_sample, test_bytes), "dst": _own_bytes(receiver_sample, test_bytes)}
+        rec["nic_other_bytes"] = {end: other_bytes(s, own[end], mss)
+                                  for end, s in (("src", sender_sample), ("dst", receiver_sample))}
+        rec["test_bytes"] = own["src"] or own["dst"]
+    else:
+        rec["test_bytes"] = test_bytes
     return rec
+
+
+def _wait_frac(sample: EndSample | None, duration_s: float | None) -> float | None:
+    """The share of the test iperf3 spent ready to run with no CPU to run on."""
+    if sample is None or sample.iperf3_wait_s is None or not duration_s:
+        return None
+    return round(min(1.0, sample.iperf3_wait_s / duration_s), 4)
+
+
+def _tcp_info(sample: EndSample | None) -> dict[str, Any] | None:
+    if sample is None or not sample.ss_text:
+        return None
+    try:
+        return summarise_samples(sample.ss_text, "the sender's ss samples")
+    except SsFormatError:
+        return None  # not ss output (an ss we do not know): the path is judged without it
+
+
+def _own_bytes(sample: EndSample | None, test_bytes: int | None) -> int | None:
+    """The test's payload as this end's sockets counted it (else iperf3's figure)."""
+    if sample is not None and sample.ss_text:
+        try:
+            n = connection_bytes(sample.ss_text, "ss samples")
+        except SsFormatError:
+            n = None
+        if n:
+            return n
+    return test_bytes
+
+
+def other_bytes(sample: EndSample | None, test_bytes: int | None, mss: int) -> int | None:
+    """What the end's NIC moved beyond the test: its byte counters' delta minus the test's payload
+    with its headers (one header each way per segment: an ACK for every segment at worst)."""
+    if sample is None or sample.nic_bytes is None or test_bytes is None:
+        return None
+    wire = test_bytes * (1.0 + 2.0 * HEADER_BYTES / max(536, int(mss)))
+    return max(0, int(sample.nic_bytes - wire))
 
 
 def judge_paths(paths: list[dict[str, Any]]) -> None:

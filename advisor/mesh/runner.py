@@ -18,7 +18,9 @@ from typing import Any, Callable, Mapping
 from advisor.errors import StoradviseError
 from advisor.mesh import iperf
 from advisor.mesh.iperf_auth import AUTH_PROBE, IperfAuth, supports_auth
+from advisor.mesh.limits import INCONCLUSIVE, classify_path
 from advisor.mesh.results import judge_paths, path_record
+from advisor.mesh.sampling import EndSample
 from advisor.mesh.schedule import PathRequest, expand_pairs, mesh_schedule
 from advisor.site import Host, MeshSpec, Site
 from advisor.transport.base import Transport, TransportError
@@ -59,6 +61,8 @@ class RunOptions:
     port_tries: int = 8
     #: re-measure alone every path below this ratio to expected after the rounds (None: never)
     retest_below: float | None = None
+    #: re-measure alone every path whose measurement was inconclusive (limited_by cpu / contended)
+    retest_inconclusive: bool = True
 
     @classmethod
     def from_spec(cls, spec: MeshSpec, **overrides: Any) -> "RunOptions":
@@ -156,6 +160,36 @@ class _Outcome:
     error: str | None
     attempts: int
     duration_s: float | None
+    #: what the server end sampled during the test
+    server_sample: EndSample | None = None
+
+
+def _records(o: _Outcome, reqs: list[PathRequest], round_no: int, mode: str) -> list[dict]:
+    """The path records of a successful test: ``reqs`` is [forward] or [forward, reverse] (--bidir).
+
+    The forward direction's sender is the client (its samples, iperf3's host_total), the
+    reverse direction's the server (remote_total)."""
+    res = o.result
+    assert res is not None and res.forward is not None
+    dirs = [res.forward] + ([res.reverse] if len(reqs) == 2 and res.reverse is not None else [])
+    test_bytes = sum(d.sent_bytes or 0 for d in dirs) or None
+    ends = [(res.client_sample, o.server_sample, res.cpu_host_pct, res.cpu_remote_pct),
+            (o.server_sample, res.client_sample, res.cpu_remote_pct, res.cpu_host_pct)]
+    out = []
+    for req, d, (snd, rcv, cpu_s, cpu_r) in zip(reqs, dirs, ends):
+        out.append(path_record(
+            req.src, req.dst, expected_bps=req.expected_bps, expected_source=req.expected_source,
+            round_no=round_no, mode=mode, attempts=o.attempts, duration_s=o.duration_s,
+            result=res, direction=d, sender_sample=snd, receiver_sample=rcv,
+            cpu_sender_pct=cpu_s, cpu_receiver_pct=cpu_r, test_bytes=test_bytes,
+        ))
+    return out
+
+
+def classify_paths(paths: list[dict]) -> None:
+    """Fill ``limited_by`` / ``limited_evidence`` (advisor.mesh.limits) of every path."""
+    for p in paths:
+        p["limited_by"], p["limited_evidence"] = classify_path(p)
 
 
 class MeshRunner:
@@ -187,7 +221,8 @@ class MeshRunner:
             p = port + k * stride
             if p > 65535:
                 break
-            r = self.hosts.run(dst, iperf.server_start_script(p, life, bind=mesh_address(self.site.host(dst)), auth=auth),
+            r = self.hosts.run(dst, iperf.server_start_script(p, life, bind=mesh_address(self.site.host(dst)), auth=auth,
+                                                              sample=True),
                                timeout=iperf.SERVER_READY_WAIT + 15)
             if r.timed_out:
                 return iperf.ServerStart(False, message=f"{dst}: starting the iperf3 server timed out"), p
@@ -196,13 +231,15 @@ class MeshRunner:
                 return start, p
         return iperf.ServerStart(False, message=f"{dst}: ports {port}.. are all in use"), port
 
-    def _stop_server(self, dst: str, start: iperf.ServerStart) -> None:
+    def _stop_server(self, dst: str, start: iperf.ServerStart) -> EndSample | None:
+        """Stop the server; what its end sampled (None: nothing)."""
         if start.pid is None:
-            return
+            return None
         try:
-            self.hosts.run(dst, iperf.server_stop_script(start.pid, start.workdir or "/nonexistent"), timeout=15)
+            r = self.hosts.run(dst, iperf.server_stop_script(start.pid, start.workdir or "/nonexistent"), timeout=15)
         except TransportError:
-            pass  # the server's own `timeout` bound ends it
+            return None  # the server's own `timeout` bound ends it
+        return iperf.parse_server_stop(r.stdout)
 
     def run_test(self, src: str, dst: str, port: int, stride: int, bidir: bool) -> _Outcome:
         for name in (src, dst):
@@ -223,23 +260,24 @@ class MeshRunner:
                 return _Outcome(None, f"{dst}: {start.message}" if not start.message.startswith(dst) else start.message,
                                 attempt, None)
             t0 = time.monotonic()
+            server_sample = None
             try:
                 cmd = iperf.client_command(
                     mesh_address(dst_host), used_port, self.opts.duration, self.opts.omit, self.opts.streams,
                     self.opts.congestion, bidir=bidir, connect_timeout_ms=connect_ms,
-                    hard_limit_s=self.opts.test_timeout - 1, idle_rtt=True, auth=auth,
+                    hard_limit_s=self.opts.test_timeout - 1, idle_rtt=True, auth=auth, sample=True,
                 )
                 r = self.hosts.run(src, cmd, timeout=self.opts.test_timeout)
             except TransportError as e:
                 return _Outcome(None, str(e), attempt, time.monotonic() - t0)
             finally:
-                self._stop_server(dst, start)
+                server_sample = self._stop_server(dst, start)
             elapsed = time.monotonic() - t0
             if r.timed_out:
                 return _Outcome(None, f"timed out after {self.opts.test_timeout:g}s", attempt, elapsed)
             res = iperf.parse_client_json(r.stdout, r.rc, r.stderr)
             if res.ok:
-                return _Outcome(res, None, attempt, elapsed)
+                return _Outcome(res, None, attempt, elapsed, server_sample)
             last_error = res.error or "failed"
             if not iperf.retryable(last_error):
                 return _Outcome(res, last_error, attempt, elapsed)
@@ -260,13 +298,7 @@ class MeshRunner:
             fwd, rev = directions
             o = self.run_test(fwd.src, fwd.dst, port, stride, bidir=True)
             if o.error is None and o.result is not None and o.result.reverse is not None:
-                for req, d in ((fwd, o.result.forward), (rev, o.result.reverse)):
-                    out.append(path_record(
-                        req.src, req.dst, expected_bps=req.expected_bps, expected_source=req.expected_source,
-                        round_no=round_no, mode="bidir", attempts=o.attempts, duration_s=o.duration_s,
-                        result=o.result, direction=d,
-                    ))
-                return out
+                return _records(o, [fwd, rev], round_no, "bidir")
             if not iperf.connect_failure(o.error):
                 for req in directions:
                     out.append(path_record(
@@ -278,6 +310,9 @@ class MeshRunner:
             # could not connect one way: test each direction alone to tell which one is cut
         for req in directions:
             o = self.run_test(req.src, req.dst, port, stride, bidir=False)
+            if o.error is None and o.result is not None:
+                out.extend(_records(o, [req], round_no, "single"))
+                continue
             out.append(path_record(
                 req.src, req.dst, expected_bps=req.expected_bps, expected_source=req.expected_source,
                 round_no=round_no, mode="single", attempts=o.attempts, duration_s=o.duration_s,
@@ -289,13 +324,21 @@ class MeshRunner:
     # slow paths again, alone ---------------------------------------------------------------
 
     def retest_slow(self, paths: list[dict], by_key: dict, n_rounds: int) -> None:
-        """Measure every path below ``retest_below`` of its expected rate again, one test at a
-        time (nothing else running), and keep that measurement (the round's under ``retest``)."""
+        """Measure every path below ``retest_below`` of its expected rate again, and every path whose
+        measurement was inconclusive (``limited_by`` cpu / contended, unless ``retest_inconclusive``
+        is off), one test at a time (nothing else running), and keep that measurement (the round's
+        under ``retest``, with the round's ``limited_by``)."""
         limit = self.opts.retest_below
-        if not limit:
-            return
-        slow = [k for k, p in enumerate(paths) if p.get("status") == "ok" and p.get("ratio_basis") == "expected"
-                and p.get("ratio") is not None and p["ratio"] < limit]
+
+        def wanted(p: dict) -> bool:
+            if p.get("status") != "ok":
+                return False
+            if self.opts.retest_inconclusive and p.get("limited_by") in INCONCLUSIVE:
+                return True
+            return bool(limit) and p.get("ratio_basis") == "expected" and p.get("ratio") is not None \
+                and p["ratio"] < limit
+
+        slow = [k for k, p in enumerate(paths) if wanted(p)]
         if slow:
             self._report(MeshProgress("retest-start", n_rounds + 1, n_rounds, 0, len(slow)))
         for n, k in enumerate(slow, start=1):
@@ -303,13 +346,9 @@ class MeshRunner:
             req = by_key[(old["src"], old["dst"])]
             o = self.run_test(req.src, req.dst, self.opts.port_base, 1, bidir=False)
             note = {"concurrent_bps": old["measured_bps"], "concurrent_ratio": old["ratio"], "round": old["round"],
-                    "mode": old["mode"], "error": None}
+                    "mode": old["mode"], "error": None, "limited_by": old.get("limited_by")}
             if o.error is None and o.result is not None:
-                rec = path_record(
-                    req.src, req.dst, expected_bps=req.expected_bps, expected_source=req.expected_source,
-                    round_no=old["round"], mode="alone", attempts=o.attempts, duration_s=o.duration_s,
-                    result=o.result, direction=o.result.forward,
-                )
+                rec = _records(o, [req], old["round"], "alone")[0]
                 rec["retest"] = note
                 paths[k] = rec
             else:
@@ -357,12 +396,14 @@ class MeshRunner:
                         self._report(MeshProgress("test-done", i, len(rounds), done, len(slots), msg))
                 self._report(MeshProgress("round-done", i, len(rounds), done, len(slots)))
             judge_paths(paths)
+            classify_paths(paths)
             self.retest_slow(paths, by_key, len(rounds))
         finally:
             self.hosts.close()
         order = {(r.src, r.dst): k for k, r in enumerate(requests)}
         paths.sort(key=lambda p: order[(p["src"], p["dst"])])
         judge_paths(paths)
+        classify_paths(paths)
         return {
             "rounds": len(rounds),
             "retested": sum(1 for p in paths if p.get("retest")),
@@ -372,7 +413,7 @@ class MeshRunner:
             "parameters": {
                 "duration": self.opts.duration, "omit": self.opts.omit, "streams": self.opts.streams,
                 "congestion": self.opts.congestion, "bidir": self.opts.bidir, "parallel": self.opts.parallel,
-                "retest_below": self.opts.retest_below,
+                "retest_below": self.opts.retest_below, "retest_inconclusive": self.opts.retest_inconclusive,
             },
             "hosts": {n: {"iperf3": self.hosts.version_text.get(n), "error": self.hosts.error.get(n),
                           "auth": bool(self.hosts.auth.get(n))} for n in names},

@@ -6,6 +6,14 @@
   slow, with the RTT during the transfer far above the idle RTT. No host's buffers are to blame
   (they are ample), so no MESH-BUFFER-LIMITED finding on that path; the queueing delay is in the
   evidence.
+* stor02 has SACK off and its frames to wn04 are dropped at 0.5% (the IFCA fault): the sender's
+  TCP_INFO (ss during the test) shows retransmits without a queue: ``limited_by`` "loss".
+  wn01's paths (64 KiB window over 20 ms) are "receiver_window" (rwnd_limited most of the busy
+  time); wn02 sends with a 128 KiB tcp_wmem max over 20 ms: wn02->stor01 is "sender_buffer";
+  stor01->wn02 (clean) is "link", or "cpu" when the machine could not feed it.
+* CPU contention: busy loops pinned to both cores (started in stor01's namespace) during a
+  second mesh run of wn04->stor02 (10 Gbit/s links on one switch: iperf3 needs the CPU to fill
+  them): the path comes out "cpu", never a network class.
 
 Real namespaces, sshd, iperf3 and the NFQUEUE delay forwarder; needs root (CI is root).
 """
@@ -40,11 +48,23 @@ hosts:
     groups: [wn]
     switch: edge
     sysctls: {net.ipv4.tcp_window_scaling: 0}
-  - {name: wn02, roles: [worker], groups: [wn], switch: edge}
+  - name: wn02
+    roles: [worker]
+    groups: [wn]
+    switch: edge
+    sysctls: {net.ipv4.tcp_wmem: "4096 16384 131072"}
   - {name: wn03, roles: [worker], groups: [shaped], switch: edge, link_rate: 100mbit, link_queue: 40ms}
+  - name: stor02
+    roles: [storage]
+    groups: [lossy-srv]
+    switch: core
+    link_rate: 10gbit
+    sysctls: {net.ipv4.tcp_sack: 0}
+  - {name: wn04, roles: [worker], groups: [lossy-wn], switch: core, link_rate: 10gbit}
 paths:
   - {from: stor01, to: [wn01, wn02], delay: 20ms}
   - {from: stor01, to: wn03, delay: 2ms}
+  - {from: stor02, to: wn04, loss: 0.5%}
 site:
   profiles: [generic]
   mesh:
@@ -53,6 +73,7 @@ site:
     pairs:
       - {a: srv, b: wn, direction: both}
       - {a: stor01, b: wn03, expected_rate: 1gbit}
+      - {a: stor02, b: wn04, expected_rate: 10gbit}
 """
 
 
@@ -112,3 +133,69 @@ def test_deep_queue_yields_no_buffer_finding(diag_lab: dict) -> None:
     slow = [f for f in scan["findings"] if f["rule_id"] == "MESH-PATH-SLOW" and f["status"] == "fail"
             and "wn03" in json.dumps(f)]
     assert slow and any("queueing delay" in e for f in slow for e in f.get("evidence") or []), slow
+
+
+@pytest.mark.root
+def test_limited_by_names_loss_window_and_link(diag_lab: dict) -> None:
+    scan = diag_lab["scan"]
+    lossy = _path(scan, "stor02", "wn04")
+    ti = lossy["tcp_info"]
+    assert ti and ti["source"] == "ss" and ti["samples"] >= 2 and ti["sack"] is False and ti["retrans"] > 0, lossy
+    assert lossy["limited_by"] == "loss", (lossy["limited_by"], lossy["limited_evidence"], ti)
+    for src, dst in (("stor01", "wn01"), ("wn01", "stor01")):
+        p = _path(scan, src, dst)
+        # window scaling off: 64 KiB windows; the sender waited on the receiver's window
+        assert p["tcp_info"]["wscale"] is None, p["tcp_info"]
+        assert p["limited_by"] == "receiver_window", (src, dst, p["limited_evidence"], p["tcp_info"])
+        assert p["tcp_info"]["rwnd_limited_frac"] >= 0.3, p["tcp_info"]
+    small_wmem = _path(scan, "wn02", "stor01")
+    assert small_wmem["limited_by"] == "sender_buffer", (small_wmem["limited_evidence"], small_wmem["tcp_info"])
+    assert small_wmem["tcp_info"]["sndbuf_limited_frac"] >= 0.3 and small_wmem["measured_bps"] < 100e6, small_wmem
+    clean = _path(scan, "stor01", "wn02")
+    assert clean["limited_by"] in ("link", "cpu"), (clean["limited_evidence"], clean["tcp_info"])
+    for p in scan["mesh"]["paths"]:
+        assert p["status"] == "ok" and p["limited_by"] in ("link", "receiver_window", "sender_buffer", "loss", "policer",
+                                                           "cpu", "contended", "unknown"), p
+        assert p["limited_evidence"], p
+        assert p["cpu_sender_pct"] is not None and p["cpu_receiver_pct"] is not None, p
+        # the lab's veths carry nothing but the test: no NIC saw other traffic worth a mention
+        other = p["nic_other_bytes"]
+        assert other and other["src"] is not None and other["dst"] is not None, p
+        assert p["test_bytes"] >= p["sent_bytes"] and max(other.values()) < 0.2 * p["test_bytes"], p
+
+
+@pytest.mark.root
+def test_cpu_contention_is_reported_as_cpu(diag_lab: dict, tmp_path: Path) -> None:
+    """wn04->stor02 (10 Gbit/s links, no delay forwarder on the way: a starved forwarder would
+    queue like a slow link) measured again while busy loops, pinned one to each core, run in
+    wn04's namespace: the path is "cpu", measured again alone, never a network class."""
+    import yaml
+
+    from advisor.lab.records import LabRecord
+
+    rec = LabRecord.load("t-trd")
+    site = yaml.safe_load(Path(rec.site_file).read_text())
+    site["mesh"]["pairs"] = [{"a": "wn04", "b": "stor02", "direction": "forward", "expected_rate": "10gbit"}]
+    site["mesh"]["duration"] = 3
+    site_file = tmp_path / "cpu-site.yml"
+    site_file.write_text(yaml.safe_dump(site))
+    ns = rec.hosts["wn04"]["ns"]
+    loops: list[subprocess.Popen] = []
+    try:
+        for cpu in range(os.cpu_count() or 1):
+            loops.append(subprocess.Popen(["ip", "netns", "exec", ns, "taskset", "-c", str(cpu),
+                                           "sh", "-c", "while :; do :; done"], start_new_session=True))
+        cp = subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())",
+                             "mesh", "run", "--site", str(site_file), "--json"], capture_output=True, text=True,
+                            timeout=300, cwd=str(REPO), env={**os.environ})
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    mesh = json.loads(cp.stdout)
+    (p,) = mesh["paths"]
+    assert p["limited_by"] == "cpu", (p["limited_evidence"], p["cpu_wait_frac"], p["tcp_info"])
+    assert "inconclusive" in p["limited_evidence"], p
+    # measured again alone (still under the loops): the alone result is kept, the round's noted
+    assert p["mode"] == "alone" and p["retest"]["limited_by"] == "cpu" and mesh["retested"] == 1, p

@@ -1,0 +1,215 @@
+"""What limited a measured path: one class per path, from what the kernel and iperf3 said during the test.
+
+Pure: ``classify_path(path) -> (limited_by, evidence)`` over a path record (advisor.mesh.results),
+also over paths of older scans that have no ``tcp_info`` (then retransmits, RTT and windows decide,
+or ``unknown``).
+
+Anchors: M-Lab NDT reads the same TCP_INFO chronographs (BusyTime, RWndLimited, SndBufLimited) to
+say whether a transfer was limited by the receiver's window, the sender's buffer or the network;
+ESnet fasterdata: a window smaller than the bandwidth-delay product caps a path at window / RTT,
+packet loss caps it far below the link (Mathis et al.), and a test whose host ran out of CPU says
+nothing about the network. The order of the checks:
+
+1. ``link``: the path reached LINK_RATIO of its expected rate (or of the median path);
+2. ``cpu``: an end's iperf3 used CPU_PCT of a core, or waited for a CPU (ready to run, none
+   free: /proc/PID/schedstat) CPU_WAIT_SEVERE of the test: inconclusive, never blamed on the
+   network;
+3. ``contended``: an end's NIC moved CONTENDED_FRAC of the test's bytes in other traffic:
+   inconclusive;
+4. ``receiver_window`` / ``sender_buffer``: rwnd_limited / sndbuf_limited took WINDOW_FRAC of
+   the busy time (the larger one names the class), or (paths without tcp_info, or below that
+   fraction) the rate is the receiver's advertised window / RTT. A window limit while the
+   receiver's iperf3 waited CPU_WAIT of the test for a CPU is ``cpu``: a receiver that is not
+   scheduled does not read, and its window closes (measured: 41-85% rwnd_limited on a clean
+   10 Gbit/s lab path whose receiver waited 38%; 83% on a 64 KiB window whose receiver waited 5%);
+5. ``policer``: retransmits, no queueing delay and a steady delivery rate (a policer drops at a
+   fixed rate without queueing; Flach et al., SIGCOMM 2016);
+   ``loss``: retransmits of QUEUE_LOSS of the segments or more, or of LOSS_RATE without a
+   queue, rate below the link, not window-limited;
+6. ``cpu``: no window limit and no loss explain the rate and an end's iperf3 waited for a CPU
+   CPU_WAIT of the test (a starved end delays its ACKs and reads: on a loaded machine the RTT
+   rises by milliseconds as it would behind a queue, so this comes before 7);
+7. ``link``: the RTT during the test rose well above the idle RTT (a bottleneck queue: the path
+   is held by a slower link on the way) with few retransmits (below QUEUE_LOSS);
+8. ``unknown``: nothing above is supported.
+
+A loaded machine delays every wake-up of iperf3 a little: the slow paths of a busy shared lab
+wait 5-12% of the test, a path starved by busy loops on every core 20-50% (measured:
+tests/lab/test_lab_diagnosis.py). Only a severe wait outranks what TCP_INFO shows; a moderate
+one explains a rate nothing else does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+LINK_RATIO = 0.9
+CPU_PCT = 90.0
+#: iperf3 waited on a run queue (ready, no CPU free) this share of the test: CPU contention took
+#: the rate, whoever caused it (the machine's busy share alone says nothing on a shared host)
+CPU_WAIT = 0.2
+CPU_WAIT_SEVERE = 0.5
+CONTENDED_FRAC = 0.2
+WINDOW_FRAC = 0.3
+#: retransmitted segments per segment sent above which a slow path is losing packets
+LOSS_RATE = 1e-4
+#: queueing delay (RTT during the test minus idle RTT) that shows a bottleneck queue: at least
+#: QUEUE_MIN_US and QUEUE_FRAC of the idle RTT
+QUEUE_MIN_US = 1000.0
+QUEUE_FRAC = 0.25
+#: a queued path losing more than this share of its segments is lossy, not just queued (a
+#: drop-tail bottleneck drops little: the lab's 100 Mbit/s link behind a 40 ms queue retransmits
+#: 0.2%; 0.5% random loss with SACK off retransmits 0.8-1.8%)
+QUEUE_LOSS = 0.005
+#: coefficient of variation of the sampled delivery rate below which the rate is steady
+STEADY_CV = 0.1
+#: a window within this factor of rate x RTT explains the rate (paths without tcp_info, or with
+#: rwnd_limited at least WINDOW_SEEN of the busy time)
+WINDOW_MATCH = 1.25
+WINDOW_SEEN = 0.1
+
+CLASSES = ("link", "receiver_window", "sender_buffer", "loss", "policer", "cpu", "contended", "unknown")
+#: classes that say the measurement is not about the network: re-measured alone before concluding
+INCONCLUSIVE = ("cpu", "contended")
+
+
+def _ratio(p: dict) -> float | None:
+    if p.get("ratio") is not None:
+        return float(p["ratio"])
+    if p.get("expected_bps") and p.get("measured_bps"):
+        return p["measured_bps"] / p["expected_bps"]
+    return None
+
+
+def _rate(p: dict, r: float | None) -> str:
+    if r is None:
+        return ""
+    return f", rate {r:.2f} of {'link' if p.get('ratio_basis') != 'median' else 'the median path'}"
+
+
+def _idle_rtt(p: dict, ti: dict) -> float | None:
+    return p.get("idle_rtt_us") or ti.get("min_rtt_us") or p.get("min_rtt_us")
+
+
+def _queue_us(p: dict, ti: dict) -> float | None:
+    rtt = ti.get("rtt_us") or p.get("rtt_us")
+    idle = _idle_rtt(p, ti)
+    if rtt is None or idle is None:
+        return None
+    return max(0.0, float(rtt) - float(idle))
+
+
+def _queued(queue: float | None, idle: float | None) -> bool:
+    return queue is not None and queue >= max(QUEUE_MIN_US, QUEUE_FRAC * (idle or 0.0))
+
+
+def _retrans_rate(p: dict, ti: dict) -> float | None:
+    retr = ti.get("retrans") if ti else None
+    if retr is None:
+        retr = p.get("retransmits")
+    mss = ti.get("mss") or p.get("mss") or 1448
+    if retr is None or not p.get("sent_bytes"):
+        return None
+    return retr / max(1.0, p["sent_bytes"] / mss)
+
+
+def _cpu(p: dict, wait_limit: float) -> str | None:
+    for who, key in (("sender", "cpu_sender_pct"), ("receiver", "cpu_receiver_pct")):
+        v = p.get(key)
+        if v is not None and v >= CPU_PCT:
+            return f"{who}'s iperf3 used {v:.0f}% of a core"
+    wait = p.get("cpu_wait_frac") or {}
+    busy = p.get("host_cpu_busy") or {}
+    for end in sorted(("src", "dst"), key=lambda e: -(wait.get(e) or 0.0)):
+        v = wait.get(end)
+        if v is not None and v >= wait_limit:
+            b = busy.get(end)
+            on = f" (its CPUs {b:.0%} busy)" if b is not None else ""
+            return f"{p.get(end)}'s iperf3 waited for a CPU {v:.0%} of the test{on}"
+    return None
+
+
+def _contended(p: dict) -> str | None:
+    other = p.get("nic_other_bytes") or {}
+    test = p.get("test_bytes") or (p.get("sent_bytes") or 0)
+    if not test:
+        return None
+    for end in ("src", "dst"):
+        v = other.get(end)
+        if v is not None and v >= CONTENDED_FRAC * test:
+            return f"{p.get(end)}'s NIC carried {v / 1e6:.1f} MB of other traffic ({v / test:.0%} of the test's)"
+    return None
+
+
+def classify_path(path: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(limited_by, evidence) of one path record; (None, None) for a failed path."""
+    p = path
+    if p.get("status") != "ok" or p.get("measured_bps") is None:
+        return None, None
+    r = _ratio(p)
+    ti = p.get("tcp_info") or {}
+    if r is not None and r >= LINK_RATIO:
+        return "link", f"rate {r:.2f} of {'link' if p.get('ratio_basis') != 'median' else 'the median path'}"
+    why = _cpu(p, CPU_WAIT_SEVERE)
+    if why:
+        return "cpu", f"{why}: inconclusive{_rate(p, r)}"
+    why = _contended(p)
+    if why:
+        return "contended", f"{why}: inconclusive{_rate(p, r)}"
+    rate_txt = _rate(p, r)
+    rw, sb = ti.get("rwnd_limited_frac") or 0.0, ti.get("sndbuf_limited_frac") or 0.0
+    if max(rw, sb) >= WINDOW_FRAC:
+        if rw >= sb:
+            starved = (p.get("cpu_wait_frac") or {}).get("dst")
+            if starved is not None and starved >= CPU_WAIT:
+                # a receiver that gets no CPU does not read: its buffer fills and the window closes
+                return "cpu", (f"rwnd_limited {rw:.0%} of busy time while {p.get('dst')}'s iperf3 waited for a "
+                               f"CPU {starved:.0%} of the test (a receiver not read fills its window): "
+                               f"inconclusive{rate_txt}")
+            return "receiver_window", f"rwnd_limited {rw:.0%} of busy time{rate_txt}"
+        return "sender_buffer", f"sndbuf_limited {sb:.0%} of busy time{rate_txt}"
+    why = _window_match(p)
+    # with TCP_INFO, the receiver's window must also have stopped the sender now and then: a rate
+    # at window / RTT is otherwise a coincidence (in flight = rate x RTT behind any bottleneck)
+    if why and rw >= sb and (not ti or rw >= WINDOW_SEEN):
+        seen = f", rwnd_limited {rw:.0%} of busy time" if ti else ""
+        return "receiver_window", f"{why}{seen}{rate_txt}"
+    idle = _idle_rtt(p, ti)
+    queue = _queue_us(p, ti)
+    loss = _retrans_rate(p, ti)
+    queued = _queued(queue, idle)
+    heavy = loss is not None and loss >= QUEUE_LOSS
+    if heavy or (loss is not None and loss >= LOSS_RATE and not queued):
+        return _lossy(p, ti, loss, queue, rate_txt)
+    why = _cpu(p, CPU_WAIT)
+    if why:
+        return "cpu", f"{why}, no window limit or loss seen: inconclusive{rate_txt}"
+    if queued:
+        lossy = loss is not None and loss >= LOSS_RATE
+        return "link", (f"rtt {queue / 1000:.1f} ms above idle ({idle / 1000:.1f} ms): a bottleneck queue"
+                        f"{', retransmits ' + format(loss, '.2%') if lossy else ', few retransmits'}{rate_txt}")
+    return "unknown", f"no window, loss, queue or CPU limit seen{rate_txt}"
+
+
+def _lossy(p: dict, ti: dict, loss: float, queue: float | None, rate_txt: str) -> tuple[str, str]:
+    cv = ti.get("delivery_rate_cv")
+    q = f"queueing {queue / 1000:.1f} ms" if queue is not None else "no RTT to tell queueing"
+    if cv is not None and cv <= STEADY_CV and (ti.get("samples") or 0) >= 4 and queue is not None \
+            and not _queued(queue, _idle_rtt(p, ti)):
+        return "policer", f"retransmits {loss:.2%} of segments, {q}, steady rate (cv {cv:.2f}){rate_txt}"
+    cw = ""
+    if ti.get("cwnd") and ti.get("cwnd_last"):
+        cw = f", cwnd {ti['cwnd_last']} of max {ti['cwnd']}"
+    sack = "" if not ti else (", sack on" if ti.get("sack") else ", sack off")
+    return "loss", f"retransmits {loss:.2%} of segments, {q}{cw}{sack}{rate_txt}"
+
+
+def _window_match(p: dict) -> str | None:
+    """Paths without tcp_info: the rate matches the receiver's largest advertised window / RTT."""
+    wnd, rtt, bps = p.get("max_snd_wnd"), p.get("rtt_us"), p.get("measured_bps")
+    if not (wnd and rtt and bps):
+        return None
+    cap = wnd * 8 / (rtt / 1e6)
+    if cap / WINDOW_MATCH <= bps <= cap * WINDOW_MATCH:
+        return f"rate = receiver window {wnd / 1024:.0f} KiB / rtt {rtt / 1000:.1f} ms"
+    return None

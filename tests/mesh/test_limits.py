@@ -1,0 +1,139 @@
+"""classify_path: one path of each class, and old scan paths without tcp_info."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.mesh.limits import CLASSES, classify_path
+
+
+def path(**kw) -> dict:
+    p = {"src": "st01", "dst": "wn01", "status": "ok", "measured_bps": 300e6, "expected_bps": 1e9, "ratio": 0.3,
+         "ratio_basis": "expected", "sent_bytes": 190_000_000, "retransmits": 0, "mss": 1448, "mode": "bidir",
+         "rtt_us": 20_400.0, "min_rtt_us": 20_100.0, "idle_rtt_us": 20_000.0, "max_snd_wnd": None,
+         "cpu_sender_pct": 12.0, "cpu_receiver_pct": 20.0, "cpu_wait_frac": {"src": 0.01, "dst": 0.02},
+         "host_cpu_busy": {"src": 0.4, "dst": 0.5}, "nic_other_bytes": {"src": 1000, "dst": 0}, "tcp_info": None}
+    p.update(kw)
+    return p
+
+
+def tcp(**kw) -> dict:
+    t = {"busy_s": 5.0, "rwnd_limited_s": 0.0, "sndbuf_limited_s": 0.0, "rwnd_limited_frac": 0.0,
+         "sndbuf_limited_frac": 0.0, "cwnd": 400, "cwnd_last": 380, "rtt_us": 20_400.0, "min_rtt_us": 20_050.0,
+         "retrans": 0, "delivery_rate_bps": 300e6, "delivery_rate_cv": 0.3, "sack": True, "timestamps": True,
+         "wscale": [7, 7], "mss": 1448, "samples": 20, "source": "ss"}
+    t.update(kw)
+    return t
+
+
+def test_link_when_the_rate_reaches_the_link():
+    assert classify_path(path(ratio=0.95, measured_bps=950e6, tcp_info=tcp()))[0] == "link"
+
+
+def test_receiver_window_and_sender_buffer_from_tcp_info():
+    cls, ev = classify_path(path(tcp_info=tcp(rwnd_limited_s=3.9, rwnd_limited_frac=0.78)))
+    assert cls == "receiver_window" and ev == "rwnd_limited 78% of busy time, rate 0.30 of link"
+    cls, ev = classify_path(path(tcp_info=tcp(sndbuf_limited_s=4.5, sndbuf_limited_frac=0.9, rwnd_limited_frac=0.05)))
+    assert cls == "sender_buffer" and ev.startswith("sndbuf_limited 90% of busy time")
+
+
+def test_loss_without_queue_and_collapsed_cwnd():
+    ti = tcp(retrans=650, cwnd=40, cwnd_last=9, sack=False, delivery_rate_cv=0.45)
+    cls, ev = classify_path(path(measured_bps=60e6, ratio=0.06, retransmits=650, tcp_info=ti, rtt_us=1200.0,
+                                 idle_rtt_us=1000.0, min_rtt_us=1000.0, sent_bytes=37_500_000))
+    assert cls == "loss", ev
+    assert "retransmits" in ev and "cwnd 9 of max 40" in ev and "sack off" in ev
+
+
+def test_policer_steady_rate_no_queue():
+    ti = tcp(retrans=900, delivery_rate_cv=0.04, rtt_us=1050.0, min_rtt_us=1000.0)
+    cls, ev = classify_path(path(measured_bps=480e6, ratio=0.48, tcp_info=ti, rtt_us=1050.0, idle_rtt_us=1000.0,
+                                 min_rtt_us=1000.0, sent_bytes=300_000_000))
+    assert cls == "policer" and "steady rate" in ev
+
+
+def test_queue_inflated_rtt_with_few_losses_is_the_link():
+    ti = tcp(rtt_us=42_000.0, min_rtt_us=2_100.0, retrans=12)
+    cls, ev = classify_path(path(measured_bps=95e6, ratio=0.095, tcp_info=ti, rtt_us=42_000.0, idle_rtt_us=2_000.0,
+                                 sent_bytes=60_000_000))
+    assert cls == "link" and "bottleneck queue" in ev
+
+
+def test_cpu_is_inconclusive_even_with_a_window_limit():
+    ti = tcp(rwnd_limited_frac=0.8)
+    assert classify_path(path(cpu_sender_pct=97.0, tcp_info=ti))[0] == "cpu"
+    cls, ev = classify_path(path(cpu_wait_frac={"src": 0.05, "dst": 0.6}, host_cpu_busy={"src": 1.0, "dst": 1.0},
+                                 tcp_info=ti))
+    assert cls == "cpu" and "wn01's iperf3 waited for a CPU 60% of the test" in ev and "inconclusive" in ev
+    # a busy machine alone (everyone's load on a shared host) is not a verdict on this test
+    assert classify_path(path(host_cpu_busy={"src": 1.0, "dst": 1.0}, tcp_info=ti))[0] == "receiver_window"
+
+
+def test_a_moderate_cpu_wait_explains_only_what_nothing_else_does():
+    wait = {"src": 0.3, "dst": 0.05}
+    cls, ev = classify_path(path(cpu_wait_frac=wait, tcp_info=tcp()))
+    assert cls == "cpu" and "st01's iperf3 waited for a CPU 30% of the test" in ev
+    assert classify_path(path(cpu_wait_frac=wait, tcp_info=tcp(rwnd_limited_frac=0.4)))[0] == "receiver_window"
+    lossy = tcp(retrans=900, rtt_us=1100.0, min_rtt_us=1000.0)
+    assert classify_path(path(cpu_wait_frac=wait, tcp_info=lossy, rtt_us=1100.0, idle_rtt_us=1000.0))[0] == "loss"
+
+
+def test_a_window_closed_by_a_starved_receiver_is_cpu():
+    ti = tcp(rwnd_limited_frac=0.85)
+    cls, ev = classify_path(path(cpu_wait_frac={"src": 0.15, "dst": 0.38}, tcp_info=ti))
+    assert cls == "cpu" and "wn01's iperf3 waited for a CPU 38%" in ev and "rwnd_limited 85%" in ev
+    # the sender waiting does not close the receiver's window
+    assert classify_path(path(cpu_wait_frac={"src": 0.38, "dst": 0.05}, tcp_info=ti))[0] == "receiver_window"
+
+
+def test_a_rate_at_window_over_rtt_needs_the_window_to_have_stopped_the_sender():
+    at_window = {"measured_bps": 26e6, "ratio": 0.026, "max_snd_wnd": 65535, "rtt_us": 20_100.0}
+    assert classify_path(path(**at_window, tcp_info=tcp(rwnd_limited_frac=0.15)))[0] == "receiver_window"
+    assert classify_path(path(**at_window, tcp_info=tcp(rwnd_limited_frac=0.0)))[0] == "unknown"
+
+
+def test_contended_nic():
+    cls, ev = classify_path(path(nic_other_bytes={"src": 0, "dst": 120_000_000}, tcp_info=tcp()))
+    assert cls == "contended" and "wn01's NIC carried 120.0 MB of other traffic" in ev
+
+
+def test_unknown_when_nothing_supports_a_class():
+    assert classify_path(path(tcp_info=tcp()))[0] == "unknown"
+
+
+def test_failed_path_has_no_class():
+    assert classify_path({"src": "a", "dst": "b", "status": "failed", "measured_bps": None}) == (None, None)
+
+
+@pytest.mark.parametrize("kw, expected", [
+    # an old scan (no tcp_info, no cpu / nic keys): retransmits without queueing delay
+    ({"retransmits": 900, "rtt_us": 1100.0, "idle_rtt_us": 1000.0, "min_rtt_us": 1000.0}, "loss"),
+    # 64 KiB window over 20 ms: the rate is window / RTT
+    ({"measured_bps": 26e6, "ratio": 0.026, "max_snd_wnd": 65535, "rtt_us": 20_100.0}, "receiver_window"),
+    # RTT far above idle, few retransmits
+    ({"rtt_us": 45_000.0, "idle_rtt_us": 2_000.0, "retransmits": 3}, "link"),
+    ({}, "unknown"),
+])
+def test_old_scan_paths_without_tcp_info(kw, expected):
+    p = path(**kw)
+    for k in ("tcp_info", "cpu_sender_pct", "cpu_receiver_pct", "cpu_wait_frac", "host_cpu_busy", "nic_other_bytes"):
+        p.pop(k)
+    cls, ev = classify_path(p)
+    assert cls == expected, ev
+    assert cls in CLASSES and ev
+
+
+def test_console_shows_limited_by():
+    from rich.console import Console
+
+    from advisor.mesh.render import mesh_view
+
+    slow = path(tcp_info=tcp(rwnd_limited_frac=0.78), limited_by="receiver_window",
+                limited_evidence="rwnd_limited 78% of busy time, rate 0.30 of link")
+    fine = path(src="wn01", dst="st01", measured_bps=950e6, ratio=0.95, limited_by="link",
+                limited_evidence="rate 0.95 of link")
+    con = Console(record=True, width=200)
+    con.print(mesh_view({"rounds": 1, "wall_seconds": 6.0, "paths": [slow, fine]}))
+    out = con.export_text()
+    assert "limited by: link 1, receiver_window 1" in out
+    assert "receiver_window: rwnd_limited 78% of busy time" in out
