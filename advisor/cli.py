@@ -119,7 +119,8 @@ def scan(
     else:
         render_scan(report, out, verbose=verbose)
         if target.site.mesh and run.factset.mesh:
-            _render_mesh(run.factset.mesh)
+            # the causes name the slow paths; their table is for --verbose
+            _render_mesh(run.factset.mesh, slow_paths=verbose or not report.causes)
     if new is not None:
         if not json_out:
             for r in new:
@@ -128,10 +129,10 @@ def scan(
     raise typer.Exit(exit_code(report.summary, fail_on))
 
 
-def _render_mesh(mesh: dict) -> None:
+def _render_mesh(mesh: dict, slow_paths: bool = True) -> None:
     from advisor.mesh.render import render_grid
 
-    render_grid(mesh, out)
+    render_grid(mesh, out, slow_paths=slow_paths)
 
 
 @app.command("report", epilog="Examples:\n\n  storadvise report scan.json --html scan.html\n\n"

@@ -108,12 +108,14 @@ def _limited(p: dict[str, Any]) -> Text:
     return out
 
 
-def mesh_view(mesh: dict[str, Any], min_ratio: float = 0.8) -> Group:
+def mesh_view(mesh: dict[str, Any], min_ratio: float = 0.8, slow_paths: bool = True) -> Group:
+    """The grid, what limited the paths, the slow paths (``slow_paths``: the scan's console leaves
+    them to its causes unless --verbose) and the failed tests."""
     parts: list[Any] = [mesh_grid(mesh)]
     limits = limited_by_counts(mesh.get("paths") or [])
     if limits:
         parts.append(Text("limited by: " + ", ".join(f"{k} {n}" for k, n in limits)))
-    for extra in (slow_table(mesh, min_ratio), failures_table(mesh)):
+    for extra in (slow_table(mesh, min_ratio) if slow_paths else None, failures_table(mesh)):
         if extra is not None:
             parts.append(extra)
     return Group(*parts)
@@ -145,10 +147,10 @@ def plan_table(rounds: list[list[tuple[str, str]]], methods: list[str], bidir_no
     return t
 
 
-def render_grid(mesh: dict[str, Any] | None, console, min_ratio: float = 0.8) -> None:
+def render_grid(mesh: dict[str, Any] | None, console, min_ratio: float = 0.8, slow_paths: bool = True) -> None:
     """Print the grid (and the slow / failed tables) to a rich console."""
     if mesh:
-        console.print(mesh_view(mesh, min_ratio))
+        console.print(mesh_view(mesh, min_ratio, slow_paths))
 
 
 class RoundProgress:
