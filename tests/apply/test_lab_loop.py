@@ -78,15 +78,20 @@ def check_causes(report: dict) -> None:
 
 
 def console_lines(scan: Path) -> int:
-    """The default console report of the scan at 120 columns."""
+    """The default console report of the scan at 120 columns, as ``storadvise scan`` prints it: the
+    report, then the mesh grid (the slow paths are the causes' to name)."""
     from rich.console import Console
 
+    from advisor.mesh.render import render_grid
     from advisor.report.console import render_scan
     from advisor.report.model import load_report
 
-    console = Console(width=120, record=True, file=open(os.devnull, "w"))
-    render_scan(load_report(scan), console)
-    return len(console.export_text().splitlines())
+    report = load_report(scan)
+    with open(os.devnull, "w") as sink:
+        console = Console(width=120, record=True, file=sink)
+        render_scan(report, console)
+        render_grid(report.mesh, console, slow_paths=not report.causes)
+        return len(console.export_text().splitlines())
 
 
 def check_calibration(result: dict) -> None:
