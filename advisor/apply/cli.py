@@ -82,8 +82,28 @@ def plan(
     raise typer.Exit(3 if the_plan.refused else 0)
 
 
+def _render_plan_causes(the_plan) -> None:
+    """The causes the plan acts on, worst first, with what each is predicted to buy."""
+    from rich.markup import escape
+
+    from advisor.diagnosis.model import Predicted
+    from advisor.report.console_causes import prediction_line
+
+    for i, c in enumerate(the_plan.causes, 1):
+        preds = [Predicted.model_validate(p) for p in c["predicted"]]
+        if c["kind"] == "change":
+            how = f"{len(c['planned'])} change(s) planned" + (f", {c['not_planned']} left out (below)"
+                                                              if c.get("not_planned") else "")
+            line = prediction_line(preds)
+        else:
+            how, line = "by hand", "after the plan: " + prediction_line(preds, after_key="after_plan")
+        out.print(f"{i:>2}. [bold]{escape(c['title'])}[/bold] ({how}): {escape(line)}", highlight=False)
+
+
 def _render_plan(the_plan, out_dir: Path) -> None:
     from rich.table import Table
+
+    _render_plan_causes(the_plan)
 
     def cell(v) -> str:
         return "?" if v is None else str(v)
