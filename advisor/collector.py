@@ -25,7 +25,9 @@ TransportFactory = Callable[[Host], Transport]
 ProgressCallback = Callable[[str, bool, str], None]
 
 
-def probe_context(site: Site, host: Host, is_local: bool, sample_seconds: float) -> ProbeContext:
+def probe_context(site: Site, host: Host, is_local: bool, sample_seconds: float,
+                  requested: dict[str, list[str]] | None = None) -> ProbeContext:
+    """``requested``: probe name -> the keys the loaded rules ask it to read (advisor.probe_requests)."""
     return ProbeContext(
         host=host.name,
         roles=host.role_names,
@@ -34,6 +36,7 @@ def probe_context(site: Site, host: Host, is_local: bool, sample_seconds: float)
         storage_prefixes=list(site.storage_network.prefixes),
         storage_interfaces=list(site.storage_network.interfaces),
         vars={**site.vars, **host.vars},
+        requested=requested or {},
     )
 
 
@@ -96,11 +99,11 @@ def _outcome(probe: Probe, result: CommandResult, stderr_line: str) -> tuple[str
 def collect_host(site: Site, host: Host, transport_factory: TransportFactory, sample_seconds: float,
                  selected: list[str] | None = None,
                  sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None,
-                 store: OutputStore | None = None) -> HostFacts:
+                 store: OutputStore | None = None, requested: dict[str, list[str]] | None = None) -> HostFacts:
     """One host's facts. Whatever goes wrong with this host (a forged frame, undecodable bytes, a
     MemoryError) is this host's error, never an exception that stops the other hosts."""
     try:
-        return _collect_host(site, host, transport_factory, sample_seconds, selected, sink, store)
+        return _collect_host(site, host, transport_factory, sample_seconds, selected, sink, store, requested)
     except Exception as exc:  # noqa: BLE001 (the boundary between hosts)
         hf = HostFacts(name=host.name, roles=host.role_names, groups=list(host.groups), address=host.connect_address)
         hf.reachable = False
@@ -111,7 +114,7 @@ def collect_host(site: Site, host: Host, transport_factory: TransportFactory, sa
 def _collect_host(site: Site, host: Host, transport_factory: TransportFactory, sample_seconds: float,
                   selected: list[str] | None = None,
                   sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None,
-                  store: OutputStore | None = None) -> HostFacts:
+                  store: OutputStore | None = None, requested: dict[str, list[str]] | None = None) -> HostFacts:
     hf = HostFacts(name=host.name, roles=host.role_names, groups=list(host.groups), address=host.connect_address)
     probes = probes_for(host, selected)
     try:
@@ -121,7 +124,7 @@ def _collect_host(site: Site, host: Host, transport_factory: TransportFactory, s
         hf.errors.append(str(exc))
         return hf
     try:
-        ctx = probe_context(site, host, transport.is_local, sample_seconds)
+        ctx = probe_context(site, host, transport.is_local, sample_seconds, requested)
         commands: list[Command] = []
         local_results: dict[str, CommandResult] = {}
         for p in probes:
@@ -156,8 +159,10 @@ def _collect_host(site: Site, host: Host, transport_factory: TransportFactory, s
 def collect_site_facts(site: Site, transport_factory: TransportFactory, *, parallel: int = 16,
                        sample_seconds: float = 5.0, probes: list[str] | None = None,
                        hosts: list[Host] | None = None, progress: ProgressCallback | None = None,
-                       sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None) -> FactSet:
-    """Probe every host of the site (or ``hosts``) in parallel with a bounded pool."""
+                       sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None,
+                       requested: dict[str, list[str]] | None = None) -> FactSet:
+    """Probe every host of the site (or ``hosts``) in parallel with a bounded pool; ``requested``:
+    the keys the loaded rules ask the probes to read (advisor.probe_requests)."""
     targets = hosts if hosts is not None else site.hosts
     factset = FactSet(site=site.name, context=site_context(site))
     if not targets:
@@ -165,7 +170,7 @@ def collect_site_facts(site: Site, transport_factory: TransportFactory, *, paral
     store = OutputStore()
     with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(targets)))) as pool:
         futures = {
-            pool.submit(collect_host, site, h, transport_factory, sample_seconds, probes, sink, store): h
+            pool.submit(collect_host, site, h, transport_factory, sample_seconds, probes, sink, store, requested): h
             for h in targets
         }
         for fut in as_completed(futures):

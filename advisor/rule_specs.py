@@ -127,11 +127,27 @@ class RuleCatalog(BaseModel):
 
     rules: dict[str, RuleSpec]
     pack_vars: dict[str, Any]
+    #: site-local rule directories loaded besides the shipped packs (``--rules DIR``, ``rules_dirs:``):
+    #: their ``profiles/`` are looked up after the shipped ones
+    site_dirs: list[Path] = Field(default_factory=list)
 
 
-def rule_pack_paths(directory: Path | None = None) -> list[Path]:
+def site_rule_dirs(dirs: list[Path] | tuple[Path, ...] | None) -> list[Path]:
+    """The site-local rule directories, each once, checked: a missing one is a one-line error."""
+    out: list[Path] = []
+    for d in dirs or ():
+        p = Path(d).expanduser()
+        if not p.is_dir():
+            raise RuleDefinitionError(f"{d}: rules directory not found (--rules DIR or the site's rules_dirs:)")
+        if p.resolve() not in [q.resolve() for q in out]:
+            out.append(p)
+    return out
+
+
+def rule_pack_paths(directory: Path | None = None, site_dirs: list[Path] | tuple[Path, ...] = ()) -> list[Path]:
     """The shipped packs (every ``*.yml`` of the rules directory) plus the packs of storage kinds
-    registered from elsewhere (advisor.storage_kinds)."""
+    registered from elsewhere (advisor.storage_kinds), then every ``*.yml`` of each site-local rules
+    directory (``--rules DIR``: data rules only, no Python is loaded from there)."""
     d = directory or rules_dir()
     paths = sorted(d.glob("*.yml"))
     if directory is None:
@@ -141,13 +157,19 @@ def rule_pack_paths(directory: Path | None = None) -> list[Path]:
             p = Path(pack) if Path(pack).is_absolute() else d / pack
             if p not in paths:
                 paths.append(p)
+    for site_dir in site_dirs:
+        paths.extend(p for p in sorted(Path(site_dir).glob("*.yml")) if p not in paths)
     return paths
 
 
-def load_catalog(directory: Path | None = None) -> RuleCatalog:
+def load_catalog(directory: Path | None = None, site_dirs: list[Path] | tuple[Path, ...] | None = None) -> RuleCatalog:
+    """Every pack: the shipped ones (or those of ``directory``) and those of the site-local rule
+    directories ``site_dirs``, loaded and validated the same way (a duplicate id is refused)."""
     rules: dict[str, RuleSpec] = {}
     pack_vars: dict[str, Any] = {}
-    for path in rule_pack_paths(directory):
+    extra = site_rule_dirs(site_dirs)
+    site_packs = {p for d in extra for p in Path(d).glob("*.yml")}
+    for path in rule_pack_paths(directory, extra):
         doc = load_located_yaml(path, "rule pack")
         if doc.data is None:
             continue
@@ -162,30 +184,42 @@ def load_catalog(directory: Path | None = None) -> RuleCatalog:
             if rule.id in rules:
                 line = doc.line_of(("rules", index, "id"))
                 raise RuleDefinitionError(f"{path}:{line}: duplicate rule id {rule.id} (also in {rules[rule.id].pack})")
-            rule.pack = path.name
+            if path in site_packs and rule.kind == "python":
+                line = doc.line_of(("rules", index, "kind"))
+                raise RuleDefinitionError(f"{path}:{line}: rule {rule.id}: a site rules directory holds data rules "
+                                          "only (kind: check); no Python is loaded from it")
+            rule.pack = str(path) if path in site_packs else path.name
             rules[rule.id] = rule
         for k, v in pack.vars.items():
             if k in pack_vars and pack_vars[k] != v:
                 raise RuleDefinitionError(f"{path}: variable {k!r} has a different default in another pack")
             pack_vars[k] = v
-    return RuleCatalog(rules=rules, pack_vars=pack_vars)
+    return RuleCatalog(rules=rules, pack_vars=pack_vars, site_dirs=extra)
 
 
 def profiles_dir(directory: Path | None = None) -> Path:
     return (directory or rules_dir()) / "profiles"
 
 
-def available_profiles(directory: Path | None = None) -> list[str]:
-    return sorted(p.stem for p in profiles_dir(directory).glob("*.yml"))
+def available_profiles(directory: Path | None = None, site_dirs: list[Path] | tuple[Path, ...] = ()) -> list[str]:
+    return sorted({p.stem for d in [profiles_dir(directory), *(Path(s) / "profiles" for s in site_dirs)]
+                   for p in d.glob("*.yml")})
 
 
-def load_profile_file(name_or_path: str, directory: Path | None = None) -> ProfileSpec:
+def load_profile_file(name_or_path: str, directory: Path | None = None,
+                      site_dirs: list[Path] | tuple[Path, ...] = ()) -> ProfileSpec:
+    """A profile by path, or by name from the shipped profiles, then each site rules directory's
+    ``profiles/`` (a name defined in two places is refused: which one applies would be a guess)."""
     p = Path(name_or_path)
     if p.suffix not in (".yml", ".yaml"):
-        p = profiles_dir(directory) / f"{name_or_path}.yml"
-        if not p.is_file():
-            known = ", ".join(available_profiles(directory)) or "none"
+        found = [d / f"{name_or_path}.yml" for d in [profiles_dir(directory), *(Path(s) / "profiles" for s in site_dirs)]
+                 if (d / f"{name_or_path}.yml").is_file()]
+        if not found:
+            known = ", ".join(available_profiles(directory, site_dirs)) or "none"
             raise RuleDefinitionError(f"unknown profile {name_or_path!r} (known: {known})")
+        if len(found) > 1:
+            raise RuleDefinitionError(f"profile {name_or_path!r} is defined twice: {found[0]} and {found[1]}")
+        p = found[0]
     try:
         doc = load_located_yaml(p, "profile")
     except SiteFileError as exc:
@@ -224,7 +258,7 @@ def resolve_profiles(names: list[str], catalog: RuleCatalog, directory: Path | N
     def flatten(name: str, stack: tuple[str, ...]) -> list[ProfileSpec]:
         if name in stack:
             raise RuleDefinitionError(f"profile include cycle: {' -> '.join(stack + (name,))}")
-        spec = load_profile_file(name, directory)
+        spec = load_profile_file(name, directory, catalog.site_dirs)
         out: list[ProfileSpec] = []
         for inc in spec.include:
             out.extend(flatten(inc, stack + (name,)))

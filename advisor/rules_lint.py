@@ -14,15 +14,24 @@ from probes import all_probes
 
 
 def lint(site_name: str | None = None, today: dt.date | None = None,
-         directory: Path | None = None) -> tuple[list[str], list[str]]:
+         directory: Path | None = None, site_dirs: list[Path] | tuple[Path, ...] = ()) -> tuple[list[str], list[str]]:
     """Return (problems, warnings); each a one-line message naming the file and the rule.
 
-    *directory* holds the rule packs to check (default: the shipped ones).
+    *directory* holds the rule packs to check (default: the shipped ones); *site_dirs* are site-local
+    rule directories (``--rules DIR``) checked with them, as are the site's ``rules_dirs``.
     """
     problems: list[str] = []
     warnings: list[str] = []
+    site = None
+    if site_name:
+        from advisor.site_file import load_site
+
+        try:
+            site = load_site(site_name)
+        except StoradviseError as exc:
+            return [str(exc)], warnings
     try:
-        catalog = load_catalog(directory)
+        catalog = load_catalog(directory, [*site_dirs, *(site.rules_dirs if site else [])])
     except StoradviseError as exc:
         return [str(exc)], warnings
     probes = all_probes()
@@ -45,9 +54,9 @@ def lint(site_name: str | None = None, today: dt.date | None = None,
         problems += [f"{where}: remediation.changes: {p}" for p in change_template_problems(rule, catalog.pack_vars)]
     for fn in sorted(set(functions) - {r.function for r in catalog.rules.values() if r.kind == "python"}):
         warnings.append(f"analytic function {fn!r} is registered but no rule uses it")
-    for name in available_profiles(directory):
+    for name in available_profiles(directory, catalog.site_dirs):
         try:
-            spec = load_profile_file(name, directory)
+            spec = load_profile_file(name, directory, catalog.site_dirs)
             resolve_profiles([name], catalog, directory)
         except StoradviseError as exc:
             problems.append(str(exc))
@@ -63,13 +72,7 @@ def lint(site_name: str | None = None, today: dt.date | None = None,
         for var in spec.vars:
             if var not in catalog.pack_vars:
                 warnings.append(f"{spec.source}: variable {var!r} is not read by any rule pack")
-    if site_name:
-        from advisor.site_file import load_site
-
-        try:
-            site = load_site(site_name)
-        except StoradviseError as exc:
-            return problems + [str(exc)], warnings
+    if site is not None:
         src = site.source or site.name
         try:
             resolve_profiles(site.profiles, catalog)

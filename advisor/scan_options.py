@@ -44,6 +44,9 @@ class ScanOptions:
         "--trust-new-hosts", help="Record unknown SSH host keys in known_hosts (never accepts a changed key)."))
     connect_timeout: float = field(default=10.0, metadata=flag(
         "--connect-timeout", help="SSH connect timeout, seconds.", min=0.5))
+    rules_dirs: tuple[Path, ...] = field(default=(), metadata=flag(
+        "--rules", help="A site-local rules directory (data rule packs, profiles/), loaded like the shipped packs; "
+                        "repeatable, added to the site's rules_dirs."))
     #: parameters of the active efficiency test over the site's ``efficiency:`` section (hosts,
     #: source, clients, mb, cpu_factor, readahead, slots); set by ``efficiency test``
     efficiency_settings: dict[str, Any] = field(default_factory=dict)

@@ -320,12 +320,20 @@ class HostDefaults(StrictModel):
 class Site(StrictModel):
     name: str
     description: str | None = None
-    #: a name of advisor.storage_kinds; selects the default profile
+    #: a name of advisor.storage_kinds; selects the default profile. With ``storage_systems``: its
+    #: first entry
     storage_kind: str = "other"
+    #: the site's storage systems (names of advisor.storage_kinds: ``[gpfs, san, xrootd]``). Given,
+    #: they decide which storage probes run and which storage rule packs load (the generic packs
+    #: always load); empty (a site file that names only ``storage_kind``): every one, as before
+    storage_systems: list[str] = Field(default_factory=list)
     #: none in the site file: the storage kind's default profile
     profiles: list[str] = Field(default_factory=list)
     #: profile variable overrides for this site
     vars: dict[str, Any] = Field(default_factory=dict)
+    #: site-local rule directories (data rule packs, ``profiles/``), loaded like the shipped packs;
+    #: a relative path is relative to the site file
+    rules_dirs: list[Path] = Field(default_factory=list)
     defaults: HostDefaults = Field(default_factory=HostDefaults)
     hosts: list[Host] = Field(default_factory=list)
     waivers: list[Waiver] = Field(default_factory=list)
@@ -356,6 +364,25 @@ class Site(StrictModel):
             raise ValueError(f"unknown storage kind {v!r} (known: {', '.join(storage_kinds())})")
         return v
 
+    @field_validator("storage_systems")
+    @classmethod
+    def _known_kinds(cls, v: list[str]) -> list[str]:
+        from advisor.storage_kinds import storage_kinds
+
+        for name in v:
+            if name not in storage_kinds():
+                raise ValueError(f"unknown storage system {name!r} (known: {', '.join(storage_kinds())})")
+        return list(dict.fromkeys(v))
+
+    @model_validator(mode="after")
+    def _kind_is_first_system(self) -> "Site":
+        if self.storage_systems:
+            if "storage_kind" in self.model_fields_set and self.storage_kind != self.storage_systems[0]:
+                raise ValueError(f"storage_kind {self.storage_kind!r} is not the first of storage_systems "
+                                 f"{self.storage_systems}: give storage_systems only")
+            self.storage_kind = self.storage_systems[0]
+        return self
+
     @model_validator(mode="after")
     def _default_profiles(self) -> "Site":
         if not self.profiles:
@@ -377,6 +404,8 @@ class Site(StrictModel):
     def apply_defaults(self) -> "Site":
         """Fill host connection settings from ``defaults`` and resolve relative key paths."""
         base = Path(self.source).parent if self.source else Path.cwd()
+        self.rules_dirs = [p if p.is_absolute() else base / p
+                           for p in (Path(os.path.expanduser(str(d))) for d in self.rules_dirs)]
         for h in self.hosts:
             for field in ("port", "user", "key", "known_hosts", "sudo", "link_rate"):
                 dv = getattr(self.defaults, field)
