@@ -42,7 +42,7 @@ def batch_vars(site: Site, hosts: list, sample_seconds: float, probes: list[str]
     for host in hosts:
         ctx = probe_context(site, host, False, sample_seconds, requested)
         commands = [Command(key=p.name, script=p.script(ctx), sudo=p.needs_root, timeout=p.timeout(ctx))
-                    for p in probes_for(host, probes)]
+                    for p in probes_for(host, probes, site.storage_systems)]
         script = BatchScript.build(commands, host.sudo)
         out[host.name] = {
             "token": script.token,

@@ -15,6 +15,7 @@ from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.output_store import OutputStore
 from advisor.secret_vars import redact_vars
 from advisor.site import Host, Site
+from advisor.storage_kinds import storage_gate
 from advisor.trusted_models import trusted
 from advisor.transport.base import MAX_OUTPUT_BYTES, Command, CommandResult, Transport, TransportError
 from probes import all_probes
@@ -40,10 +41,14 @@ def probe_context(site: Site, host: Host, is_local: bool, sample_seconds: float,
     )
 
 
-def probes_for(host: Host, selected: list[str] | None = None) -> list[Probe]:
+def probes_for(host: Host, selected: list[str] | None = None,
+               storage_systems: list[str] | tuple[str, ...] | None = None) -> list[Probe]:
+    """The probes a host runs: those its roles select, among those the site's ``storage_systems``
+    let run (advisor.storage_kinds.storage_gate), among ``selected`` when given."""
     probes = all_probes()
+    gate = storage_gate(storage_systems)
     names = selected or list(probes)
-    return [probes[n] for n in names if n in probes and probes[n].applies_to(host.role_names)]
+    return [probes[n] for n in names if n in probes and probes[n].applies_to(host.role_names) and gate.probe_runs(probes[n])]
 
 
 def interpret(probe: Probe, result: CommandResult, store: OutputStore | None = None) -> ProbeResult:
@@ -116,7 +121,7 @@ def _collect_host(site: Site, host: Host, transport_factory: TransportFactory, s
                   sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None,
                   store: OutputStore | None = None, requested: dict[str, list[str]] | None = None) -> HostFacts:
     hf = HostFacts(name=host.name, roles=host.role_names, groups=list(host.groups), address=host.connect_address)
-    probes = probes_for(host, selected)
+    probes = probes_for(host, selected, site.storage_systems)
     try:
         transport = transport_factory(host)
     except TransportError as exc:
@@ -191,6 +196,7 @@ def collect_site_facts(site: Site, transport_factory: TransportFactory, *, paral
 def site_context(site: Site) -> dict:
     return {
         "storage_kind": site.storage_kind,
+        "storage_systems": list(site.storage_systems),
         "storage_network": site.storage_network.model_dump(),
         "link_rates": {h.name: h.link_rate for h in site.hosts if h.link_rate},
     }

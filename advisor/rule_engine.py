@@ -260,7 +260,8 @@ def evaluate(factset: FactSet, site: Site | None = None, profiles: list[str] | N
 
 def _evaluate(factset: FactSet, site: Site | None, profiles: list[str] | None, catalog: RuleCatalog | None,
               today: dt.date | None, rule_filter: Callable[[RuleSpec], bool] | None) -> Evaluation:
-    catalog = catalog or load_catalog(site_dirs=site.rules_dirs if site else None)
+    catalog = catalog or load_catalog(site_dirs=site.rules_dirs if site else None,
+                                      storage_systems=site.storage_systems if site else None)
     names = profiles or (site.profiles if site else None) or ["generic"]
     resolved = resolve_profiles(names, catalog, overrides=site.vars if site else None)
     functions = analytic_functions()

@@ -144,10 +144,14 @@ def site_rule_dirs(dirs: list[Path] | tuple[Path, ...] | None) -> list[Path]:
     return out
 
 
-def rule_pack_paths(directory: Path | None = None, site_dirs: list[Path] | tuple[Path, ...] = ()) -> list[Path]:
+def rule_pack_paths(directory: Path | None = None, site_dirs: list[Path] | tuple[Path, ...] = (),
+                    storage_systems: list[str] | tuple[str, ...] | None = None) -> list[Path]:
     """The shipped packs (every ``*.yml`` of the rules directory) plus the packs of storage kinds
     registered from elsewhere (advisor.storage_kinds), then every ``*.yml`` of each site-local rules
-    directory (``--rules DIR``: data rules only, no Python is loaded from there)."""
+    directory (``--rules DIR``: data rules only, no Python is loaded from there).
+
+    ``storage_systems`` (a site's): the packs of the storage kinds it does not name are left out;
+    the generic packs and the site's own always load."""
     d = directory or rules_dir()
     paths = sorted(d.glob("*.yml"))
     if directory is None:
@@ -157,19 +161,26 @@ def rule_pack_paths(directory: Path | None = None, site_dirs: list[Path] | tuple
             p = Path(pack) if Path(pack).is_absolute() else d / pack
             if p not in paths:
                 paths.append(p)
+    if storage_systems:
+        from advisor.storage_kinds import storage_gate
+
+        gate = storage_gate(storage_systems)
+        paths = [p for p in paths if gate.pack_loads(p)]
     for site_dir in site_dirs:
         paths.extend(p for p in sorted(Path(site_dir).glob("*.yml")) if p not in paths)
     return paths
 
 
-def load_catalog(directory: Path | None = None, site_dirs: list[Path] | tuple[Path, ...] | None = None) -> RuleCatalog:
+def load_catalog(directory: Path | None = None, site_dirs: list[Path] | tuple[Path, ...] | None = None,
+                 storage_systems: list[str] | tuple[str, ...] | None = None) -> RuleCatalog:
     """Every pack: the shipped ones (or those of ``directory``) and those of the site-local rule
-    directories ``site_dirs``, loaded and validated the same way (a duplicate id is refused)."""
+    directories ``site_dirs``, loaded and validated the same way (a duplicate id is refused).
+    ``storage_systems``: only these storage kinds' packs (and the generic ones) load."""
     rules: dict[str, RuleSpec] = {}
     pack_vars: dict[str, Any] = {}
     extra = site_rule_dirs(site_dirs)
     site_packs = {p for d in extra for p in Path(d).glob("*.yml")}
-    for path in rule_pack_paths(directory, extra):
+    for path in rule_pack_paths(directory, extra, storage_systems):
         doc = load_located_yaml(path, "rule pack")
         if doc.data is None:
             continue

@@ -158,7 +158,8 @@ def open_scan(options: ScanOptions, site: Site | str | None = None, inventory: P
         give_local_roles(the_site, options.roles)
         transports = live_transports(the_site, options)
     # the site's rule directories, then --rules: loaded like the shipped packs (a bad pack is refused here)
-    catalog = load_catalog(site_dirs=[*the_site.rules_dirs, *options.rules_dirs])
+    # storage_systems decide which storage packs load; the profiles then select among them
+    catalog = load_catalog(site_dirs=[*the_site.rules_dirs, *options.rules_dirs], storage_systems=the_site.storage_systems)
     names = list(options.profiles) or list(the_site.profiles) or ["generic"]
     resolved = resolve_profiles(names, catalog, overrides=the_site.vars)  # unknown profile: refused here
     return ScanTarget(site=the_site, transports=transports, hosts=select_hosts(the_site, options.hosts),

@@ -367,12 +367,15 @@ class Site(StrictModel):
     @field_validator("storage_systems")
     @classmethod
     def _known_kinds(cls, v: list[str]) -> list[str]:
-        from advisor.storage_kinds import storage_kinds
+        from advisor.storage_kinds import get_storage_kind, storage_kinds
 
+        out: list[str] = []
         for name in v:
-            if name not in storage_kinds():
+            kind = get_storage_kind(name)  # an alias (xcache) is kept under the kind's name (xrootd)
+            if kind is None:
                 raise ValueError(f"unknown storage system {name!r} (known: {', '.join(storage_kinds())})")
-        return list(dict.fromkeys(v))
+            out.append(kind.name)
+        return list(dict.fromkeys(out))
 
     @model_validator(mode="after")
     def _kind_is_first_system(self) -> "Site":

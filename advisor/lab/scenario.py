@@ -201,6 +201,8 @@ class PathFault(_Strict):
 class SiteSection(_Strict):
     description: str | None = None
     storage_kind: str = "other"
+    #: the site file's ``storage_systems`` (advisor.site.Site): given, they gate the storage probes and packs
+    storage_systems: list[str] = Field(default_factory=list)
     profiles: list[str] = Field(default_factory=lambda: ["generic"])
     vars: dict[str, Any] = Field(default_factory=dict)
     mesh: MeshSpec | None = None
