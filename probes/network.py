@@ -336,7 +336,7 @@ def _procsys_mounts(body: str | None) -> dict[str, bool]:
 def _key_read_only(key: str, mounts: dict[str, bool]) -> str | None:
     """Why ``key`` cannot be written because of a mount (the deepest mount holding its /proc/sys
     file decides: a read-write /proc/sys/net under a read-only /proc/sys is writable), or None."""
-    path = "/proc/sys/" + key.replace(".", "/")
+    path = sysctl_proc_path(key)
     holders = [m for m in mounts if path == m or path.startswith(m.rstrip("/") + "/")]
     if not holders:
         return None
