@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import importlib
 import pkgutil
-import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -18,6 +17,7 @@ from advisor.check_rules import evaluate_check
 from advisor.comparisons import compare  # noqa: F401  (re-exported for rule authors and tests)
 from advisor.errors import RuleDefinitionError
 from advisor.change_templates import render_text
+from advisor.profile_vars import interpolate
 from advisor.facts import FactSet, HostFacts, ProbeStatus
 from advisor.finding_changes import finding_changes
 from advisor.finding_groups import evidence_host, group_findings
@@ -179,12 +179,7 @@ class RuleContext:
         })
 
 
-_INLINE_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-def _interpolate(text: str, variables: dict[str, Any]) -> str:
-    """``${var}`` inside a sentence becomes the variable's value (unknown names stay as written)."""
-    return _INLINE_VAR.sub(lambda m: str(variables.get(m.group(1), m.group(0))), text or "")
+_interpolate = interpolate
 
 
 # --------------------------------------------------------------------------- grouping and waivers

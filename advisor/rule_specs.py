@@ -15,13 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from advisor.errors import RuleDefinitionError, SiteFileError
 from advisor.change_templates import RemediationSpec
 from advisor.findings import Severity
+from advisor.profile_vars import substitute_vars, whole_vars_in  # noqa: F401  (substitute_vars: re-exported)
 from advisor.resources import rules_dir
 from advisor.yaml_lines import load_located_yaml
 
 OPERATORS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "regex", "between", "present", "absent")
 Operator = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "regex", "between", "present", "absent"]
 _ID_RE = re.compile(r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")
-_VAR_RE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 
 
 class Condition(BaseModel):
@@ -73,35 +73,8 @@ class RuleSpec(BaseModel):
         """The profile variables the rule reads."""
         out: set[str] = set()
         for value in (self.expected, self.where.expected if self.where else None):
-            out |= _vars_in(value)
+            out |= whole_vars_in(value)
         return out
-
-
-def _vars_in(value: Any) -> set[str]:
-    if isinstance(value, str):
-        m = _VAR_RE.match(value.strip())
-        return {m.group(1)} if m else set()
-    if isinstance(value, (list, tuple)):
-        out: set[str] = set()
-        for v in value:
-            out |= _vars_in(v)
-        return out
-    return set()
-
-
-def substitute_vars(value: Any, variables: dict[str, Any]) -> Any:
-    """Replace ``${var}`` (a whole string) with the variable's value, recursively in lists."""
-    if isinstance(value, str):
-        m = _VAR_RE.match(value.strip())
-        if m:
-            name = m.group(1)
-            if name not in variables:
-                raise RuleDefinitionError(f"profile variable {name!r} is not defined")
-            return variables[name]
-        return value
-    if isinstance(value, list):
-        return [substitute_vars(v, variables) for v in value]
-    return value
 
 
 class RulePackFile(BaseModel):

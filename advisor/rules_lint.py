@@ -97,10 +97,9 @@ def lint(site_name: str | None = None, today: dt.date | None = None,
 def change_template_problems(rule, pack_vars: dict) -> list[str]:
     """Unknown adapters; for check rules (which hand over no values) fields other than the
     finding's; profile variables without a default."""
-    import re
-
     from advisor.adapters import adapters
     from advisor.change_templates import FINDING_FIELDS
+    from advisor.profile_vars import vars_in_text
 
     out = []
     known = adapters()
@@ -113,7 +112,7 @@ def change_template_problems(rule, pack_vars: dict) -> list[str]:
             if extra:
                 out.append(f"a check rule's template may use {', '.join(FINDING_FIELDS)} only, not {', '.join(extra)}")
         for text in (t.key, t.target, t.host):
-            for var in re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", text if isinstance(text, str) else ""):
+            for var in vars_in_text(text):
                 if var not in pack_vars:
                     out.append(f"variable {var!r} has no default in any pack's 'vars'")
     return out

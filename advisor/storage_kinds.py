@@ -120,6 +120,12 @@ _BUILTIN = (
 )
 
 _REGISTRY: dict[str, StorageKind] = {k.name: k for k in _BUILTIN}
+#: bumped on every registration or removal (what is built from the registry is rebuilt then)
+_VERSION = [0]
+
+
+def registry_version() -> int:
+    return _VERSION[0]
 
 
 def storage_kinds() -> dict[str, StorageKind]:
@@ -161,6 +167,7 @@ def register_storage_kind(kind: StorageKind) -> StorageKind:
     """Add a storage kind (a plug-in, or a test): its adapter, rule pack and role are found through
     this registry; its probe module is added to the probes' discovery."""
     _REGISTRY[kind.name] = kind
+    _VERSION[0] += 1
     if kind.probe_modules:
         from probes import add_probe_module
 
@@ -171,6 +178,7 @@ def register_storage_kind(kind: StorageKind) -> StorageKind:
 
 def unregister_storage_kind(name: str) -> None:
     kind = _REGISTRY.pop(name, None)
+    _VERSION[0] += 1
     if kind and kind.probe_modules:
         from probes import remove_probe_module
 
