@@ -31,7 +31,7 @@ from advisor.rule_specs import (
     load_catalog,
     resolve_profiles,
 )
-from advisor.site import Site, Waiver
+from advisor.site import Host, Site, Waiver
 from advisor.trusted_models import trusted
 
 AnalyticFunction = Callable[["RuleContext"], Iterable[Finding]]
@@ -185,9 +185,12 @@ _interpolate = interpolate
 # --------------------------------------------------------------------------- grouping and waivers
 
 
-def apply_waivers(findings: list[Finding], waivers: list[Waiver], today: dt.date | None = None) -> list[Finding]:
+def apply_waivers(findings: list[Finding], waivers: list[Waiver], today: dt.date | None = None,
+                  hosts: dict[str, Host] | None = None) -> list[Finding]:
     """A failed finding on hosts covered by a valid waiver becomes ``waived``; an expired waiver
-    leaves it failed and says so."""
+    leaves it failed and says so. ``hosts`` (the site's, by name) let a waiver's host pattern name
+    groups and roles; without them it matches names and globs."""
+    by_name = hosts or {}
     out: list[Finding] = []
     for f in findings:
         if f.status != FindingStatus.fail or not waivers:
@@ -197,7 +200,7 @@ def apply_waivers(findings: list[Finding], waivers: list[Waiver], today: dt.date
         expired: dict[str, Waiver] = {}
         for h in f.hosts:
             for w in waivers:
-                if w.matches(f.rule_id, h):
+                if w.matches(f.rule_id, by_name.get(h, h)):
                     (expired if w.expired(today) else waived)[h] = w
                     if not w.expired(today):
                         break
@@ -278,7 +281,7 @@ def _evaluate(factset: FactSet, site: Site | None, profiles: list[str] | None, c
             produced = evaluate_check(ctx)  # grouped as evaluated
         findings.extend(produced)
     findings = collapse_host_failures(findings, factset)
-    findings = apply_waivers(findings, site.waivers if site else [], today)
+    findings = apply_waivers(findings, site.waivers if site else [], today, site.by_name() if site else None)
     findings.sort(key=finding_sort_key)
     return Evaluation(findings, resolved)
 

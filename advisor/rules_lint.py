@@ -82,7 +82,7 @@ def lint(site_name: str | None = None, today: dt.date | None = None,
             label = f"{src}: waivers[{i}] ({w.rule or 'settings ' + ', '.join(w.settings)} on {w.hosts})"
             if w.rule and not any(fnmatch.fnmatchcase(r, w.rule) for r in catalog.rules):
                 problems.append(f"{label}: matches no rule")
-            if not any(fnmatch.fnmatchcase(h.name, w.hosts) for h in site.hosts):
+            if not site.select(w.hosts):
                 warnings.append(f"{label}: matches no host of the site")
             if w.expired(today):
                 warnings.append(f"{label}: expired on {w.expires}; the finding fails again")

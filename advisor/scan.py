@@ -31,7 +31,6 @@ they belong to the command that renders the report.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import time
 from collections.abc import Callable
@@ -85,12 +84,14 @@ class ScanRun:
 
 
 def select_hosts(site: Site, pattern: str | None) -> list[Host]:
-    """The hosts ``--hosts`` names (names, globs, groups or roles, comma-separated); all without one."""
+    """The hosts ``--hosts`` names: a host pattern (advisor.site.HostPattern: names, globs, groups,
+    roles, comma lists, ``!exclusion``); all without one."""
     if not pattern:
         return list(site.hosts)
-    parts = [p.strip() for p in pattern.split(",") if p.strip()]
-    chosen = [h for h in site.hosts if any(fnmatch.fnmatchcase(h.name, p) or p in h.groups or p in h.role_names
-                                           for p in parts)]
+    try:
+        chosen = site.select(pattern)
+    except ValueError as exc:
+        raise UsageError(f"--hosts: {exc}") from None
     if not chosen:
         raise UsageError(f"--hosts {pattern!r} matches no host of site {site.name}")
     return chosen

@@ -26,7 +26,7 @@ class ScanOptions:
     """Everything that decides how a site is scanned (not how the result is shown)."""
 
     hosts: str | None = field(default=None, metadata=flag(
-        "--hosts", help="Only these hosts: names, globs, groups or roles, comma-separated."))
+        "--hosts", help="Only these hosts: a host pattern (names, globs, groups, roles, comma lists, !exclusion)."))
     profiles: tuple[str, ...] = field(default=(), metadata=flag(
         "--profile", "-p", help="Profile(s) to apply (default: the site's, else generic)."))
     roles: tuple[str, ...] = field(default=(), metadata=flag(
