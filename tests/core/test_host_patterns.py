@@ -85,3 +85,28 @@ def test_malformed_patterns_are_refused_where_they_are_written(site, pattern):
     if pattern:
         with pytest.raises(UsageError, match="--hosts: host pattern"):
             select_hosts(site, pattern)
+
+
+# --------------------------------------------------------------------------- one of each, by the source
+
+
+def _sources(*dirs: str) -> dict[str, str]:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    return {str(p.relative_to(root)): p.read_text() for d in dirs for p in sorted((root / d).rglob("*.py"))
+            if not p.is_symlink()}  # a link (the collection's plugins/) is its target's text again
+
+
+def test_one_profile_variable_grammar_and_one_sysctl_path_mapping():
+    """``${var}`` is parsed in advisor/profile_vars.py only; a sysctl key becomes a /proc/sys path in
+    playbooks/module_utils/storadvise_sysctl_keys.py only (the probe, the lab and the Ansible module
+    import it)."""
+    import re
+
+    var_regex = re.compile(r"""r["']\\\$\\\{""")
+    proc_sys = re.compile(r"""["']/proc/sys/?["']\s*(\+|,)""")  # "/proc/sys/" + key..., Path("/proc/sys", *parts)
+    sources = _sources("advisor", "probes", "playbooks")
+    assert [p for p, text in sources.items() if var_regex.search(text)] == ["advisor/profile_vars.py"]
+    assert [p for p, text in sources.items() if proc_sys.search(text)] == [
+        "playbooks/module_utils/storadvise_sysctl_keys.py"]
