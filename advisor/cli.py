@@ -350,16 +350,18 @@ def rules_lint(
 ) -> None:
     """Check rule packs (the shipped ones, --rules DIR and the site's rules_dirs), profiles and (with
     --site) waivers; exit 1 on any problem."""
+    from rich.markup import escape
+
     from advisor.rules_lint import lint
 
     problems, warnings = lint(site, site_dirs=rules_dirs)
     if json_out:
         print(json.dumps({"problems": problems, "warnings": warnings}, indent=2))
     else:
-        for w in warnings:
-            err.print(f"[yellow]warning:[/yellow] {w}")
+        for w in warnings:  # one line each, never wrapped (a path names where)
+            err.print(f"[yellow]warning:[/yellow] {escape(w)}", soft_wrap=True)
         for p in problems:
-            err.print(f"[red]error:[/red] {p}")
+            err.print(f"[red]error:[/red] {escape(p)}", soft_wrap=True)
         if not problems:
             out.print("rules, profiles" + (" and waivers" if site else "") + " are valid")
     raise typer.Exit(1 if problems else 0)
