@@ -79,8 +79,8 @@ class RuleContext:
         self.site = site
         self._rationale = " ".join(rule.rationale.split())
         self._by_roles = hosts_by_roles if hosts_by_roles is not None else {}
-        # the adapter registry is built anew on every look-up (plug-ins may register): looked up
-        # once per name for all the rules of an evaluation, and the rule's role once per rule
+        # adapters by name, shared by the rules of an evaluation (the registry itself is cached,
+        # advisor.adapters.adapters, but each call copies it); the rule's role once per rule
         self._adapters = adapters_by_name if adapters_by_name is not None else {}
         self._role: str | None = None
         self._role_known = False
