@@ -34,13 +34,15 @@ VARS_FORMAT = 1
 FRAMES_DIR = ".ansible"
 
 
-def batch_vars(site: Site, hosts: list, sample_seconds: float, probes: list[str] | None = None) -> dict[str, Any]:
-    """The ``storadvise_collect`` variable: per host, its batch wrapper and commands."""
+def batch_vars(site: Site, hosts: list, sample_seconds: float, probes: list[str] | None = None,
+               requested: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """The ``storadvise_collect`` variable: per host, its batch wrapper and commands (``requested``:
+    the keys the loaded rules ask the probes to read, advisor.probe_requests)."""
     out: dict[str, Any] = {}
     for host in hosts:
-        ctx = probe_context(site, host, False, sample_seconds)
+        ctx = probe_context(site, host, False, sample_seconds, requested)
         commands = [Command(key=p.name, script=p.script(ctx), sudo=p.needs_root, timeout=p.timeout(ctx))
-                    for p in probes_for(host, probes)]
+                    for p in probes_for(host, probes, site.storage_systems)]
         script = BatchScript.build(commands, host.sudo)
         out[host.name] = {
             "token": script.token,

@@ -23,9 +23,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from advisor.profile_vars import PROFILE_VAR, lookup, split_vars, whole_var
+
 _FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)\}")
 _WHOLE_FIELD = re.compile(r"^\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)\}$")
-_PROFILE_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 #: fields every finding offers to its templates
 FINDING_FIELDS = ("host", "subject", "observed", "expected")
@@ -51,7 +52,7 @@ class ChangeTemplate(BaseModel):
         out: set[str] = set()
         for text in (self.key, self.target, self.host):
             if isinstance(text, str):
-                out |= {m.group(1).split(".")[0] for m in _FIELD.finditer(_PROFILE_VAR.sub("", text))}
+                out |= {m.group(1).split(".")[0] for m in _FIELD.finditer(PROFILE_VAR.sub("", text))}
         return out
 
 
@@ -99,25 +100,16 @@ def render_value(template: Any, fields: dict[str, Any], variables: dict[str, Any
     A template that is one whole placeholder keeps the value's type (a number stays a number)."""
     if not isinstance(template, str):
         return template
-    whole_var = _PROFILE_VAR.fullmatch(template.strip())
-    if whole_var:
-        if whole_var.group(1) not in variables:
-            raise TemplateError(f"profile variable {whole_var.group(1)!r} is not defined")
-        return variables[whole_var.group(1)]
+    name = whole_var(template)
+    if name:
+        return lookup(name, variables, TemplateError)
     whole = _WHOLE_FIELD.match(template.strip())
     if whole:
         return _lookup(whole.group(1), fields)
-
-    def var(m: re.Match) -> str:
-        if m.group(1) not in variables:
-            raise TemplateError(f"profile variable {m.group(1)!r} is not defined")
-        return str(variables[m.group(1)])
-
     # profile variables first, then fields; a value substituted in is never scanned again
-    parts = []
-    for i, piece in enumerate(re.split(r"(\$\{[A-Za-z_][A-Za-z0-9_]*\})", template)):
-        parts.append(_PROFILE_VAR.sub(var, piece) if i % 2 else _FIELD.sub(lambda m: str(_lookup(m.group(1), fields)), piece))
-    return "".join(parts)
+    return "".join(str(lookup(var, variables, TemplateError)) if var else
+                   _FIELD.sub(lambda m: str(_lookup(m.group(1), fields)), piece)
+                   for piece, var in split_vars(template))
 
 
 def render_text(text: str, fields: dict[str, Any]) -> str:

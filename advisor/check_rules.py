@@ -101,6 +101,9 @@ def evaluate_check(ctx: RuleContext) -> list[Finding]:
     add = groups.add
     na_reason = f"probe {probe} does not apply to this host"
     label = fact_label(rule.fact)
+    # a path the facts lack: the probe did not read it (an older capture, from before a rule asked
+    # for the key: advisor.probe_requests) or the host has no such item
+    not_collected = f"{label} not collected: {rule.fact} is absent from the {probe} facts"
     # id(facts) -> outcomes; the facts objects are held by the fact set while this runs, so an id
     # is never reused for another object here
     by_facts: dict[int, list[_Outcome]] = {}
@@ -108,8 +111,8 @@ def evaluate_check(ctx: RuleContext) -> list[Finding]:
     def judge(item: Any, subject: str | None) -> _Outcome:
         observed = get_path(item, fact)
         if (observed is MISSING or observed is None) and not presence:
-            why = "absent" if observed is MISSING else "not known (null)"
-            return (_NA, subject, None, f"{rule.fact} is {why}", False), None, None
+            why = not_collected if observed is MISSING else f"{rule.fact} is not known (null)"
+            return (_NA, subject, None, why, False), None, None
         plain = None if observed is MISSING else observed
         kind = type(plain)
         vkey = (kind, plain) if kind in _SCALARS else value_key(plain) if observed is not MISSING else ("missing",)

@@ -246,7 +246,7 @@ def _collect_ansible(site, inventory, role_map, options, ansible_vars, from_ansi
     if out_dir is not None:
         raise UsageError("--ansible-vars FILE writes the playbook's vars; collect.yml writes the capture (no --out)")
     target = open_scan(options, site, inventory, role_map)
-    data = batch_vars(target.site, target.hosts, options.sample_seconds)
+    data = batch_vars(target.site, target.hosts, options.sample_seconds, requested=target.requested)
     write_vars_file(ansible_vars, data)
     if json_out:
         print(json.dumps({"site": target.site.name, "vars": str(ansible_vars), "hosts": list(data["hosts"])}, indent=2))
@@ -305,16 +305,20 @@ def probe_parse(
 # --------------------------------------------------------------------------- rules
 
 
+RULES_DIR_HELP = "A site-local rules directory (data rule packs, profiles/) loaded with the shipped packs; repeatable."
+
+
 @rules_app.command("list", epilog="Examples:\n\n  storadvise rules list --profile pre-deployment\n\n  storadvise rules list --wide")
 def rules_list(
     profile: list[str] = typer.Option([], "--profile", "-p", help="Only rules these profiles select."),
     wide: bool = typer.Option(False, "--wide", help="Use 200 columns whatever the terminal's width (no wrapping)."),
+    rules_dirs: list[Path] = typer.Option([], "--rules", help=RULES_DIR_HELP),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """List rules with id, severity, roles and title (rule ids are never cut; other columns wrap)."""
     from advisor.rule_specs import load_catalog, resolve_profiles
 
-    catalog = load_catalog()
+    catalog = load_catalog(site_dirs=rules_dirs)
     resolved = resolve_profiles(profile or ["generic"], catalog)
     rows = [
         {"id": r.id, "severity": resolved.severity.get(r.id, r.severity).value, "roles": r.roles, "kind": r.kind,
@@ -341,20 +345,24 @@ def rules_list(
 
 @rules_app.command("lint", epilog="Example: storadvise rules lint --site ifca")
 def rules_lint(
-    site: Optional[str] = typer.Option(None, "--site", "-s", help="Also check this site's profiles, variables and waivers."),
+    site: Optional[str] = typer.Option(None, "--site", "-s", help="Also check this site's profiles, variables, waivers and rules_dirs."),
+    rules_dirs: list[Path] = typer.Option([], "--rules", help=RULES_DIR_HELP),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Check rule packs, profiles and (with --site) waivers; exit 1 on any problem."""
+    """Check rule packs (the shipped ones, --rules DIR and the site's rules_dirs), profiles and (with
+    --site) waivers; exit 1 on any problem."""
+    from rich.markup import escape
+
     from advisor.rules_lint import lint
 
-    problems, warnings = lint(site)
+    problems, warnings = lint(site, site_dirs=rules_dirs)
     if json_out:
         print(json.dumps({"problems": problems, "warnings": warnings}, indent=2))
     else:
-        for w in warnings:
-            err.print(f"[yellow]warning:[/yellow] {w}")
+        for w in warnings:  # one line each, never wrapped (a path names where)
+            err.print(f"[yellow]warning:[/yellow] {escape(w)}", soft_wrap=True)
         for p in problems:
-            err.print(f"[red]error:[/red] {p}")
+            err.print(f"[red]error:[/red] {escape(p)}", soft_wrap=True)
         if not problems:
             out.print("rules, profiles" + (" and waivers" if site else "") + " are valid")
     raise typer.Exit(1 if problems else 0)

@@ -15,6 +15,7 @@ from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.output_store import OutputStore
 from advisor.secret_vars import redact_vars
 from advisor.site import Host, Site
+from advisor.storage_kinds import storage_gate
 from advisor.trusted_models import trusted
 from advisor.transport.base import MAX_OUTPUT_BYTES, Command, CommandResult, Transport, TransportError
 from probes import all_probes
@@ -25,7 +26,9 @@ TransportFactory = Callable[[Host], Transport]
 ProgressCallback = Callable[[str, bool, str], None]
 
 
-def probe_context(site: Site, host: Host, is_local: bool, sample_seconds: float) -> ProbeContext:
+def probe_context(site: Site, host: Host, is_local: bool, sample_seconds: float,
+                  requested: dict[str, list[str]] | None = None) -> ProbeContext:
+    """``requested``: probe name -> the keys the loaded rules ask it to read (advisor.probe_requests)."""
     return ProbeContext(
         host=host.name,
         roles=host.role_names,
@@ -34,13 +37,18 @@ def probe_context(site: Site, host: Host, is_local: bool, sample_seconds: float)
         storage_prefixes=list(site.storage_network.prefixes),
         storage_interfaces=list(site.storage_network.interfaces),
         vars={**site.vars, **host.vars},
+        requested=requested or {},
     )
 
 
-def probes_for(host: Host, selected: list[str] | None = None) -> list[Probe]:
+def probes_for(host: Host, selected: list[str] | None = None,
+               storage_systems: list[str] | tuple[str, ...] | None = None) -> list[Probe]:
+    """The probes a host runs: those its roles select, among those the site's ``storage_systems``
+    let run (advisor.storage_kinds.storage_gate), among ``selected`` when given."""
     probes = all_probes()
+    gate = storage_gate(storage_systems)
     names = selected or list(probes)
-    return [probes[n] for n in names if n in probes and probes[n].applies_to(host.role_names)]
+    return [probes[n] for n in names if n in probes and probes[n].applies_to(host.role_names) and gate.probe_runs(probes[n])]
 
 
 def interpret(probe: Probe, result: CommandResult, store: OutputStore | None = None) -> ProbeResult:
@@ -96,11 +104,11 @@ def _outcome(probe: Probe, result: CommandResult, stderr_line: str) -> tuple[str
 def collect_host(site: Site, host: Host, transport_factory: TransportFactory, sample_seconds: float,
                  selected: list[str] | None = None,
                  sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None,
-                 store: OutputStore | None = None) -> HostFacts:
+                 store: OutputStore | None = None, requested: dict[str, list[str]] | None = None) -> HostFacts:
     """One host's facts. Whatever goes wrong with this host (a forged frame, undecodable bytes, a
     MemoryError) is this host's error, never an exception that stops the other hosts."""
     try:
-        return _collect_host(site, host, transport_factory, sample_seconds, selected, sink, store)
+        return _collect_host(site, host, transport_factory, sample_seconds, selected, sink, store, requested)
     except Exception as exc:  # noqa: BLE001 (the boundary between hosts)
         hf = HostFacts(name=host.name, roles=host.role_names, groups=list(host.groups), address=host.connect_address)
         hf.reachable = False
@@ -111,9 +119,9 @@ def collect_host(site: Site, host: Host, transport_factory: TransportFactory, sa
 def _collect_host(site: Site, host: Host, transport_factory: TransportFactory, sample_seconds: float,
                   selected: list[str] | None = None,
                   sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None,
-                  store: OutputStore | None = None) -> HostFacts:
+                  store: OutputStore | None = None, requested: dict[str, list[str]] | None = None) -> HostFacts:
     hf = HostFacts(name=host.name, roles=host.role_names, groups=list(host.groups), address=host.connect_address)
-    probes = probes_for(host, selected)
+    probes = probes_for(host, selected, site.storage_systems)
     try:
         transport = transport_factory(host)
     except TransportError as exc:
@@ -121,7 +129,7 @@ def _collect_host(site: Site, host: Host, transport_factory: TransportFactory, s
         hf.errors.append(str(exc))
         return hf
     try:
-        ctx = probe_context(site, host, transport.is_local, sample_seconds)
+        ctx = probe_context(site, host, transport.is_local, sample_seconds, requested)
         commands: list[Command] = []
         local_results: dict[str, CommandResult] = {}
         for p in probes:
@@ -156,8 +164,10 @@ def _collect_host(site: Site, host: Host, transport_factory: TransportFactory, s
 def collect_site_facts(site: Site, transport_factory: TransportFactory, *, parallel: int = 16,
                        sample_seconds: float = 5.0, probes: list[str] | None = None,
                        hosts: list[Host] | None = None, progress: ProgressCallback | None = None,
-                       sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None) -> FactSet:
-    """Probe every host of the site (or ``hosts``) in parallel with a bounded pool."""
+                       sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None,
+                       requested: dict[str, list[str]] | None = None) -> FactSet:
+    """Probe every host of the site (or ``hosts``) in parallel with a bounded pool; ``requested``:
+    the keys the loaded rules ask the probes to read (advisor.probe_requests)."""
     targets = hosts if hosts is not None else site.hosts
     factset = FactSet(site=site.name, context=site_context(site))
     if not targets:
@@ -165,7 +175,7 @@ def collect_site_facts(site: Site, transport_factory: TransportFactory, *, paral
     store = OutputStore()
     with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(targets)))) as pool:
         futures = {
-            pool.submit(collect_host, site, h, transport_factory, sample_seconds, probes, sink, store): h
+            pool.submit(collect_host, site, h, transport_factory, sample_seconds, probes, sink, store, requested): h
             for h in targets
         }
         for fut in as_completed(futures):
@@ -186,6 +196,7 @@ def collect_site_facts(site: Site, transport_factory: TransportFactory, *, paral
 def site_context(site: Site) -> dict:
     return {
         "storage_kind": site.storage_kind,
+        "storage_systems": list(site.storage_systems),
         "storage_network": site.storage_network.model_dump(),
         "link_rates": {h.name: h.link_rate for h in site.hosts if h.link_rate},
     }

@@ -133,11 +133,44 @@ def parse_role_map(items: list[str]) -> dict[str, str]:
     return out
 
 
+#: site settings an inventory-only site gives as ``storadvise_<name>`` variables (group ``all``)
+INVENTORY_SITE_SETTINGS = ("rules_dirs", "storage_systems")
+
+
+def inventory_site_settings(inv: dict[str, InventoryHost], path: str | Path) -> dict[str, Any]:
+    """``storadvise_rules_dirs`` and ``storadvise_storage_systems`` of the inventory's hosts, as site
+    settings; hosts that disagree are refused (the setting is the site's: set it for group all)."""
+    out: dict[str, Any] = {}
+    for setting in INVENTORY_SITE_SETTINGS:
+        var = f"storadvise_{setting}"
+        seen = {h.name: h.vars[var] for h in inv.values() if var in h.vars}
+        values = list(seen.values())
+        if not values:
+            continue
+        if any(v != values[0] for v in values):
+            a, b = [n for n in seen if seen[n] != values[0]][0], next(iter(seen))
+            raise SiteFileError(str(path), f"{var} differs between hosts {b} and {a}: it is a site setting "
+                                           "(set it for group all)")
+        value = values[0]
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise SiteFileError(str(path), f"{var}: expected a list of names, got {value!r}")
+        for v in value:
+            _text(v)  # an untemplated Jinja expression is refused
+        out[setting] = value
+    return out
+
+
 def site_from_inventory(path: str | Path, role_map: dict[str, str], name: str | None = None,
                         extra: dict[str, Any] | None = None) -> Site:
     inv = load_inventory(path)
     if not inv:
         raise SiteFileError(str(path), "inventory lists no hosts")
+    try:
+        settings = inventory_site_settings(inv, path)
+    except ValueError as exc:
+        raise SiteFileError(str(path), str(exc).splitlines()[0]) from None
     hosts = []
     for h in inv.values():
         v = h.vars
@@ -154,7 +187,7 @@ def site_from_inventory(path: str | Path, role_map: dict[str, str], name: str | 
             ))
         except (ValidationError, ValueError, TypeError) as exc:
             raise SiteFileError(str(path), f"host {h.name}: {str(exc).splitlines()[0]}") from None
-    data = {"name": name or Path(path).stem, **(extra or {})}
+    data = {"name": name or Path(path).stem, **settings, **(extra or {})}
     try:
         site = Site.model_validate({**data, "hosts": []})
     except ValidationError as exc:
@@ -195,4 +228,7 @@ def site_from_inventory_section(doc: LocatedYaml) -> Site:
     rest = doc.validate(Site, {**data, "hosts": []})
     site = site_from_inventory(inv_path, section.role_map, name=rest.name)
     rest.hosts = site.hosts
+    for setting in INVENTORY_SITE_SETTINGS:  # the site file's own value wins over the inventory's
+        if setting not in rest.model_fields_set and setting in site.model_fields_set:
+            setattr(rest, setting, getattr(site, setting))
     return rest

@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import importlib
 import pkgutil
-import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -18,6 +17,7 @@ from advisor.check_rules import evaluate_check
 from advisor.comparisons import compare  # noqa: F401  (re-exported for rule authors and tests)
 from advisor.errors import RuleDefinitionError
 from advisor.change_templates import render_text
+from advisor.profile_vars import interpolate
 from advisor.facts import FactSet, HostFacts, ProbeStatus
 from advisor.finding_changes import finding_changes
 from advisor.finding_groups import evidence_host, group_findings
@@ -31,7 +31,7 @@ from advisor.rule_specs import (
     load_catalog,
     resolve_profiles,
 )
-from advisor.site import Site, Waiver
+from advisor.site import Host, Site, Waiver
 from advisor.trusted_models import trusted
 
 AnalyticFunction = Callable[["RuleContext"], Iterable[Finding]]
@@ -79,8 +79,8 @@ class RuleContext:
         self.site = site
         self._rationale = " ".join(rule.rationale.split())
         self._by_roles = hosts_by_roles if hosts_by_roles is not None else {}
-        # the adapter registry is built anew on every look-up (plug-ins may register): looked up
-        # once per name for all the rules of an evaluation, and the rule's role once per rule
+        # adapters by name, shared by the rules of an evaluation (the registry itself is cached,
+        # advisor.adapters.adapters, but each call copies it); the rule's role once per rule
         self._adapters = adapters_by_name if adapters_by_name is not None else {}
         self._role: str | None = None
         self._role_known = False
@@ -179,20 +179,18 @@ class RuleContext:
         })
 
 
-_INLINE_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-def _interpolate(text: str, variables: dict[str, Any]) -> str:
-    """``${var}`` inside a sentence becomes the variable's value (unknown names stay as written)."""
-    return _INLINE_VAR.sub(lambda m: str(variables.get(m.group(1), m.group(0))), text or "")
+_interpolate = interpolate
 
 
 # --------------------------------------------------------------------------- grouping and waivers
 
 
-def apply_waivers(findings: list[Finding], waivers: list[Waiver], today: dt.date | None = None) -> list[Finding]:
+def apply_waivers(findings: list[Finding], waivers: list[Waiver], today: dt.date | None = None,
+                  hosts: dict[str, Host] | None = None) -> list[Finding]:
     """A failed finding on hosts covered by a valid waiver becomes ``waived``; an expired waiver
-    leaves it failed and says so."""
+    leaves it failed and says so. ``hosts`` (the site's, by name) let a waiver's host pattern name
+    groups and roles; without them it matches names and globs."""
+    by_name = hosts or {}
     out: list[Finding] = []
     for f in findings:
         if f.status != FindingStatus.fail or not waivers:
@@ -202,7 +200,7 @@ def apply_waivers(findings: list[Finding], waivers: list[Waiver], today: dt.date
         expired: dict[str, Waiver] = {}
         for h in f.hosts:
             for w in waivers:
-                if w.matches(f.rule_id, h):
+                if w.matches(f.rule_id, by_name.get(h, h)):
                     (expired if w.expired(today) else waived)[h] = w
                     if not w.expired(today):
                         break
@@ -260,7 +258,8 @@ def evaluate(factset: FactSet, site: Site | None = None, profiles: list[str] | N
 
 def _evaluate(factset: FactSet, site: Site | None, profiles: list[str] | None, catalog: RuleCatalog | None,
               today: dt.date | None, rule_filter: Callable[[RuleSpec], bool] | None) -> Evaluation:
-    catalog = catalog or load_catalog()
+    catalog = catalog or load_catalog(site_dirs=site.rules_dirs if site else None,
+                                      storage_systems=site.storage_systems if site else None)
     names = profiles or (site.profiles if site else None) or ["generic"]
     resolved = resolve_profiles(names, catalog, overrides=site.vars if site else None)
     functions = analytic_functions()
@@ -282,7 +281,7 @@ def _evaluate(factset: FactSet, site: Site | None, profiles: list[str] | None, c
             produced = evaluate_check(ctx)  # grouped as evaluated
         findings.extend(produced)
     findings = collapse_host_failures(findings, factset)
-    findings = apply_waivers(findings, site.waivers if site else [], today)
+    findings = apply_waivers(findings, site.waivers if site else [], today, site.by_name() if site else None)
     findings.sort(key=finding_sort_key)
     return Evaluation(findings, resolved)
 

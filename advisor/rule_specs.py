@@ -15,13 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from advisor.errors import RuleDefinitionError, SiteFileError
 from advisor.change_templates import RemediationSpec
 from advisor.findings import Severity
+from advisor.profile_vars import substitute_vars, whole_vars_in  # noqa: F401  (substitute_vars: re-exported)
 from advisor.resources import rules_dir
 from advisor.yaml_lines import load_located_yaml
 
 OPERATORS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "regex", "between", "present", "absent")
 Operator = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "regex", "between", "present", "absent"]
 _ID_RE = re.compile(r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")
-_VAR_RE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 
 
 class Condition(BaseModel):
@@ -73,35 +73,8 @@ class RuleSpec(BaseModel):
         """The profile variables the rule reads."""
         out: set[str] = set()
         for value in (self.expected, self.where.expected if self.where else None):
-            out |= _vars_in(value)
+            out |= whole_vars_in(value)
         return out
-
-
-def _vars_in(value: Any) -> set[str]:
-    if isinstance(value, str):
-        m = _VAR_RE.match(value.strip())
-        return {m.group(1)} if m else set()
-    if isinstance(value, (list, tuple)):
-        out: set[str] = set()
-        for v in value:
-            out |= _vars_in(v)
-        return out
-    return set()
-
-
-def substitute_vars(value: Any, variables: dict[str, Any]) -> Any:
-    """Replace ``${var}`` (a whole string) with the variable's value, recursively in lists."""
-    if isinstance(value, str):
-        m = _VAR_RE.match(value.strip())
-        if m:
-            name = m.group(1)
-            if name not in variables:
-                raise RuleDefinitionError(f"profile variable {name!r} is not defined")
-            return variables[name]
-        return value
-    if isinstance(value, list):
-        return [substitute_vars(v, variables) for v in value]
-    return value
 
 
 class RulePackFile(BaseModel):
@@ -127,11 +100,31 @@ class RuleCatalog(BaseModel):
 
     rules: dict[str, RuleSpec]
     pack_vars: dict[str, Any]
+    #: site-local rule directories loaded besides the shipped packs (``--rules DIR``, ``rules_dirs:``):
+    #: their ``profiles/`` are looked up after the shipped ones
+    site_dirs: list[Path] = Field(default_factory=list)
 
 
-def rule_pack_paths(directory: Path | None = None) -> list[Path]:
+def site_rule_dirs(dirs: list[Path] | tuple[Path, ...] | None) -> list[Path]:
+    """The site-local rule directories, each once, checked: a missing one is a one-line error."""
+    out: list[Path] = []
+    for d in dirs or ():
+        p = Path(d).expanduser()
+        if not p.is_dir():
+            raise RuleDefinitionError(f"{d}: rules directory not found (--rules DIR or the site's rules_dirs:)")
+        if p.resolve() not in [q.resolve() for q in out]:
+            out.append(p)
+    return out
+
+
+def rule_pack_paths(directory: Path | None = None, site_dirs: list[Path] | tuple[Path, ...] = (),
+                    storage_systems: list[str] | tuple[str, ...] | None = None) -> list[Path]:
     """The shipped packs (every ``*.yml`` of the rules directory) plus the packs of storage kinds
-    registered from elsewhere (advisor.storage_kinds)."""
+    registered from elsewhere (advisor.storage_kinds), then every ``*.yml`` of each site-local rules
+    directory (``--rules DIR``: data rules only, no Python is loaded from there).
+
+    ``storage_systems`` (a site's): the packs of the storage kinds it does not name are left out;
+    the generic packs and the site's own always load."""
     d = directory or rules_dir()
     paths = sorted(d.glob("*.yml"))
     if directory is None:
@@ -141,13 +134,26 @@ def rule_pack_paths(directory: Path | None = None) -> list[Path]:
             p = Path(pack) if Path(pack).is_absolute() else d / pack
             if p not in paths:
                 paths.append(p)
+    if storage_systems:
+        from advisor.storage_kinds import storage_gate
+
+        gate = storage_gate(storage_systems)
+        paths = [p for p in paths if gate.pack_loads(p)]
+    for site_dir in site_dirs:
+        paths.extend(p for p in sorted(Path(site_dir).glob("*.yml")) if p not in paths)
     return paths
 
 
-def load_catalog(directory: Path | None = None) -> RuleCatalog:
+def load_catalog(directory: Path | None = None, site_dirs: list[Path] | tuple[Path, ...] | None = None,
+                 storage_systems: list[str] | tuple[str, ...] | None = None) -> RuleCatalog:
+    """Every pack: the shipped ones (or those of ``directory``) and those of the site-local rule
+    directories ``site_dirs``, loaded and validated the same way (a duplicate id is refused).
+    ``storage_systems``: only these storage kinds' packs (and the generic ones) load."""
     rules: dict[str, RuleSpec] = {}
     pack_vars: dict[str, Any] = {}
-    for path in rule_pack_paths(directory):
+    extra = site_rule_dirs(site_dirs)
+    site_packs = {p for d in extra for p in Path(d).glob("*.yml")}
+    for path in rule_pack_paths(directory, extra, storage_systems):
         doc = load_located_yaml(path, "rule pack")
         if doc.data is None:
             continue
@@ -162,30 +168,42 @@ def load_catalog(directory: Path | None = None) -> RuleCatalog:
             if rule.id in rules:
                 line = doc.line_of(("rules", index, "id"))
                 raise RuleDefinitionError(f"{path}:{line}: duplicate rule id {rule.id} (also in {rules[rule.id].pack})")
-            rule.pack = path.name
+            if path in site_packs and rule.kind == "python":
+                line = doc.line_of(("rules", index, "kind"))
+                raise RuleDefinitionError(f"{path}:{line}: rule {rule.id}: a site rules directory holds data rules "
+                                          "only (kind: check); no Python is loaded from it")
+            rule.pack = str(path) if path in site_packs else path.name
             rules[rule.id] = rule
         for k, v in pack.vars.items():
             if k in pack_vars and pack_vars[k] != v:
                 raise RuleDefinitionError(f"{path}: variable {k!r} has a different default in another pack")
             pack_vars[k] = v
-    return RuleCatalog(rules=rules, pack_vars=pack_vars)
+    return RuleCatalog(rules=rules, pack_vars=pack_vars, site_dirs=extra)
 
 
 def profiles_dir(directory: Path | None = None) -> Path:
     return (directory or rules_dir()) / "profiles"
 
 
-def available_profiles(directory: Path | None = None) -> list[str]:
-    return sorted(p.stem for p in profiles_dir(directory).glob("*.yml"))
+def available_profiles(directory: Path | None = None, site_dirs: list[Path] | tuple[Path, ...] = ()) -> list[str]:
+    return sorted({p.stem for d in [profiles_dir(directory), *(Path(s) / "profiles" for s in site_dirs)]
+                   for p in d.glob("*.yml")})
 
 
-def load_profile_file(name_or_path: str, directory: Path | None = None) -> ProfileSpec:
+def load_profile_file(name_or_path: str, directory: Path | None = None,
+                      site_dirs: list[Path] | tuple[Path, ...] = ()) -> ProfileSpec:
+    """A profile by path, or by name from the shipped profiles, then each site rules directory's
+    ``profiles/`` (a name defined in two places is refused: which one applies would be a guess)."""
     p = Path(name_or_path)
     if p.suffix not in (".yml", ".yaml"):
-        p = profiles_dir(directory) / f"{name_or_path}.yml"
-        if not p.is_file():
-            known = ", ".join(available_profiles(directory)) or "none"
+        found = [d / f"{name_or_path}.yml" for d in [profiles_dir(directory), *(Path(s) / "profiles" for s in site_dirs)]
+                 if (d / f"{name_or_path}.yml").is_file()]
+        if not found:
+            known = ", ".join(available_profiles(directory, site_dirs)) or "none"
             raise RuleDefinitionError(f"unknown profile {name_or_path!r} (known: {known})")
+        if len(found) > 1:
+            raise RuleDefinitionError(f"profile {name_or_path!r} is defined twice: {found[0]} and {found[1]}")
+        p = found[0]
     try:
         doc = load_located_yaml(p, "profile")
     except SiteFileError as exc:
@@ -224,7 +242,7 @@ def resolve_profiles(names: list[str], catalog: RuleCatalog, directory: Path | N
     def flatten(name: str, stack: tuple[str, ...]) -> list[ProfileSpec]:
         if name in stack:
             raise RuleDefinitionError(f"profile include cycle: {' -> '.join(stack + (name,))}")
-        spec = load_profile_file(name, directory)
+        spec = load_profile_file(name, directory, catalog.site_dirs)
         out: list[ProfileSpec] = []
         for inc in spec.include:
             out.extend(flatten(inc, stack + (name,)))

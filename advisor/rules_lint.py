@@ -14,15 +14,24 @@ from probes import all_probes
 
 
 def lint(site_name: str | None = None, today: dt.date | None = None,
-         directory: Path | None = None) -> tuple[list[str], list[str]]:
+         directory: Path | None = None, site_dirs: list[Path] | tuple[Path, ...] = ()) -> tuple[list[str], list[str]]:
     """Return (problems, warnings); each a one-line message naming the file and the rule.
 
-    *directory* holds the rule packs to check (default: the shipped ones).
+    *directory* holds the rule packs to check (default: the shipped ones); *site_dirs* are site-local
+    rule directories (``--rules DIR``) checked with them, as are the site's ``rules_dirs``.
     """
     problems: list[str] = []
     warnings: list[str] = []
+    site = None
+    if site_name:
+        from advisor.site_file import load_site
+
+        try:
+            site = load_site(site_name)
+        except StoradviseError as exc:
+            return [str(exc)], warnings
     try:
-        catalog = load_catalog(directory)
+        catalog = load_catalog(directory, [*site_dirs, *(site.rules_dirs if site else [])])
     except StoradviseError as exc:
         return [str(exc)], warnings
     probes = all_probes()
@@ -45,9 +54,9 @@ def lint(site_name: str | None = None, today: dt.date | None = None,
         problems += [f"{where}: remediation.changes: {p}" for p in change_template_problems(rule, catalog.pack_vars)]
     for fn in sorted(set(functions) - {r.function for r in catalog.rules.values() if r.kind == "python"}):
         warnings.append(f"analytic function {fn!r} is registered but no rule uses it")
-    for name in available_profiles(directory):
+    for name in available_profiles(directory, catalog.site_dirs):
         try:
-            spec = load_profile_file(name, directory)
+            spec = load_profile_file(name, directory, catalog.site_dirs)
             resolve_profiles([name], catalog, directory)
         except StoradviseError as exc:
             problems.append(str(exc))
@@ -63,13 +72,7 @@ def lint(site_name: str | None = None, today: dt.date | None = None,
         for var in spec.vars:
             if var not in catalog.pack_vars:
                 warnings.append(f"{spec.source}: variable {var!r} is not read by any rule pack")
-    if site_name:
-        from advisor.site_file import load_site
-
-        try:
-            site = load_site(site_name)
-        except StoradviseError as exc:
-            return problems + [str(exc)], warnings
+    if site is not None:
         src = site.source or site.name
         try:
             resolve_profiles(site.profiles, catalog)
@@ -79,7 +82,7 @@ def lint(site_name: str | None = None, today: dt.date | None = None,
             label = f"{src}: waivers[{i}] ({w.rule or 'settings ' + ', '.join(w.settings)} on {w.hosts})"
             if w.rule and not any(fnmatch.fnmatchcase(r, w.rule) for r in catalog.rules):
                 problems.append(f"{label}: matches no rule")
-            if not any(fnmatch.fnmatchcase(h.name, w.hosts) for h in site.hosts):
+            if not site.select(w.hosts):
                 warnings.append(f"{label}: matches no host of the site")
             if w.expired(today):
                 warnings.append(f"{label}: expired on {w.expires}; the finding fails again")
@@ -94,10 +97,9 @@ def lint(site_name: str | None = None, today: dt.date | None = None,
 def change_template_problems(rule, pack_vars: dict) -> list[str]:
     """Unknown adapters; for check rules (which hand over no values) fields other than the
     finding's; profile variables without a default."""
-    import re
-
     from advisor.adapters import adapters
     from advisor.change_templates import FINDING_FIELDS
+    from advisor.profile_vars import vars_in_text
 
     out = []
     known = adapters()
@@ -110,7 +112,7 @@ def change_template_problems(rule, pack_vars: dict) -> list[str]:
             if extra:
                 out.append(f"a check rule's template may use {', '.join(FINDING_FIELDS)} only, not {', '.join(extra)}")
         for text in (t.key, t.target, t.host):
-            for var in re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", text if isinstance(text, str) else ""):
+            for var in vars_in_text(text):
                 if var not in pack_vars:
                     out.append(f"variable {var!r} has no default in any pack's 'vars'")
     return out

@@ -33,11 +33,10 @@ they belong to the command that renders the report.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,7 @@ from advisor.collector import MANIFEST, READABLE_CAPTURE_FORMATS, TransportFacto
 from advisor.errors import StoradviseError, UsageError
 from advisor.facts import FactSet
 from advisor.measurements import run_site_measurements
+from advisor.probe_requests import requested_keys
 from advisor.report.model import ScanReport, build_report
 from advisor.rule_engine import evaluate
 from advisor.rule_specs import RuleCatalog, load_catalog, resolve_profiles
@@ -71,6 +71,8 @@ class ScanTarget:
     catalog: RuleCatalog
     #: the scan reads a capture (no live host: the mesh and the active test cannot run)
     from_capture: bool = False
+    #: probe name -> the keys the loaded rules ask it to read (advisor.probe_requests)
+    requested: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -85,12 +87,14 @@ class ScanRun:
 
 
 def select_hosts(site: Site, pattern: str | None) -> list[Host]:
-    """The hosts ``--hosts`` names (names, globs, groups or roles, comma-separated); all without one."""
+    """The hosts ``--hosts`` names: a host pattern (advisor.site.HostPattern: names, globs, groups,
+    roles, comma lists, ``!exclusion``); all without one."""
     if not pattern:
         return list(site.hosts)
-    parts = [p.strip() for p in pattern.split(",") if p.strip()]
-    chosen = [h for h in site.hosts if any(fnmatch.fnmatchcase(h.name, p) or p in h.groups or p in h.role_names
-                                           for p in parts)]
+    try:
+        chosen = site.select(pattern)
+    except ValueError as exc:
+        raise UsageError(f"--hosts: {exc}") from None
     if not chosen:
         raise UsageError(f"--hosts {pattern!r} matches no host of site {site.name}")
     return chosen
@@ -157,11 +161,14 @@ def open_scan(options: ScanOptions, site: Site | str | None = None, inventory: P
         the_site = site if isinstance(site, Site) else resolve_site(site, inventory, role_map)
         give_local_roles(the_site, options.roles)
         transports = live_transports(the_site, options)
-    catalog = load_catalog()
+    # the site's rule directories, then --rules: loaded like the shipped packs (a bad pack is refused here)
+    # storage_systems decide which storage packs load; the profiles then select among them
+    catalog = load_catalog(site_dirs=[*the_site.rules_dirs, *options.rules_dirs], storage_systems=the_site.storage_systems)
     names = list(options.profiles) or list(the_site.profiles) or ["generic"]
     resolved = resolve_profiles(names, catalog, overrides=the_site.vars)  # unknown profile: refused here
     return ScanTarget(site=the_site, transports=transports, hosts=select_hosts(the_site, options.hosts),
-                      profiles=resolved.names, catalog=catalog, from_capture=options.from_capture is not None)
+                      profiles=resolved.names, catalog=catalog, from_capture=options.from_capture is not None,
+                      requested=requested_keys(catalog))
 
 
 # --------------------------------------------------------------------------- the pipeline
@@ -205,7 +212,7 @@ def run_scan(target: ScanTarget, options: ScanOptions, *, stages: tuple[str, ...
     if "collect" in stages:
         factset = collect_site_facts(site, target.transports, parallel=options.parallel,
                                      sample_seconds=options.sample_seconds, hosts=target.hosts,
-                                     progress=progress, sink=sink)
+                                     progress=progress, sink=sink, requested=target.requested)
     else:
         from advisor.collector import site_context
 

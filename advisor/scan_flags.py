@@ -24,6 +24,9 @@ _CLI_TYPES: dict[str, Any] = {"profiles": list[str], "roles": list[str], "from_c
                               "hosts": Optional[str]}
 #: repeatable flags: typer gives a list, the frozen ScanOptions keeps a tuple
 _LIST_FIELDS = ("profiles", "roles")
+#: ``--rules DIR`` (repeatable): site-local rule directories
+_CLI_TYPES["rules_dirs"] = list[Path]
+_LIST_FIELDS += ("rules_dirs",)
 
 
 def _flag_fields(exclude: tuple[str, ...]) -> list[dataclasses.Field]:

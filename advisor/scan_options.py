@@ -26,7 +26,7 @@ class ScanOptions:
     """Everything that decides how a site is scanned (not how the result is shown)."""
 
     hosts: str | None = field(default=None, metadata=flag(
-        "--hosts", help="Only these hosts: names, globs, groups or roles, comma-separated."))
+        "--hosts", help="Only these hosts: a host pattern (names, globs, groups, roles, comma lists, !exclusion)."))
     profiles: tuple[str, ...] = field(default=(), metadata=flag(
         "--profile", "-p", help="Profile(s) to apply (default: the site's, else generic)."))
     roles: tuple[str, ...] = field(default=(), metadata=flag(
@@ -44,6 +44,9 @@ class ScanOptions:
         "--trust-new-hosts", help="Record unknown SSH host keys in known_hosts (never accepts a changed key)."))
     connect_timeout: float = field(default=10.0, metadata=flag(
         "--connect-timeout", help="SSH connect timeout, seconds.", min=0.5))
+    rules_dirs: tuple[Path, ...] = field(default=(), metadata=flag(
+        "--rules", help="A site-local rules directory (data rule packs, profiles/), loaded like the shipped packs; "
+                        "repeatable, added to the site's rules_dirs."))
     #: parameters of the active efficiency test over the site's ``efficiency:`` section (hosts,
     #: source, clients, mb, cpu_factor, readahead, slots); set by ``efficiency test``
     efficiency_settings: dict[str, Any] = field(default_factory=dict)

@@ -15,7 +15,8 @@ import os
 import re
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from functools import lru_cache
+from typing import Any, Literal, Sequence, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -45,6 +46,73 @@ _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 #: host variables that name an address other hosts connect to (the mesh's storage-network
 #: address); storage kinds' host settings (gpfs_node, san_controllers) are checked in Host too
 ADDRESS_VARS = ("mesh_address",)
+
+
+# --------------------------------------------------------------------------- host patterns
+
+HostT = TypeVar("HostT")
+_GLOB = set("*?[")
+
+
+class HostPattern:
+    """The one host selector: ``--hosts``, waivers, settings the site marks immutable, mesh pairs,
+    the active test's hosts and lab scenarios all read this grammar (the subset of Ansible's host
+    patterns a site file needs; docs/site-file.md, "Host patterns")::
+
+        pattern  = term { "," term }           blanks around a term are ignored
+        term     = [ "!" ] selector            "!": leave these hosts out
+        selector = "all" | glob | word
+          word   a host name, a group or a role: every host so named, in that group or with that role
+          glob   (with * ? [...]) every host whose name, or one of whose groups, matches it
+
+    The hosts chosen are those any positive term selects (every host when all terms are exclusions),
+    minus those any ``!`` term selects, in the site's order. ``gpfs0*,!gpfs03``, ``storage,!nsd*``,
+    ``workers,door``, ``all``.
+    """
+
+    def __init__(self, text: str):
+        terms = [t.strip() for t in str(text).split(",")]
+        if not text or not str(text).strip() or any(not t or t == "!" for t in terms):
+            raise ValueError(f"host pattern {text!r} has an empty term")
+        self.text = str(text)
+        self.include = [t for t in terms if not t.startswith("!")]
+        self.exclude = [t[1:].strip() for t in terms if t.startswith("!")]
+
+    @staticmethod
+    def _selects(selector: str, name: str, groups: Sequence[str], roles: Sequence[str]) -> bool:
+        if selector == "all":
+            return True
+        if _GLOB & set(selector):
+            return fnmatch.fnmatchcase(name, selector) or any(fnmatch.fnmatchcase(g, selector) for g in groups)
+        return selector == name or selector in groups or selector in roles
+
+    def matches(self, host: Any) -> bool:
+        """``host``: a site Host, a lab ScenarioHost, or a bare name (then only names and globs match)."""
+        name, groups, roles = _host_terms(host)
+        if self.include and not any(self._selects(t, name, groups, roles) for t in self.include):
+            return False
+        return not any(self._selects(t, name, groups, roles) for t in self.exclude)
+
+    def select(self, hosts: Sequence[HostT]) -> list[HostT]:
+        return [h for h in hosts if self.matches(h)]
+
+
+def _host_terms(host: Any) -> tuple[str, Sequence[str], Sequence[str]]:
+    if isinstance(host, str):
+        return host, (), ()
+    roles = [getattr(r, "value", r) for r in getattr(host, "roles", ())]
+    return host.name, list(getattr(host, "groups", ())), roles
+
+
+@lru_cache(maxsize=4096)
+def host_pattern(text: str) -> HostPattern:
+    """The parsed pattern (parsed once: a waiver is matched against every host of every finding)."""
+    return HostPattern(text)
+
+
+def _valid_host_pattern(v: str) -> str:
+    host_pattern(v)  # a ValueError naming the pattern
+    return v
 
 
 def host_address(v: str) -> str:
@@ -217,14 +285,20 @@ class Waiver(StrictModel):
             raise ValueError("a waiver names a 'rule' (pattern), 'settings' (key patterns), or both")
         return self
 
-    def matches(self, rule_id: str, host: str) -> bool:
-        return bool(self.rule) and fnmatch.fnmatchcase(rule_id, self.rule or "") and fnmatch.fnmatchcase(host, self.hosts)
+    @field_validator("hosts")
+    @classmethod
+    def _hosts_pattern(cls, v: str) -> str:
+        return _valid_host_pattern(v)
+
+    def matches(self, rule_id: str, host: Any) -> bool:
+        """``host``: a Host (names, groups and roles of the pattern match) or a host name."""
+        return bool(self.rule) and fnmatch.fnmatchcase(rule_id, self.rule or "") and host_pattern(self.hosts).matches(host)
 
     def expired(self, today: dt.date | None = None) -> bool:
         return self.expires is not None and self.expires < (today or dt.date.today())
 
-    def covers_setting(self, adapter: str, key: str, host: str) -> bool:
-        return fnmatch.fnmatchcase(host, self.hosts) and any(setting_matches(p, adapter, key) for p in self.settings)
+    def covers_setting(self, adapter: str, key: str, host: Any) -> bool:
+        return host_pattern(self.hosts).matches(host) and any(setting_matches(p, adapter, key) for p in self.settings)
 
 
 def setting_matches(pattern: str, adapter: str, key: str) -> bool:
@@ -249,8 +323,13 @@ class ImmutableSetting(StrictModel):
     def _from_string(cls, data: Any) -> Any:
         return {"key": data} if isinstance(data, str) else data
 
-    def covers(self, adapter: str, key: str, host: str) -> bool:
-        return fnmatch.fnmatchcase(host, self.hosts) and setting_matches(self.key, adapter, key)
+    @field_validator("hosts")
+    @classmethod
+    def _hosts_pattern(cls, v: str) -> str:
+        return _valid_host_pattern(v)
+
+    def covers(self, adapter: str, key: str, host: Any) -> bool:
+        return host_pattern(self.hosts).matches(host) and setting_matches(self.key, adapter, key)
 
 
 class MeshPair(StrictModel):
@@ -320,12 +399,20 @@ class HostDefaults(StrictModel):
 class Site(StrictModel):
     name: str
     description: str | None = None
-    #: a name of advisor.storage_kinds; selects the default profile
+    #: a name of advisor.storage_kinds; selects the default profile. With ``storage_systems``: its
+    #: first entry
     storage_kind: str = "other"
+    #: the site's storage systems (names of advisor.storage_kinds: ``[gpfs, san, xrootd]``). Given,
+    #: they decide which storage probes run and which storage rule packs load (the generic packs
+    #: always load); empty (a site file that names only ``storage_kind``): every one, as before
+    storage_systems: list[str] = Field(default_factory=list)
     #: none in the site file: the storage kind's default profile
     profiles: list[str] = Field(default_factory=list)
     #: profile variable overrides for this site
     vars: dict[str, Any] = Field(default_factory=dict)
+    #: site-local rule directories (data rule packs, ``profiles/``), loaded like the shipped packs;
+    #: a relative path is relative to the site file
+    rules_dirs: list[Path] = Field(default_factory=list)
     defaults: HostDefaults = Field(default_factory=HostDefaults)
     hosts: list[Host] = Field(default_factory=list)
     waivers: list[Waiver] = Field(default_factory=list)
@@ -356,6 +443,28 @@ class Site(StrictModel):
             raise ValueError(f"unknown storage kind {v!r} (known: {', '.join(storage_kinds())})")
         return v
 
+    @field_validator("storage_systems")
+    @classmethod
+    def _known_kinds(cls, v: list[str]) -> list[str]:
+        from advisor.storage_kinds import get_storage_kind, storage_kinds
+
+        out: list[str] = []
+        for name in v:
+            kind = get_storage_kind(name)  # an alias (xcache) is kept under the kind's name (xrootd)
+            if kind is None:
+                raise ValueError(f"unknown storage system {name!r} (known: {', '.join(storage_kinds())})")
+            out.append(kind.name)
+        return list(dict.fromkeys(out))
+
+    @model_validator(mode="after")
+    def _kind_is_first_system(self) -> "Site":
+        if self.storage_systems:
+            if "storage_kind" in self.model_fields_set and self.storage_kind != self.storage_systems[0]:
+                raise ValueError(f"storage_kind {self.storage_kind!r} is not the first of storage_systems "
+                                 f"{self.storage_systems}: give storage_systems only")
+            self.storage_kind = self.storage_systems[0]
+        return self
+
     @model_validator(mode="after")
     def _default_profiles(self) -> "Site":
         if not self.profiles:
@@ -377,6 +486,8 @@ class Site(StrictModel):
     def apply_defaults(self) -> "Site":
         """Fill host connection settings from ``defaults`` and resolve relative key paths."""
         base = Path(self.source).parent if self.source else Path.cwd()
+        self.rules_dirs = [p if p.is_absolute() else base / p
+                           for p in (Path(os.path.expanduser(str(d))) for d in self.rules_dirs)]
         for h in self.hosts:
             for field in ("port", "user", "key", "known_hosts", "sudo", "link_rate"):
                 dv = getattr(self.defaults, field)
@@ -398,14 +509,17 @@ class Site(StrictModel):
         known = ", ".join(h.name for h in self.hosts) or "none"
         raise SiteFileError(self.source or self.name, f"unknown host {name!r} (site has: {known})")
 
+    def select(self, pattern: str) -> list[Host]:
+        """The hosts a host pattern selects (``HostPattern``: names, globs, groups, roles, comma
+        lists, ``!exclusion``), in the site's order; a malformed pattern is a ValueError."""
+        return host_pattern(pattern).select(self.hosts)
+
     def hosts_in(self, selector: str) -> list[Host]:
-        """Hosts of a group, a role, or a host name (in that order of lookup)."""
-        out = [h for h in self.hosts if selector in h.groups]
-        if not out and selector in ROLE_NAMES:
-            out = [h for h in self.hosts if h.has_role(selector)]
-        if not out:
-            out = [h for h in self.hosts if h.name == selector]
-        return out
+        """The hosts of a host pattern (``select``); kept for the callers that name it so."""
+        return self.select(selector)
+
+    def by_name(self) -> dict[str, Host]:
+        return {h.name: h for h in self.hosts}
 
     @property
     def groups(self) -> dict[str, list[str]]:

@@ -4,8 +4,12 @@ A storage system is one probe module, one rule pack and one Ansible role with it
 adapter. ``STORAGE_KINDS`` below is the one place that names them; nothing else in the collector,
 the rule engine, the planner, the lab or the site model knows a storage system by name.
 
-``storage_kind`` in a site file names an entry; a site that gives no ``profiles`` gets that
-entry's ``default_profile``. Entries without modules (``nfs``, ``other``) are known kinds whose
+``storage_systems: [gpfs, san, xrootd]`` in a site file names the site's entries (``storage_kind``
+stays readable as the first); a site that gives no ``profiles`` gets the first entry's
+``default_profile``. Given, the list gates what runs, as sos's ``packages=`` gates a plugin: the
+probe modules and rule packs of the kinds it does not name are not run and not loaded (the generic
+ones, network, firewall, block, host..., always are; ``storage_gate``). A site that names only
+``storage_kind`` runs every kind's probes, as before. Entries without modules (``nfs``, ``other``) are known kinds whose
 plug-in is not written yet: their sites get the generic rules. ``eos`` has probes and rules but no
 role (its findings are fixed by hand; its remediations name the exact commands).
 """
@@ -41,6 +45,19 @@ class StorageKind:
     lab_emulation: str | None = None
     #: further remediation adapters of the kind (each ``ADAPTER`` with its own shipped role), after ``adapter_module``
     extra_adapter_modules: tuple[str, ...] = ()
+    #: further probe modules and rule packs of the kind (gated with it by a site's ``storage_systems``)
+    extra_probe_modules: tuple[str, ...] = ()
+    extra_rule_packs: tuple[str, ...] = ()
+    #: other names a site file may use for the kind (``xcache`` for ``xrootd``)
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def probe_modules(self) -> tuple[str, ...]:
+        return ((self.probe_module,) if self.probe_module else ()) + self.extra_probe_modules
+
+    @property
+    def rule_packs(self) -> tuple[str, ...]:
+        return ((self.rule_pack,) if self.rule_pack else ()) + self.extra_rule_packs
 
     @property
     def role_name(self) -> str | None:
@@ -57,7 +74,8 @@ _BUILTIN = (
                 adapter_module="advisor.adapters.san", host_settings={"san_controllers": "addresses"},
                 play_title="Set SAN logical drive cache settings with SMcli", lab_emulation="advisor.lab.emulators.san_lab"),
     StorageKind("xrootd", "XRootD servers and XCache proxies",
-                probe_module="probes.xcache", rule_pack="xcache.yml", role="xcache",
+                probe_module="probes.xcache", rule_pack="xcache.yml", role="xcache", aliases=("xcache",),
+                extra_probe_modules=("probes.xcache_live", "probes.xrootd_server"), extra_rule_packs=("xrootd.yml",),
                 adapter_module="advisor.adapters.xcache",
                 play_title="Set XCache pfc directives and restart the instance when they changed",
                 lab_emulation="advisor.lab.xcache_lab",
@@ -67,6 +85,7 @@ _BUILTIN = (
                 "file; pool mover limits from the pools' setup files",
                 probe_module="probes.dcache", rule_pack="dcache.yml", role="dcache_tuning",
                 adapter_module="advisor.adapters.dcache", default_profile="dcache-site",
+                extra_probe_modules=("probes.dcache_status",),
                 host_settings={"dcache_restart_domains": "text"},
                 play_title="Set dCache layout properties and pool mover limits (restart domains only where the site opts in)",
                 lab_emulation="advisor.lab.emulators.dcache_lab"),
@@ -76,7 +95,8 @@ _BUILTIN = (
     StorageKind("ceph", "Ceph / CephFS: ceph osd perf and ceph health detail on storage hosts, ceph.conf client "
                 "options on workers (kernel vs FUSE mounts: the mounts probe)",
                 probe_module="probes.ceph", rule_pack="ceph.yml", role="ceph_client",
-                adapter_module="advisor.adapters.ceph_client", default_profile="ceph-site",
+                adapter_module="advisor.adapters.ceph_client", default_profile="ceph-site", aliases=("cephfs",),
+                extra_probe_modules=("probes.ceph_conf",),
                 play_title="Set CephFS FUSE client options in ceph.conf",
                 lab_emulation="advisor.lab.emulators.ceph_lab"),
     StorageKind("lustre", "Lustre clients: lctl get_param of osc/mdc/llite devices",
@@ -100,6 +120,12 @@ _BUILTIN = (
 )
 
 _REGISTRY: dict[str, StorageKind] = {k.name: k for k in _BUILTIN}
+#: bumped on every registration or removal (what is built from the registry is rebuilt then)
+_VERSION = [0]
+
+
+def registry_version() -> int:
+    return _VERSION[0]
 
 
 def storage_kinds() -> dict[str, StorageKind]:
@@ -107,26 +133,57 @@ def storage_kinds() -> dict[str, StorageKind]:
 
 
 def get_storage_kind(name: str) -> StorageKind | None:
-    return _REGISTRY.get(name)
+    """The kind of that name or alias."""
+    kind = _REGISTRY.get(name)
+    if kind is None:
+        kind = next((k for k in _REGISTRY.values() if name in k.aliases), None)
+    return kind
+
+
+class StorageGate:
+    """What a site's ``storage_systems`` lets run: the probe modules and rule packs of the kinds it
+    does not name are shut out; everything else (the generic probes and packs) runs."""
+
+    def __init__(self, systems: list[str] | tuple[str, ...] = ()):
+        chosen = {k.name for k in (get_storage_kind(s) for s in systems) if k}
+        others = [k for k in _REGISTRY.values() if systems and k.name not in chosen]
+        self.systems = tuple(systems)
+        self.closed_probe_modules = frozenset(m for k in others for m in k.probe_modules)
+        self.closed_rule_packs = frozenset(Path(p).name for k in others for p in k.rule_packs)
+
+    def probe_runs(self, probe: object) -> bool:
+        return type(probe).__module__ not in self.closed_probe_modules
+
+    def pack_loads(self, path: Path) -> bool:
+        return path.name not in self.closed_rule_packs
+
+
+def storage_gate(systems: list[str] | tuple[str, ...] | None) -> StorageGate:
+    """The gate of a site's ``storage_systems`` (empty or None: everything runs)."""
+    return StorageGate(tuple(systems or ()))
 
 
 def register_storage_kind(kind: StorageKind) -> StorageKind:
     """Add a storage kind (a plug-in, or a test): its adapter, rule pack and role are found through
     this registry; its probe module is added to the probes' discovery."""
     _REGISTRY[kind.name] = kind
-    if kind.probe_module:
+    _VERSION[0] += 1
+    if kind.probe_modules:
         from probes import add_probe_module
 
-        add_probe_module(kind.probe_module)
+        for module in kind.probe_modules:
+            add_probe_module(module)
     return kind
 
 
 def unregister_storage_kind(name: str) -> None:
     kind = _REGISTRY.pop(name, None)
-    if kind and kind.probe_module:
+    _VERSION[0] += 1
+    if kind and kind.probe_modules:
         from probes import remove_probe_module
 
-        remove_probe_module(kind.probe_module)
+        for module in kind.probe_modules:
+            remove_probe_module(module)
 
 
 def host_setting_names() -> set[str]:
@@ -138,8 +195,8 @@ def host_setting_kinds() -> dict[str, str]:
 
 
 def probe_modules() -> list[str]:
-    return [k.probe_module for k in _REGISTRY.values() if k.probe_module]
+    return [m for k in _REGISTRY.values() for m in k.probe_modules]
 
 
 def rule_packs() -> list[str]:
-    return [k.rule_pack for k in _REGISTRY.values() if k.rule_pack]
+    return [p for k in _REGISTRY.values() for p in k.rule_packs]

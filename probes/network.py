@@ -30,6 +30,7 @@ is down, gives ``None``), mtu, tx_queue_len, operstate, address; the driver from
 from __future__ import annotations
 
 import re
+import shlex
 
 from pydantic import BaseModel, Field
 
@@ -51,7 +52,10 @@ from probes.sysctl_conf import (  # noqa: F401  (re-exported: the probe's public
 # network.sysctl
 # ---------------------------------------------------------------------------------------------
 
-TRACKED_SYSCTLS: tuple[str, ...] = (
+#: the keys read whatever the rules ask (pyinfra's ``keys=`` default): those that Python code reads by
+#: name (the analytic network rules, the mesh diagnosis). Every other key is read because a loaded
+#: rule names it (``ProbeContext.requested``, advisor.probe_requests): a new rule is one YAML entry.
+BASE_SYSCTLS: tuple[str, ...] = (
     "net.ipv4.tcp_sack",
     "net.ipv4.tcp_timestamps",
     "net.ipv4.tcp_window_scaling",
@@ -66,6 +70,8 @@ TRACKED_SYSCTLS: tuple[str, ...] = (
     "net.ipv4.tcp_mtu_probing",
     "net.ipv4.tcp_no_metrics_save",
 )
+#: the former name of ``BASE_SYSCTLS``
+TRACKED_SYSCTLS = BASE_SYSCTLS
 
 
 class SysctlConflict(BaseModel):
@@ -105,7 +111,9 @@ class SysctlSetting(BaseModel):
 
 
 class SysctlFacts(BaseModel):
-    #: the tracked keys plus every other ``net.*`` key a config file sets
+    #: the keys read (the base set and the keys the loaded rules ask for, any of ``net.*``, ``vm.*``,
+    #: ``kernel.*``...) plus every other ``net.*`` key a config file sets. A key the rules ask for
+    #: that is not here was not collected (an older capture): its rules are not_applicable
     sysctls: dict[str, SysctlSetting] = Field(default_factory=dict)
     #: applied config files, in the order they are applied
     files_read: list[str] = Field(default_factory=list)
@@ -131,12 +139,25 @@ _UNREADABLE_SECTION = "unreadable "
 _RUNTIME_ABSENT = "@@absent"
 _RUNTIME_UNREADABLE = "@@unreadable"
 _PROCSYS_SECTION = "procsys"
+_REQUESTED_SECTION = "requested"
 _MODE_RE = re.compile(r"^[0-7]{3,4}$")
 
 
-def _sysctl_script() -> str:
+def sysctl_keys(requested: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The keys the probe reads: the base set, then the requested ones (dotted form, each once; a
+    name that cannot be a sysctl key is left out)."""
+    out: dict[str, None] = {}
+    for key in (*BASE_SYSCTLS, *requested):
+        if isinstance(key, str) and SYSCTL_KEY_RE.match(key.strip()):
+            out[normalize_sysctl_key(key)] = None
+    return list(out)
+
+
+def _sysctl_script(requested: list[str] | tuple[str, ...] = ()) -> str:
     dirs = " ".join(SYSCTL_DIRS)
-    tracked = " ".join(TRACKED_SYSCTLS)
+    keys = sysctl_keys(requested)
+    tracked = " ".join(shlex.quote(k) for k in keys)
+    listed = "\n".join(keys)
     return f"""\
 seen_dirs=" "
 for d in {dirs}; do
@@ -158,6 +179,8 @@ if [ -f {SYSCTL_CONF} ]; then
 fi
 extra=$(for d in {dirs}; do cat "$d"/*.conf 2>/dev/null; done; cat {SYSCTL_CONF} 2>/dev/null) || true
 extra=$(printf '%s\\n' "$extra" | sed -n 's/^[[:space:]]*-\\{{0,1\\}}[[:space:]]*\\(net[./][A-Za-z0-9_.:/@+-]*\\)[[:space:]]*=.*$/\\1/p' | sort -u)
+echo "@@section {_REQUESTED_SECTION}"
+printf '%s\\n' {shlex.quote(listed)}
 echo "@@section runtime"
 # tr runs only for a key written with a slash or a value holding a tab or newline (a process per
 # key and step made this loop the costliest part of a host's batch); each value keeps its cat:
@@ -202,7 +225,7 @@ def parse_sysctl_output(text: str) -> SysctlFacts:
             links[link] = target.strip()
         elif name.startswith(_UNREADABLE_SECTION):
             unreadable.append(name[len(_UNREADABLE_SECTION):].strip())
-        elif name not in ("runtime", _PROCSYS_SECTION, ""):
+        elif name not in ("runtime", _PROCSYS_SECTION, _REQUESTED_SECTION, ""):
             raise ProbeParseError(f"network.sysctl output has an unknown section {name!r}")
         elif name == "" and body.strip():
             raise ProbeParseError("network.sysctl output has text before its first section")
@@ -230,7 +253,16 @@ def parse_sysctl_output(text: str) -> SysctlFacts:
             runtime[key] = None
         else:
             runtime[key] = normalize_sysctl_value(value)
-    missing = [k for k in TRACKED_SYSCTLS if k not in runtime]
+    # the keys the script was asked to read (outputs collected before it said so: those it read;
+    # a key a rule needs that an older capture lacks is "not collected", never an error here)
+    requested: list[str] = []
+    for lineno, line in enumerate(sections.get(_REQUESTED_SECTION, "").splitlines(), start=1):
+        if line.strip():
+            if not SYSCTL_KEY_RE.match(line.strip()):
+                raise ProbeParseError(f"network.sysctl requested line {lineno} is not a sysctl key: {line[:60]!r}")
+            requested.append(normalize_sysctl_key(line))
+    requested = list(dict.fromkeys(requested))
+    missing = [k for k in requested if k not in runtime]
     if missing:
         raise ProbeParseError(f"network.sysctl runtime section lacks {missing[0]} (truncated?)")
 
@@ -249,7 +281,9 @@ def parse_sysctl_output(text: str) -> SysctlFacts:
             for cl in parse_sysctl_conf(path, files[path]):
                 seen_lines.setdefault(cl.key, []).append(cl)
 
-    keys = list(TRACKED_SYSCTLS) + sorted(k for k in set(effective) | set(runtime) if k.startswith("net.") and k not in TRACKED_SYSCTLS)
+    first = requested or [k for k in BASE_SYSCTLS if k in runtime]
+    listed = set(first)
+    keys = first + sorted(k for k in set(runtime) | {k for k in effective if k.startswith("net.")} if k not in listed)
     out: dict[str, SysctlSetting] = {}
     for key in keys:
         rt = runtime.get(key)
@@ -302,7 +336,7 @@ def _procsys_mounts(body: str | None) -> dict[str, bool]:
 def _key_read_only(key: str, mounts: dict[str, bool]) -> str | None:
     """Why ``key`` cannot be written because of a mount (the deepest mount holding its /proc/sys
     file decides: a read-write /proc/sys/net under a read-only /proc/sys is writable), or None."""
-    path = "/proc/sys/" + key.replace(".", "/")
+    path = sysctl_proc_path(key)
     holders = [m for m in mounts if path == m or path.startswith(m.rstrip("/") + "/")]
     if not holders:
         return None
@@ -318,9 +352,10 @@ class NetworkSysctlProbe(Probe):
     name = "network.sysctl"
     title = "TCP/IP sysctls: runtime value, persisted value and the file that sets it"
     facts_model = SysctlFacts
+    keyed_facts = "sysctls"
 
     def script(self, ctx: ProbeContext) -> str:
-        return _sysctl_script()
+        return _sysctl_script(ctx.requested.get(self.name, ()))
 
     def parse(self, text: str) -> SysctlFacts:
         return parse_sysctl_output(text)

@@ -71,6 +71,9 @@ class ProbeContext(BaseModel):
     #: host and site variables (free-form; e.g. xcache config path overrides, and the host settings
     #: a storage kind declares, such as ``gpfs_node`` and ``san_controllers``)
     vars: dict[str, Any] = Field(default_factory=dict)
+    #: probe name -> the keys the loaded rules ask it to read (pyinfra's ``keys=``): the keys of its
+    #: ``keyed_facts`` mapping that rule fact paths and change keys name (advisor.probe_requests)
+    requested: dict[str, list[str]] = Field(default_factory=dict)
 
 
 class Probe(ABC):
@@ -85,6 +88,11 @@ class Probe(ABC):
     needs_root: ClassVar[bool] = False
     #: the pydantic model ``parse`` returns
     facts_model: ClassVar[type[BaseModel]]
+    #: the facts mapping whose keys the rules choose (``sysctls``): a rule's fact path
+    #: ``sysctls."net.ipv4.tcp_sack".runtime`` or a change of an adapter of this probe with key
+    #: ``net.ipv4.tcp_sack`` makes the probe read that key (``ProbeContext.requested``); None: the
+    #: probe reads a fixed set
+    keyed_facts: ClassVar[str | None] = None
 
     def applies_to(self, roles: list[str]) -> bool:
         return not self.roles or bool(self.roles & set(roles))

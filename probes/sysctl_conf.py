@@ -25,10 +25,34 @@ not expanded: they are not recorded as setting any key.
 
 from __future__ import annotations
 
+import importlib.util
 import posixpath
-import re
+import sys
 
 from pydantic import BaseModel
+
+from advisor.resources import playbooks_dir
+
+
+def _sysctl_keys_module():
+    """playbooks/module_utils/storadvise_sysctl_keys.py: the one key <-> /proc/sys path mapping,
+    shared with the Ansible module that sets the keys (a module_utils file, not a package module)."""
+    name = "storadvise_sysctl_keys"
+    mod = sys.modules.get(name)
+    if mod is None:
+        spec = importlib.util.spec_from_file_location(name, playbooks_dir() / "module_utils" / f"{name}.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        sys.modules[name] = mod
+    return mod
+
+
+_KEYS = _sysctl_keys_module()
+SYSCTL_KEY_RE = _KEYS.SYSCTL_KEY_RE
+#: dotted form of a key; a key whose first separator is ``/`` swaps ``/`` and ``.``
+normalize_sysctl_key = _KEYS.normalize_sysctl_key
+#: ``net.ipv4.conf.eth0/100.rp_filter`` -> ``/proc/sys/net/ipv4/conf/eth0.100/rp_filter``
+sysctl_proc_path = _KEYS.sysctl_proc_path
 
 #: precedence order: a basename seen in an earlier directory masks the later ones
 SYSCTL_DIRS: tuple[str, ...] = (
@@ -40,22 +64,7 @@ SYSCTL_DIRS: tuple[str, ...] = (
 )
 SYSCTL_CONF = "/etc/sysctl.conf"
 
-SYSCTL_KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:/@+-]*$")
 _GLOB_CHARS = set("*?[")
-
-
-def normalize_sysctl_key(key: str) -> str:
-    """Dotted form of a key; a key whose first separator is ``/`` swaps ``/`` and ``.``."""
-    key = key.strip()
-    first_sep = re.search(r"[./]", key)
-    if first_sep and first_sep.group(0) == "/":
-        key = key.translate(str.maketrans("/.", "./"))
-    return key
-
-
-def sysctl_proc_path(key: str) -> str:
-    """``net.ipv4.conf.eth0/100.rp_filter`` -> ``/proc/sys/net/ipv4/conf/eth0.100/rp_filter``."""
-    return "/proc/sys/" + normalize_sysctl_key(key).translate(str.maketrans("./", "/."))
 
 
 def normalize_sysctl_value(value: str) -> str:

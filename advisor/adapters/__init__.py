@@ -15,6 +15,8 @@ CORE_ADAPTER_MODULES = ("advisor.adapters.firewall", "advisor.adapters.sysctl", 
 
 #: adapters registered at run time (a plug-in outside the storage-kind registry, or a test)
 _EXTRA: dict[str, Adapter] = {}
+#: the registry built once: (storage-kind registry version, run-time registrations) -> adapters
+_CACHE: dict[tuple[int, tuple[tuple[str, int], ...]], dict[str, Adapter]] = {}
 
 
 def register_adapter(adapter: Adapter) -> Adapter:
@@ -33,7 +35,21 @@ def unregister_adapter(name: str) -> None:
 
 def adapters() -> dict[str, Adapter]:
     """Every adapter, in the order their roles run: the core ones, then the registered storage
-    kinds' (advisor.storage_kinds), then those registered at run time."""
+    kinds' (advisor.storage_kinds), then those registered at run time.
+
+    Built once and cached until a storage kind or an adapter is registered or removed (the caller
+    gets its own copy of the mapping; the adapters are shared)."""
+    from advisor.storage_kinds import registry_version
+
+    key = (registry_version(), tuple((name, id(a)) for name, a in _EXTRA.items()))
+    found = _CACHE.get(key)
+    if found is None:
+        _CACHE.clear()
+        found = _CACHE[key] = _build_adapters()
+    return dict(found)
+
+
+def _build_adapters() -> dict[str, Adapter]:
     from advisor.storage_kinds import storage_kinds
 
     modules = list(CORE_ADAPTER_MODULES) + [m for k in storage_kinds().values()

@@ -136,7 +136,8 @@ def _refused_hosts(report: ScanReport, site: Site) -> dict[str, str]:
 
 def _waived_now(f: Finding, site: Site, today: dt.date | None) -> bool:
     """A failed finding whose every host the site file waives today (waivers added after the scan)."""
-    return bool(f.hosts) and all(any(w.matches(f.rule_id, h) and not w.expired(today) for w in site.waivers)
+    hosts = site.by_name()
+    return bool(f.hosts) and all(any(w.matches(f.rule_id, hosts.get(h, h)) and not w.expired(today) for w in site.waivers)
                                  for h in f.hosts)
 
 
@@ -170,10 +171,10 @@ def _why_not(adapter: Adapter, change: Change, site: Site, host: Host, facts: di
     if waived_by_rule:
         return waived_by_rule
     for w in site.waivers:
-        if w.settings and not w.expired(today) and w.covers_setting(adapter.name, change.key, host.name):
+        if w.settings and not w.expired(today) and w.covers_setting(adapter.name, change.key, host):
             return f"the site waives this setting: {w.justification}"
     for im in site.immutable:
-        if im.covers(adapter.name, change.key, host.name):
+        if im.covers(adapter.name, change.key, host):
             return f"immutable on this site: {im.reason}"
     return adapter.cannot_change(facts, change, host_settings(host))
 

@@ -93,7 +93,7 @@ def _waivers(site: Site, catalog: RuleCatalog, today: dt.date) -> list[CheckItem
         problems = []
         if not any(fnmatch.fnmatchcase(r, w.rule) for r in catalog.rules):
             problems.append("matches no rule")
-        if not any(fnmatch.fnmatchcase(h.name, w.hosts) for h in site.hosts):
+        if not site.select(w.hosts):
             problems.append("matches no host of the site")
         if not w.approved_by:
             problems.append("no approved_by")

@@ -41,6 +41,7 @@ from advisor.lab.records import (
     switch_ns,
 )
 from advisor.lab.scenario import Scenario, load_scenario
+from probes.sysctl_conf import sysctl_proc_path
 from advisor.lab.site_files import unregister_site, write_site_files
 
 Progress = Callable[[str], None]
@@ -225,7 +226,7 @@ def _build(rec: LabRecord, sc: Scenario, progress: Progress) -> None:
         if h.sysctls:
             _apply_sysctls(ns, h.name, h.sysctls)
         for key in h.read_only_sysctls:
-            if not Path("/proc/sys", *key.split(".")).exists():
+            if not Path(sysctl_proc_path(key)).exists():
                 raise StoradviseError(f"host {h.name}: read_only_sysctls: no sysctl {key} on this machine")
         if h.firewall:
             if h.firewall.nft:

@@ -28,6 +28,7 @@ import subprocess
 from pathlib import Path
 
 from advisor.lab.netns import run
+from probes.sysctl_conf import sysctl_proc_path
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 IPERF3 = shutil.which("iperf3") or "/usr/bin/iperf3"
@@ -117,7 +118,7 @@ def boot_script(lab_dir: Path, hdir: Path, host: str, address: str, emulators: d
     for key in read_only_sysctls:
         # the key's /proc/sys file bound read-only onto itself in the host's mount namespace: what
         # the host's processes (sshd, its sessions) see; a write fails as in a container
-        path = q("/proc/sys/" + key.replace(".", "/"))
+        path = q(sysctl_proc_path(key))
         lines.append(f"mount -n --bind {path} {path} && mount -n -o remount,bind,ro {path}")
     if iperf3:
         lines += [

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from advisor.errors import SiteFileError, StoradviseError
 from advisor.lab.scenario_faults import ExpectedFinding, GroupFirewall, merge_iptables
-from advisor.site import ROLE_NAMES, MeshSpec, Role
+from advisor.site import MeshSpec, Role, host_pattern
 from advisor.units import parse_rate_bps
 from advisor.yaml_lines import load_located_yaml
 
@@ -201,6 +201,8 @@ class PathFault(_Strict):
 class SiteSection(_Strict):
     description: str | None = None
     storage_kind: str = "other"
+    #: the site file's ``storage_systems`` (advisor.site.Site): given, they gate the storage probes and packs
+    storage_systems: list[str] = Field(default_factory=list)
     profiles: list[str] = Field(default_factory=lambda: ["generic"])
     vars: dict[str, Any] = Field(default_factory=dict)
     mesh: MeshSpec | None = None
@@ -341,13 +343,12 @@ class Scenario(_Strict):
                 h.firewall = own
 
     def select(self, selector: str) -> list[ScenarioHost]:
-        """Hosts of a group, else a role, else the host of that name (as Site.hosts_in)."""
-        out = [h for h in self.hosts if selector in h.groups]
-        if not out and selector in ROLE_NAMES:
-            out = [h for h in self.hosts if Role(selector) in h.roles]
-        if not out:
-            out = [h for h in self.hosts if h.name == selector]
-        return out
+        """The hosts of a host pattern (advisor.site.HostPattern, the grammar of site files: names,
+        globs, groups, roles, comma lists, ``!exclusion``); a malformed pattern selects none."""
+        try:
+            return host_pattern(selector).select(self.hosts)
+        except ValueError:
+            return []
 
     def select_all(self, selectors: list[str]) -> list[ScenarioHost]:
         seen: dict[str, ScenarioHost] = {}

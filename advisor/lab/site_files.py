@@ -76,6 +76,9 @@ def site_document(rec: LabRecord, sc: Scenario) -> dict[str, Any]:
         "hosts": hosts,
         "storage_network": {"prefixes": [rec.subnet]},
     }
+    if sc.site.storage_systems:
+        doc["storage_systems"] = list(sc.site.storage_systems)
+        doc.pop("storage_kind")  # the first of them
     if sc.site.vars:
         doc["vars"] = dict(sc.site.vars)
     if sc.site.waivers:

@@ -16,11 +16,58 @@ def change(adapter, key, target, host="h1", scope=ChangeScope.both, runtime=None
     return Change(host=host, adapter=adapter, key=key, target=target, scope=scope, runtime=runtime, persisted=persisted)
 
 
-def test_the_registry_holds_the_six_adapters_in_play_order():
+def test_the_registry_holds_every_adapter_in_play_order_each_with_its_shipped_role():
+    """The core adapters first, then each storage kind's in registry order; every role is shipped,
+    and every shipped role but the controller's apply_summary has an adapter."""
+    from advisor.resources import playbooks_dir
+    from advisor.storage_kinds import storage_kinds
+
     reg = adapters()
-    assert list(reg)[:6] == ["firewall", "sysctl", "block", "gpfs", "san", "xcache"]
-    assert [a.role for a in reg.values()][:6] == ["firewall", "network_tuning", "block_tuning", "gpfs_tuning",
-                                                  "san_cache", "xcache"]
+    assert list(reg)[:3] == ["firewall", "sysctl", "block"]
+    assert [a.role for a in reg.values()][:3] == ["firewall", "network_tuning", "block_tuning"]
+    kinds = [k for k in storage_kinds().values() if k.adapter_module]
+    assert [reg[n].role for n in list(reg)[3:]] == [r for k in kinds for r in [k.role] + [
+        get_adapter_of(m).role for m in k.extra_adapter_modules]]
+    shipped = {p.name for p in (playbooks_dir() / "roles").iterdir() if p.is_dir()}
+    assert {a.role for a in reg.values()} == shipped - {"apply_summary"}
+
+
+def get_adapter_of(module: str):
+    import importlib
+
+    return importlib.import_module(module).ADAPTER
+
+
+def test_the_registry_is_built_once_and_rebuilt_when_something_registers():
+    from advisor.adapters import register_adapter, unregister_adapter
+    from advisor.adapters.sysctl import SysctlAdapter
+    from advisor.storage_kinds import StorageKind, register_storage_kind, unregister_storage_kind
+
+    first = adapters()
+    assert adapters() == first and adapters() is not first  # one build, a copy per caller
+    import advisor.adapters as registry
+
+    builds = []
+    real = registry._build_adapters
+    registry._build_adapters = lambda: builds.append(1) or real()
+    try:
+        for _ in range(100):
+            adapters()
+        assert builds == []
+
+        class Extra(SysctlAdapter):
+            name = "extra_sysctl"
+
+        register_adapter(Extra())
+        assert "extra_sysctl" in adapters() and builds == [1]
+        unregister_adapter("extra_sysctl")
+        assert "extra_sysctl" not in adapters() and builds == [1, 1]
+        register_storage_kind(StorageKind("cachetest", adapter_module="advisor.adapters.sysctl"))
+        adapters()
+        assert builds == [1, 1, 1]
+    finally:
+        registry._build_adapters = real
+        unregister_storage_kind("cachetest")
 
 
 def test_sysctl_adapter_on_a_namespace_capture():

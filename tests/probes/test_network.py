@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from probes import get_probe
 from probes.network import (
+    BASE_SYSCTLS,
     TRACKED_SYSCTLS,
     NetworkNicProbe,
     NetworkSysctlProbe,
@@ -194,7 +195,12 @@ def test_file_order_masks_by_basename_and_sorts_across_directories():
     [
         ("", "no 'runtime' section"),
         (SYSCTL_CAPTURE[: SYSCTL_CAPTURE.index("@@section runtime")], "no 'runtime' section"),
-        (SYSCTL_CAPTURE[: SYSCTL_CAPTURE.index("net.ipv4.tcp_rmem\t")], "lacks net.ipv4.tcp_rmem"),
+        # the script lists the keys it was asked to read: a runtime section cut before one is truncated
+        (SYSCTL_CAPTURE[: SYSCTL_CAPTURE.index("net.ipv4.tcp_rmem\t")].replace(
+            "@@section runtime", "@@section requested\nnet.ipv4.tcp_sack\nnet.ipv4.tcp_rmem\n@@section runtime"),
+         "lacks net.ipv4.tcp_rmem"),
+        (SYSCTL_CAPTURE.replace("@@section runtime", "@@section requested\nnet ipv4\n@@section runtime"),
+         "requested line 1 is not a sysctl key"),
         (SYSCTL_CAPTURE.replace("net.ipv4.tcp_sack\t0", "net.ipv4.tcp_sack 0"), "runtime line"),
         (SYSCTL_CAPTURE.replace("@@section file /etc/sysctl.conf", "@@section bogus"), "unknown section"),
         ("sysctl: permission denied\n" + SYSCTL_CAPTURE, "text before its first section"),
@@ -203,6 +209,33 @@ def test_file_order_masks_by_basename_and_sorts_across_directories():
 def test_malformed_sysctl_output_is_a_parse_error(text, message):
     with pytest.raises(ProbeParseError, match=message):
         NetworkSysctlProbe().parse(text)
+
+
+def test_an_older_output_without_a_key_parses_and_lacks_only_that_key():
+    """Outputs collected before a rule asked for a key (no 'requested' section, a runtime section
+    from an older key list) parse: the key is not in the facts (its rules say "not collected")."""
+    older = "\n".join(line for line in SYSCTL_CAPTURE.splitlines() if not line.startswith("net.ipv4.tcp_rmem\t"))
+    facts = NetworkSysctlProbe().parse(older)
+    assert "net.ipv4.tcp_rmem" not in facts.sysctls or facts.sysctls["net.ipv4.tcp_rmem"].runtime is None
+    assert facts.sysctls["net.ipv4.tcp_sack"].runtime == "0"
+    assert "net.ipv4.tcp_slow_start_after_idle" not in facts.sysctls
+
+
+def test_the_script_reads_the_requested_keys_any_subsystem():
+    """The base set, then the keys the loaded rules ask for (vm.* and kernel.* too), each once; a
+    name that cannot be a sysctl key never reaches the shell."""
+    ctx = ProbeContext(host="h", requested={"network.sysctl": [
+        "net.ipv4.tcp_slow_start_after_idle", "vm.swappiness", "kernel.pid_max", "net.ipv4.tcp_sack", "x; rm -rf /"]})
+    out = subprocess.run(["sh", "-c", NetworkSysctlProbe().script(ctx)], capture_output=True, text=True, timeout=30,
+                         check=True)
+    assert "rm -rf" not in NetworkSysctlProbe().script(ctx)
+    facts = NetworkSysctlProbe().parse(out.stdout)
+    keys = list(facts.sysctls)
+    assert keys[:len(BASE_SYSCTLS)] == list(BASE_SYSCTLS)
+    assert keys[len(BASE_SYSCTLS):len(BASE_SYSCTLS) + 3] == [
+        "net.ipv4.tcp_slow_start_after_idle", "vm.swappiness", "kernel.pid_max"]
+    for key in ("net.ipv4.tcp_slow_start_after_idle", "vm.swappiness", "kernel.pid_max"):
+        assert facts.sysctls[key].runtime == " ".join(Path(sysctl_proc_path(key)).read_text().split())
 
 
 @settings(max_examples=200, deadline=None)

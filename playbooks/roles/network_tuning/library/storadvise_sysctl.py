@@ -71,17 +71,18 @@ import re
 
 from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change, record_failure,
                                                    restore_text, retire_backup, run_backed_module, save_backup)
+from ansible.module_utils.storadvise_sysctl_keys import is_sysctl_key, normalize_sysctl_key, sysctl_proc_path
 
 DEFAULT_CONF_PATHS = ["/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d",
                       "/lib/sysctl.d", "/etc/sysctl.conf"]
 MARKER = "# storadvise disabled"
-_LINE = re.compile(r"^\s*-?\s*([A-Za-z0-9_./*-]+)\s*=\s*(.*?)\s*$")
-_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")  # \Z: "$" would let a trailing newline through
+_LINE = re.compile(r"^\s*-?\s*([A-Za-z0-9_./*:@+-]+)\s*=\s*(.*?)\s*$")
 _MARKED = re.compile(r"^# storadvise disabled \(.*?\): (.*)$")
 
 
 def norm_key(k):
-    return k.strip().lstrip("-").strip().replace("/", ".")
+    """A key as written in a file (``-`` prefix, either separator form) in its dotted form."""
+    return normalize_sysctl_key(k.strip().lstrip("-").strip())
 
 
 def norm_value(v):
@@ -89,7 +90,7 @@ def norm_value(v):
 
 
 def proc_path(key):
-    return "/proc/sys/" + key.replace(".", "/")
+    return sysctl_proc_path(key)
 
 
 def read_runtime(key):
@@ -188,7 +189,7 @@ def marker_line(key, value, own_file, line):
 
 def refusal(key, value, runtime):
     """Why ``key`` cannot be set to ``value`` on this host, or None."""
-    if not _KEY.match(key):
+    if not is_sysctl_key(key):
         return "not a kernel parameter name"
     if runtime is None:
         return "no such kernel parameter on this host (%s missing)" % proc_path(key)
@@ -234,7 +235,7 @@ def apply(module, p):
     sysctls, runtime = {}, {}
     for k, v in sorted((p["sysctls"] or {}).items()):
         k, v = norm_key(k), norm_value(v)
-        cur = read_runtime(k) if _KEY.match(k) else None
+        cur = read_runtime(k) if is_sysctl_key(k) else None
         why = refusal(k, v, cur)
         if why:
             record_failure(result, k, why)
