@@ -53,6 +53,14 @@ def resolve_site(site: str | None, inventory: Path | None = None, role_map: list
     return load_site(site)
 
 
+def required_site(site: str | None, inventory: Path | None, role_map: list[str] | tuple[str, ...] = ()) -> Site:
+    """The site of a command that needs one (plan, verify, audit): a site file, or an Ansible inventory
+    with its role map (``--inventory``/``--role-map``, as ``scan`` takes them)."""
+    if site is None and inventory is None:
+        raise UsageError("give --site NAME (or --inventory FILE with --role-map GROUP=ROLE)")
+    return resolve_site(site, inventory, role_map)
+
+
 def _name_skipped(site: Site, source: str) -> None:
     """Name on stderr the inventory hosts no role mapping covers: they are left out, never scanned with no role."""
     line = skipped_hosts_line(site)

@@ -44,5 +44,24 @@ def test_scan_uses_each_hosts_group_link_rate_and_names_the_skipped_hosts():
         # the host of the unmapped group: named on stderr, nowhere in the report
         assert "mon01" not in json.dumps(report)
         assert "skipped 1 inventory host(s)" in cp.stderr and "mon01" in cp.stderr, cp.stderr[-2000:]
+        # plan takes the same inventory and role map (as verify and audit do): each host's own target, no mon01
+        (host.dir / "scan.json").write_text(cp.stdout)
+        pl = host.controller([STORADVISE, "plan", "--inventory", str(inv), "--role-map", "fast=storage",
+                              "--role-map", "slow=storage", "--scan", str(host.dir / "scan.json"), "--out",
+                              str(host.dir / "plan")], check=False, env_extra={"HOME": str(home)})
+        assert pl.returncode == 0, pl.stdout[-2000:] + pl.stderr[-2000:]
+        assert "mon01" in pl.stderr and not (host.dir / "plan" / "host_vars" / "mon01.yml").exists()
+        import yaml
+
+        class Loader(yaml.SafeLoader):  # host_vars mark every value !unsafe (never templated by Ansible)
+            pass
+
+        Loader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
+        # (net.core.* is not per namespace, so the plan leaves it out here; net.ipv4.tcp_wmem is per namespace)
+        wanted = {c["host"]: c["target"] for f in report["findings"] if f["rule_id"] == "NET-TCP-BUFFER-MAX"
+                  for c in f.get("changes") or [] if c["key"] == "net.ipv4.tcp_wmem"}
+        planned = {h: str(yaml.load((host.dir / "plan" / "host_vars" / f"{h}.yml").read_text(), Loader)
+                          ["network_tuning_sysctls"]["net.ipv4.tcp_wmem"]) for h in ("fast01", "slow01")}
+        assert planned == wanted and planned["fast01"] != planned["slow01"], (planned, wanted)
     finally:
         cleanup()
