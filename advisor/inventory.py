@@ -199,8 +199,8 @@ def site_from_inventory(path: str | Path, role_map: dict[str, str], name: str | 
             raise SiteFileError(str(path), f"host {h.name}: {_first_error(exc)}") from None
         (hosts if host.roles else skipped).append(host if host.roles else h.name)
     if not hosts:
-        raise SiteFileError(str(path), f"no host has a role: give --role-map GROUP=ROLE (groups: "
-                                       f"{', '.join(sorted({g for h in inv.values() for g in h.groups} - {'all', 'ungrouped'}))})"
+        groups = sorted({g for h in inv.values() for g in h.groups} - {"all", "ungrouped"})
+        raise SiteFileError(str(path), f"no host has a role: give --role-map GROUP=ROLE (groups: {', '.join(groups)})"
                                        " or storadvise_roles in the inventory")
     data = {"name": name or Path(path).stem, **(extra or {})}
     try:

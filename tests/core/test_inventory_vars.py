@@ -64,7 +64,8 @@ def test_group_and_host_vars_are_read_and_unmapped_hosts_skipped(tmp_path, capsy
 
 def test_an_inventory_where_no_host_has_a_role_is_refused_naming_its_groups(tmp_path):
     (tmp_path / "hosts.ini").write_text("[fast]\nst01\n[monitoring]\nmon01\n")
-    with pytest.raises(SiteFileError, match=r"no host has a role: give --role-map GROUP=ROLE \(groups: fast, monitoring\) or storadvise_roles"):
+    with pytest.raises(SiteFileError,
+                       match=r"no host has a role: give --role-map GROUP=ROLE \(groups: fast, monitoring\) or storadvise_roles"):
         site_from_inventory(tmp_path / "hosts.ini", {})
 
 
