@@ -4,9 +4,14 @@ A site file may hold ``inventory: {path: hosts.ini, role_map: {gpfs_servers: sto
 instead of ``hosts``; ``storadvise scan --inventory FILE --role-map GROUP=ROLE`` does the same
 from the command line. The inventory is read by ``ansible-inventory -i PATH --list``: INI, YAML,
 host ranges (``wn[001:200]``), ``group_vars/`` and ``host_vars/`` directories, dynamic inventory
-scripts and plugins, exactly as the site's playbooks see them. Connection variables read:
-ansible_host, ansible_port, ansible_user, ansible_ssh_private_key_file; groups (with their
-parents) become host groups.
+scripts and plugins, exactly as the site's playbooks see them. Host variables read (host_vars,
+group_vars and the inventory's own vars alike): ansible_host, ansible_port, ansible_user,
+ansible_ssh_private_key_file; ansible_become (the probes run with sudo) with ansible_become_user and
+ansible_become_method kept for the plan's inventory; ``link_rate`` (the NIC rate the host should reach,
+as in a site file: 10gbit, 25G); ``rack`` (the mesh's representative strategy groups by it);
+``storadvise_roles`` (a list, or comma-separated, of storadvise roles: a role from the inventory itself,
+added to those of the role map). Groups (with their parents) become host groups. A host that neither
+the role map nor ``storadvise_roles`` gives a role is named in ``Site.skipped_hosts`` and never scanned.
 """
 
 from __future__ import annotations
@@ -162,6 +167,41 @@ def inventory_site_settings(inv: dict[str, InventoryHost], path: str | Path) -> 
     return out
 
 
+#: become settings kept as host variables (the plan's inventory passes them on); a become password
+#: is never copied out of the site's inventory
+_BECOME_VARS = ("ansible_become_user", "ansible_become_method", "ansible_become_flags", "ansible_become_exe")
+
+
+def _roles_of(h: InventoryHost, role_map: dict[str, str]) -> list[str]:
+    roles = {role_map[g] for g in h.groups if g in role_map}
+    own = h.vars.get("storadvise_roles")
+    if own is not None:
+        items = own.split(",") if isinstance(own, str) else own if isinstance(own, list) else None
+        if items is None:
+            raise ValueError(f"storadvise_roles: expected a list of roles, got {type(own).__name__}")
+        for item in (str(x).strip() for x in items):
+            if item and item not in ROLE_NAMES:
+                raise ValueError(f"storadvise_roles: unknown role {item!r} (roles: {', '.join(ROLE_NAMES)})")
+            if item:
+                roles.add(item)
+    return sorted(roles)
+
+
+def _become(v: dict[str, Any]) -> bool | None:
+    become = v.get("ansible_become")
+    if become is None:
+        return None
+    if isinstance(become, str):
+        if become.strip().lower() not in ("true", "yes", "on", "1", "false", "no", "off", "0"):
+            raise ValueError(f"ansible_become: expected a boolean, got {become!r}")
+        become = become.strip().lower() in ("true", "yes", "on", "1")
+    method = v.get("ansible_become_method", "sudo")
+    user = v.get("ansible_become_user", "root")
+    if become and (method != "sudo" or user != "root"):
+        raise ValueError(f"become {method!r} to {user!r}: the probes run with sudo to root only")
+    return bool(become)
+
+
 def site_from_inventory(path: str | Path, role_map: dict[str, str], name: str | None = None,
                         extra: dict[str, Any] | None = None) -> Site:
     inv = load_inventory(path)
@@ -171,29 +211,56 @@ def site_from_inventory(path: str | Path, role_map: dict[str, str], name: str | 
         settings = inventory_site_settings(inv, path)
     except ValueError as exc:
         raise SiteFileError(str(path), str(exc).splitlines()[0]) from None
-    hosts = []
+    hosts, skipped = [], []
     for h in inv.values():
         v = h.vars
-        roles = sorted({role_map[g] for g in h.groups if g in role_map})
         try:
-            hosts.append(Host(
+            host_vars = {k: v[k] for k in ("rack", *_BECOME_VARS) if v.get(k) is not None}
+            host = Host(
                 name=h.name,
                 address=_text(v.get("ansible_host")),
                 port=int(v.get("ansible_port", 22)),
                 user=_text(v.get("ansible_user")),
                 key=_text(v.get("ansible_ssh_private_key_file")),
-                roles=roles,
+                roles=_roles_of(h, role_map),
                 groups=sorted(g for g in h.groups if g not in ("all", "ungrouped")),
-            ))
+                **({"link_rate": _text(v["link_rate"])} if v.get("link_rate") is not None else {}),
+                **({"sudo": sudo} if (sudo := _become(v)) is not None else {}),
+                vars={k: _text(x) if k == "rack" else x for k, x in host_vars.items()},
+            )
         except (ValidationError, ValueError, TypeError) as exc:
-            raise SiteFileError(str(path), f"host {h.name}: {str(exc).splitlines()[0]}") from None
+            raise SiteFileError(str(path), f"host {h.name}: {_first_error(exc)}") from None
+        (hosts if host.roles else skipped).append(host if host.roles else h.name)
+    if not hosts:
+        groups = sorted({g for h in inv.values() for g in h.groups} - {"all", "ungrouped"})
+        raise SiteFileError(str(path), f"no host has a role: give --role-map GROUP=ROLE (groups: {', '.join(groups)})"
+                                       " or storadvise_roles in the inventory")
     data = {"name": name or Path(path).stem, **settings, **(extra or {})}
     try:
         site = Site.model_validate({**data, "hosts": []})
     except ValidationError as exc:
         raise SiteFileError(str(path), str(exc.errors()[0]["msg"])) from None
     site.hosts = hosts
+    site.skipped_hosts = skipped
     return site
+
+
+def skipped_hosts_line(site: Site) -> str | None:
+    """One line naming the inventory hosts no role mapping covers (None: there are none)."""
+    if not site.skipped_hosts:
+        return None
+    names = ", ".join(site.skipped_hosts[:20]) + (f" and {len(site.skipped_hosts) - 20} more"
+                                                  if len(site.skipped_hosts) > 20 else "")
+    return (f"skipped {len(site.skipped_hosts)} inventory host(s) that no --role-map group or storadvise_roles "
+            f"covers (not scanned): {names}")
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        e = exc.errors()[0]
+        where = ".".join(str(x) for x in e.get("loc", ()))
+        return f"{where}: {e['msg']}" if where else e["msg"]
+    return str(exc).splitlines()[0]
 
 
 def _text(value: Any) -> str | None:
@@ -231,4 +298,5 @@ def site_from_inventory_section(doc: LocatedYaml) -> Site:
     for setting in INVENTORY_SITE_SETTINGS:  # the site file's own value wins over the inventory's
         if setting not in rest.model_fields_set and setting in site.model_fields_set:
             setattr(rest, setting, getattr(site, setting))
+    rest.skipped_hosts = site.skipped_hosts
     return rest

@@ -426,6 +426,8 @@ class Site(StrictModel):
     extensions: dict[str, Any] = Field(default_factory=dict)
     #: the file this site was read from (not part of the file itself)
     source: str | None = Field(None, exclude=True)
+    #: hosts of an Ansible inventory that no role mapping covers: named, never scanned (not part of the file)
+    skipped_hosts: list[str] = Field(default_factory=list, exclude=True)
 
     @field_validator("name")
     @classmethod

@@ -4,10 +4,11 @@ site model and the inventory reader do not import each other."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from advisor.errors import SiteFileError, UsageError
-from advisor.inventory import parse_role_map, site_from_inventory, site_from_inventory_section
+from advisor.inventory import parse_role_map, site_from_inventory, site_from_inventory_section, skipped_hosts_line
 from advisor.site import LOCAL_SITE, Site, find_site_file, local_site
 from advisor.yaml_lines import load_located_yaml
 
@@ -29,6 +30,7 @@ def load_site(name_or_path: str) -> Site:
         raise SiteFileError(str(path), "a site file is a YAML mapping with 'name' and 'hosts'", line=1)
     if "inventory" in data:
         site = site_from_inventory_section(doc)
+        _name_skipped(site, str(path))
     else:
         site = doc.validate(Site)
     site.source = str(path)
@@ -42,9 +44,25 @@ def resolve_site(site: str | None, inventory: Path | None = None, role_map: list
             raise UsageError("give either --site or --inventory, not both")
         s = site_from_inventory(inventory, parse_role_map(list(role_map)))
         s.source = str(inventory)
+        _name_skipped(s, str(inventory))
         return s.apply_defaults()
     if role_map:
         raise UsageError("--role-map goes with --inventory")
     if site is None:
         return local_site()
     return load_site(site)
+
+
+def required_site(site: str | None, inventory: Path | None, role_map: list[str] | tuple[str, ...] = ()) -> Site:
+    """The site of a command that needs one (plan, verify, audit): a site file, or an Ansible inventory
+    with its role map (``--inventory``/``--role-map``, as ``scan`` takes them)."""
+    if site is None and inventory is None:
+        raise UsageError("give --site NAME (or --inventory FILE with --role-map GROUP=ROLE)")
+    return resolve_site(site, inventory, role_map)
+
+
+def _name_skipped(site: Site, source: str) -> None:
+    """Name on stderr the inventory hosts no role mapping covers: they are left out, never scanned with no role."""
+    line = skipped_hosts_line(site)
+    if line:
+        print(f"storadvise: {source}: {line}", file=sys.stderr)

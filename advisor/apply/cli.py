@@ -30,7 +30,9 @@ def _scan(target, options, quiet: bool, label: str, mesh_wanted=None):
 
 
 def plan(
-    site: str = typer.Option(..., "--site", "-s", help="Site name or site file path."),
+    site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name or site file path."),
+    inventory: Optional[Path] = typer.Option(None, "--inventory", "-i", help="An Ansible inventory (INI or YAML) instead of a site file."),
+    role_map: list[str] = typer.Option([], "--role-map", help="GROUP=ROLE for --inventory (repeatable)."),
     scan: Optional[Path] = typer.Option(None, "--scan", help="A scan JSON ('storadvise scan --json') of this site; none = scan now."),
     out_dir: Path = typer.Option(..., "--out", "--output", "-o", help="Directory to write the Ansible project into."),
     json_out: bool = typer.Option(False, "--json", help="Print the plan summary as JSON."),
@@ -52,11 +54,11 @@ def plan(
     from advisor.apply.project import write_project
     from advisor.report.model import load_report
     from advisor.scan import open_scan
-    from advisor.site_file import load_site
+    from advisor.site_file import required_site
 
     if min_severity not in SEVERITY_ORDER:
         raise UsageError(f"--min-severity {min_severity!r}: one of {', '.join(SEVERITY_ORDER)}")
-    the_site = load_site(site)
+    the_site = required_site(site, inventory, role_map)
     if scan is not None:
         changed = options.changed()
         if changed:
@@ -132,7 +134,9 @@ def _render_plan(the_plan, out_dir: Path) -> None:
 
 
 def verify(
-    site: str = typer.Option(..., "--site", "-s", help="Site name or site file path."),
+    site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name or site file path."),
+    inventory: Optional[Path] = typer.Option(None, "--inventory", "-i", help="An Ansible inventory (INI or YAML) instead of a site file."),
+    role_map: list[str] = typer.Option([], "--role-map", help="GROUP=ROLE for --inventory (repeatable)."),
     before: Optional[Path] = typer.Option(None, "--before", help="The scan JSON taken before the change (plan's scan); none = the site's last scan in the history."),
     json_out: bool = typer.Option(False, "--json", help="Print {findings, paths, summary} as JSON."),
     output: Optional[Path] = typer.Option(None, "--output", help="Also write the new scan JSON to FILE."),
@@ -158,11 +162,11 @@ def verify(
     from advisor.history.store import store_scan
     from advisor.report.outputs import ReportFiles, write_report_files
     from advisor.scan import open_scan
-    from advisor.site_file import load_site
+    from advisor.site_file import required_site
 
     if fail_on not in SEVERITY_ORDER:
         raise UsageError(f"--fail-on must be one of {', '.join(SEVERITY_ORDER)}, got {fail_on!r}")
-    the_site = load_site(site)
+    the_site = required_site(site, inventory, role_map)
     prediction = None
     if plan_dir is not None:
         from advisor.apply.verify_predictions import load_plan_prediction

@@ -19,7 +19,9 @@ err = Console(stderr=True)
 
 
 def audit(
-    site: str = typer.Option(..., "--site", "-s", help="Site name or site file path."),
+    site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name or site file path."),
+    inventory: Optional[Path] = typer.Option(None, "--inventory", "-i", help="An Ansible inventory (INI or YAML) instead of a site file."),
+    role_map: list[str] = typer.Option([], "--role-map", help="GROUP=ROLE for --inventory (repeatable)."),
     threshold: str = typer.Option("medium", "--threshold", help="A failed finding at least this severe fails the audit."),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Write the checklist as JUnit XML to FILE."),
     html: Optional[Path] = typer.Option(None, "--html", help="Write the checklist and the scan as a self-contained HTML report."),
@@ -41,13 +43,13 @@ def audit(
     from advisor.report.outputs import ReportFiles, write_report_files
     from advisor.report.progress import ScanProgress
     from advisor.scan import open_scan, run_scan
-    from advisor.site_file import load_site
+    from advisor.site_file import required_site
 
     if threshold not in SEVERITY_ORDER:
         raise UsageError(f"--threshold must be one of {', '.join(SEVERITY_ORDER)}, got {threshold!r}")
     if not options.profiles:
         options = dataclasses.replace(options, profiles=(DEFAULT_PROFILE,))
-    target = open_scan(options, load_site(site))
+    target = open_scan(options, required_site(site, inventory, role_map))
     with ScanProgress(len(target.hosts), f"auditing {target.site.name}", enabled=not json_out, console=err) as bar:
         run = run_scan(target, options, progress=bar.host_done, quiet=json_out, console=err)
     report = run.report

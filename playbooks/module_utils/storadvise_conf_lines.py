@@ -113,9 +113,14 @@ def file_module(role, default_path, what, read, write, refuse):
     the first change is the backup; rollback puts it back."""
     import subprocess
 
-    from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change,
-                                                       record_failure, restore_text, retire_backup,
-                                                       run_backed_module, save_backup)
+    try:  # a project's module_utils (a plan directory's ansible.cfg), else the installed collection's
+        from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change,
+                                                           record_failure, restore_text, retire_backup,
+                                                           run_backed_module, save_backup)
+    except ImportError:
+        from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_state import (
+            atomic_write, load_backup, read_text, record_change, record_failure, restore_text, retire_backup,
+            run_backed_module, save_backup)
 
     def remount(module, p, result):
         cmd = p["remount_command"]

@@ -10,10 +10,17 @@ from __future__ import annotations
 import glob
 import os
 
-from ansible.module_utils.storadvise_firewall_files import (firewalld_direct_rules, ipt_norm, ipt_save_rules,
-                                                            nft_conf_includes, nft_conf_rules, nft_norm)
-from ansible.module_utils.storadvise_firewalld_zones import zone_name, zone_rich_rules
-from ansible.module_utils.storadvise_state import read_text
+try:  # a project's module_utils (a plan directory's ansible.cfg), else the installed collection's
+    from ansible.module_utils.storadvise_firewall_files import (
+        firewalld_direct_rules, ipt_norm, ipt_save_rules, nft_conf_includes, nft_conf_rules, nft_norm)
+    from ansible.module_utils.storadvise_firewalld_zones import zone_name, zone_rich_rules
+    from ansible.module_utils.storadvise_state import read_text
+except ImportError:
+    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_firewall_files import (
+        firewalld_direct_rules, ipt_norm, ipt_save_rules, nft_conf_includes, nft_conf_rules, nft_norm)
+    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_firewalld_zones import (
+        zone_name, zone_rich_rules)
+    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_state import read_text
 
 #: the nft table firewalld's nftables backend owns (its rules come from zone and policy files)
 FIREWALLD_TABLE = ("inet", "firewalld")

@@ -1,7 +1,7 @@
 """The ceph_client and hdfs_balancer roles' edge cases, run by real Ansible over a real sshd in a namespace of
 this test's own, on files in the test's directory: check mode writes nothing, a value that would not read back
 is a failed setting while the others are made, a missing or foreign file is the role's error on that host (kept
-for the summary, the play goes on) and leaves nothing behind. The main path is in tests/lab/test_lab_cephfs.py,
+for the summary, then it fails the host and the run ends non-zero) and leaves nothing behind. The main path is in tests/lab/test_lab_cephfs.py,
 test_lab_beegfs.py and test_lab_hdfs.py."""
 
 from __future__ import annotations
@@ -57,6 +57,10 @@ def run(world, role: str, vars: dict, *args: str):
     book.write_text(PLAY.format(role=role, vars=json.dumps(vars), out=out))
     # (the copy runs with check_mode: false, so --check still records the result)
     cp = world["host"].controller([ANSIBLE_PLAYBOOK, book.name, *args], cwd=world["plan"], check=False)
+    if play_recap(cp.stdout)["cr01"]["failed"]:
+        # the role's error failed the host: the play ends non-zero, the error is the failing task's message
+        assert cp.returncode == 2 and not out.exists(), cp.stdout[-3000:]
+        return cp, None, cp.stdout.split("fatal: [cr01]: FAILED! =>", 1)[1].split("\n", 1)[0]
     assert cp.returncode == 0, cp.stdout[-3000:]
     got = json.loads(out.read_text())
     return cp, got["result"], got["error"]
@@ -89,7 +93,9 @@ def test_ceph_missing_file_is_the_roles_error_and_writes_nothing(world):
                                               "ceph_client_backup_file": str(world["dir"] / "b3.json"),
                                               "ceph_client_options_set": {"client_oc": "true"}})
     assert "no such file (no Ceph client configuration here)" in error
-    assert play_recap(cp.stdout)["cr01"]["failed"] == 0 and play_recap(cp.stdout)["cr01"]["rescued"] == 1
+    # kept for the summary (rescued), then re-raised: the host fails and the run ends non-zero
+    assert play_recap(cp.stdout)["cr01"]["failed"] == 1 and play_recap(cp.stdout)["cr01"]["rescued"] == 1
+    assert cp.returncode == 2
     assert not missing.exists() and not (world["dir"] / "b3.json").exists()
 
 

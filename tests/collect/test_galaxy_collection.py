@@ -46,7 +46,10 @@ def test_collection_builds_installs_offline_and_its_playbooks_resolve(tmp_path):
     play.write_text("---\n- name: Use a role of the collection\n  hosts: all\n  gather_facts: false\n  roles:\n"
                     "    - role: storadvise.tuning.network_tuning\n")
     _run([str(BIN / "ansible-playbook"), "--syntax-check", "-i", "localhost,", str(play)], tmp_path)
-    # a role's module run from the installed collection, with its module_utils as docs/collect.md says
+    # a role's module run from the installed collection, its module_utils found in the collection itself
     _run([str(BIN / "ansible"), "localhost", "--check", "-m", "storadvise.tuning.storadvise_sysctl", "-a",
           f"sysctls={{}} sysctl_file={tmp_path / 'x.conf'} conf_paths=[] editable_prefixes=[] "
-          f"backup_file={tmp_path / 'b.json'} state=present"], tmp_path, ANSIBLE_MODULE_UTILS=str(root / "module_utils"))
+          f"backup_file={tmp_path / 'b.json'} state=present", "-e", f"ansible_python_interpreter={sys.executable}"],
+         tmp_path)
+    assert {p.name for p in (root / "plugins" / "module_utils").iterdir()} == {
+        p.name for p in (REPO / "playbooks" / "module_utils").glob("*.py")}

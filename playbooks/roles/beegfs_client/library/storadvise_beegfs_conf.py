@@ -51,7 +51,10 @@ set:
   returned: always
 """
 
-from ansible.module_utils.storadvise_conf_lines import conf_module
+try:  # a project's module_utils (a plan directory's ansible.cfg), else the installed collection's
+    from ansible.module_utils.storadvise_conf_lines import conf_module
+except ImportError:
+    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_conf_lines import conf_module
 
 
 def main():

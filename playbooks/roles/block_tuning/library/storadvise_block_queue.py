@@ -56,8 +56,14 @@ changed_devices:
 import os
 import re
 
-from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change, record_failure,
-                                                   restore_text, retire_backup, run_backed_module, save_backup)
+try:  # a project's module_utils (a plan directory's ansible.cfg), else the installed collection's
+    from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change,
+                                                       record_failure, restore_text, retire_backup,
+                                                       run_backed_module, save_backup)
+except ImportError:
+    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_state import (
+        atomic_write, load_backup, read_text, record_change, record_failure, restore_text, retire_backup,
+        run_backed_module, save_backup)
 
 #: the order of writes: a new scheduler resets nr_requests, and nr_requests above the device's tag depth
 #: is refused without a scheduler, so scheduler and queue depth go first

@@ -79,8 +79,14 @@ restarted:
 
 import re
 
-from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change, record_failure,
-                                                   restore_text, retire_backup, run_backed_module, save_backup)
+try:  # a project's module_utils (a plan directory's ansible.cfg), else the installed collection's
+    from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change,
+                                                       record_failure, restore_text, retire_backup,
+                                                       run_backed_module, save_backup)
+except ImportError:
+    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_state import (
+        atomic_write, load_backup, read_text, record_change, record_failure, restore_text, retire_backup,
+        run_backed_module, save_backup)
 
 _PROPERTY = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
 _VALUE = re.compile(r"^[A-Za-z0-9_.:/+-]{1,64}\Z")

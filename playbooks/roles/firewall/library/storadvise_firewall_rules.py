@@ -83,10 +83,20 @@ not_found:
 
 import re
 
-from ansible.module_utils.storadvise_firewall_files import comment_out, ipt_norm, nft_norm, remove_spans
-from ansible.module_utils.storadvise_firewall_persisted import FIREWALLD_TABLE, persisted_hits
-from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change, record_failure,
-                                                   restore_text, retire_backup, run_backed_module, save_backup)
+try:  # a project's module_utils (a plan directory's ansible.cfg), else the installed collection's
+    from ansible.module_utils.storadvise_firewall_files import comment_out, ipt_norm, nft_norm, remove_spans
+    from ansible.module_utils.storadvise_firewall_persisted import FIREWALLD_TABLE, persisted_hits
+    from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change,
+                                                       record_failure, restore_text, retire_backup,
+                                                       run_backed_module, save_backup)
+except ImportError:
+    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_firewall_files import (
+        comment_out, ipt_norm, nft_norm, remove_spans)
+    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_firewall_persisted import (
+        FIREWALLD_TABLE, persisted_hits)
+    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_state import (
+        atomic_write, load_backup, read_text, record_change, record_failure, restore_text, retire_backup,
+        run_backed_module, save_backup)
 
 _HANDLE = re.compile(r"\s+# handle (\d+)\s*$")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")  # \Z: "$" would let a trailing newline through

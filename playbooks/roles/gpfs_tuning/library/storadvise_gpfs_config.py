@@ -77,8 +77,12 @@ restart_required:
 import os
 import re
 
-from ansible.module_utils.storadvise_state import (load_backup, record_change, record_failure, retire_backup,
-                                                   run_backed_module, save_backup)
+try:  # a project's module_utils (a plan directory's ansible.cfg), else the installed collection's
+    from ansible.module_utils.storadvise_state import (load_backup, record_change, record_failure, retire_backup,
+                                                       run_backed_module, save_backup)
+except ImportError:
+    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_state import (
+        load_backup, record_change, record_failure, retire_backup, run_backed_module, save_backup)
 
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([KMGT]?)$", re.I)
 _ATTR = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}\Z")  # \Z: "$" would let a trailing newline through

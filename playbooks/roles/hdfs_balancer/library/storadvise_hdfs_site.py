@@ -52,8 +52,13 @@ set:
   returned: always
 """
 
-from ansible.module_utils.storadvise_conf_lines import file_module
-from ansible.module_utils.storadvise_hadoop_xml import read_property, refusal, set_property
+try:  # a project's module_utils (a plan directory's ansible.cfg), else the installed collection's
+    from ansible.module_utils.storadvise_conf_lines import file_module
+    from ansible.module_utils.storadvise_hadoop_xml import read_property, refusal, set_property
+except ImportError:
+    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_conf_lines import file_module
+    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_hadoop_xml import (
+        read_property, refusal, set_property)
 
 
 def main():

@@ -50,8 +50,12 @@ set:
 import os
 import re
 
-from ansible.module_utils.storadvise_state import (load_backup, record_change, record_failure, retire_backup,
-                                                   run_backed_module, save_backup)
+try:  # a project's module_utils (a plan directory's ansible.cfg), else the installed collection's
+    from ansible.module_utils.storadvise_state import (load_backup, record_change, record_failure, retire_backup,
+                                                       run_backed_module, save_backup)
+except ImportError:
+    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_state import (
+        load_backup, record_change, record_failure, retire_backup, run_backed_module, save_backup)
 
 #: TYPE.DEVICE.PARAM of a client device (no glob: one parameter per name)
 _NAME = re.compile(r"^(osc|mdc|llite)\.[A-Za-z0-9_-]+\.[a-z0-9_]+$")

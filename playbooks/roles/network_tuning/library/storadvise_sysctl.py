@@ -69,9 +69,17 @@ cannot_change:
 import os
 import re
 
-from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change, record_failure,
-                                                   restore_text, retire_backup, run_backed_module, save_backup)
-from ansible.module_utils.storadvise_sysctl_keys import is_sysctl_key, normalize_sysctl_key, sysctl_proc_path
+try:  # a project's module_utils (a plan directory's ansible.cfg), else the installed collection's
+    from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change,
+                                                       record_failure, restore_text, retire_backup,
+                                                       run_backed_module, save_backup)
+    from ansible.module_utils.storadvise_sysctl_keys import is_sysctl_key, normalize_sysctl_key, sysctl_proc_path
+except ImportError:
+    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_state import (
+        atomic_write, load_backup, read_text, record_change, record_failure, restore_text, retire_backup,
+        run_backed_module, save_backup)
+    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_sysctl_keys import (
+        is_sysctl_key, normalize_sysctl_key, sysctl_proc_path)
 
 DEFAULT_CONF_PATHS = ["/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d",
                       "/lib/sysctl.d", "/etc/sysctl.conf"]

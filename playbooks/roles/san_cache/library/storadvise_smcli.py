@@ -57,8 +57,12 @@ script:
 import os
 import re
 
-from ansible.module_utils.storadvise_state import (load_backup, record_change, record_failure, retire_backup,
-                                                   run_backed_module, save_backup)
+try:  # a project's module_utils (a plan directory's ansible.cfg), else the installed collection's
+    from ansible.module_utils.storadvise_state import (load_backup, record_change, record_failure, retire_backup,
+                                                       run_backed_module, save_backup)
+except ImportError:
+    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_state import (
+        load_backup, record_change, record_failure, retire_backup, run_backed_module, save_backup)
 
 # SANtricity names: letters, digits, _ - # . and single inner spaces (nothing that ends the quoted
 # name or the script: no quotes, ; ] or line breaks)
