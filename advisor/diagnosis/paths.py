@@ -154,6 +154,20 @@ def host_view(hf: HostFacts | None) -> HostView:
                     rules=acting_rules(hf))
 
 
+def path_rtt_us(p: dict) -> float | None:
+    """The path's own round trip: the smallest the test saw (pings just before it, iperf3's and the
+    kernel's minimum), else its mean. A flow held by loss or by a window keeps no queue of its own,
+    so the models use this RTT; the mean during the test adds the queue a flow builds only once
+    nothing else holds it, and on a busy host the scheduling delay of its ends."""
+    info = p.get("tcp_info") or {}
+    mins = [float(v) for v in (p.get("idle_rtt_us"), p.get("min_rtt_us"), info.get("min_rtt_us"))
+            if isinstance(v, (int, float)) and v > 0]
+    if mins:
+        return min(mins)
+    v = p.get("rtt_us") or info.get("rtt_us")
+    return float(v) if v else None
+
+
 def path_state(p: dict, facts: dict[str, HostFacts], addresses: dict[str, str] | None = None,
                views: dict[str, HostView] | None = None) -> PathState | None:
     """None for a path without a measurement (failed, or no rate). ``views``: a cache of host views."""
@@ -165,7 +179,7 @@ def path_state(p: dict, facts: dict[str, HostFacts], addresses: dict[str, str] |
     vd = views.get(dst) or views.setdefault(dst, host_view(facts.get(dst)))
     info = p.get("tcp_info") or {}
     mss = int(p.get("mss") or info.get("mss") or m.DEFAULT_MSS)
-    rtt_us = p.get("rtt_us") or info.get("rtt_us") or p.get("idle_rtt_us") or p.get("min_rtt_us")
+    rtt_us = path_rtt_us(p)
     policers: list[tuple[str, float, str]] = []
     dropping: list[str] = []
     addr = addresses or {}
