@@ -311,3 +311,15 @@ def test_active_efficiency_findings_come_from_the_rule_engine(tmp_path):
     site.vars["efficiency_active_min"] = 0.6
     by = {f.hosts[0]: f for f in evaluate(fs, site, rule_filter=only).findings}
     assert by["wn02"].status == FindingStatus.passed and by["wn02"].observed == 0.66
+
+
+def test_active_efficiency_evidence_rounds_seconds_to_what_they_mean():
+    """'cpu 1.95 s / wall 9.73 s', never 'cpu 1.9527190000000002 s' (fails before: raw floats)."""
+    from advisor.facts import FactSet as FS
+
+    fs = FS(site="t", hosts={"wn01": host("wn01", roles=("worker",))},
+            efficiency={"mean": 0.2, "hosts": {"wn01": {"efficiency": 0.2, "cpu_seconds": 1.9527190000000002,
+                                                        "wall_seconds": 9.729353512000216, "source": "st01:4000"}}})
+    site = Site(name="t", hosts=[Host(name="wn01", roles=["worker"])])
+    f = evaluate(fs, site, rule_filter=lambda r: r.id == "EFF-ACTIVE-LOW").findings[0]
+    assert f.evidence == ["wn01: test job efficiency 0.20 (cpu 1.95 s / wall 9.73 s, reading from st01:4000)"]
