@@ -12,6 +12,7 @@ from rich.console import Console
 
 from advisor.errors import UsageError
 from advisor.findings import SEVERITY_ORDER
+from advisor.option_aliases import ALIAS_HELP, one_of_aliases
 from advisor.scan_options import ScanOptions
 from advisor.scan_flags import scan_options
 
@@ -32,7 +33,9 @@ def _scan(target, options, quiet: bool, label: str, mesh_wanted=None):
 def plan(
     site: str = typer.Option(..., "--site", "-s", help="Site name or site file path."),
     scan: Optional[Path] = typer.Option(None, "--scan", help="A scan JSON ('storadvise scan --json') of this site; none = scan now."),
-    out_dir: Path = typer.Option(..., "--out", "--output", "-o", help="Directory to write the Ansible project into."),
+    out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="Directory to write the Ansible project into (required)."),
+    out_dir_old: Optional[Path] = typer.Option(None, "--out", "--output", "-o", hidden=True,
+                                               help=ALIAS_HELP.format(new="--out-dir")),
     json_out: bool = typer.Option(False, "--json", help="Print the plan summary as JSON."),
     min_severity: str = typer.Option("low", "--min-severity", help=f"Plan only findings at or above this severity ({', '.join(SEVERITY_ORDER)}); PLAN.md lists what was left out."),
     *,
@@ -40,7 +43,7 @@ def plan(
 ) -> None:
     """Write an Ansible project that fixes the scan's failed findings (waived ones are left alone).
 
-    Example: storadvise plan --site ifca --scan scan.json --out ifca-plan --min-severity medium
+    Example: storadvise plan --site ifca --scan scan.json --out-dir ifca-plan --min-severity medium
 
     Then: cd DIR && ansible-playbook apply-tuning.yml  (--check --diff first to review).
     The scan options (--hosts, --profile, --from, ...) go with a scan made now, not with --scan.
@@ -54,6 +57,9 @@ def plan(
     from advisor.scan import open_scan
     from advisor.site_file import load_site
 
+    out_dir = one_of_aliases(out_dir, out_dir_old, "--out-dir", "--out")
+    if out_dir is None:
+        raise UsageError("say where to write the Ansible project: --out-dir DIR")
     if min_severity not in SEVERITY_ORDER:
         raise UsageError(f"--min-severity {min_severity!r}: one of {', '.join(SEVERITY_ORDER)}")
     the_site = load_site(site)
@@ -115,7 +121,7 @@ def verify(
     site: str = typer.Option(..., "--site", "-s", help="Site name or site file path."),
     before: Optional[Path] = typer.Option(None, "--before", help="The scan JSON taken before the change (plan's scan); none = the site's last scan in the history."),
     json_out: bool = typer.Option(False, "--json", help="Print {findings, paths, summary} as JSON."),
-    output: Optional[Path] = typer.Option(None, "--output", help="Also write the new scan JSON to FILE."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the new scan JSON to FILE."),
     html: Optional[Path] = typer.Option(None, "--html", help="Write the new scan and its before -> after as a self-contained HTML report."),
     history: Optional[Path] = typer.Option(None, "--history", help="Scan history database (default $STORADVISE_HISTORY, else $XDG_DATA_HOME/storadvise/history.db)."),
     no_history: bool = typer.Option(False, "--no-history", help="Neither read 'before' from nor store the new scan in the history."),
@@ -223,8 +229,8 @@ def _render_verify(result: dict) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add ``plan`` and ``verify`` to the root ``storadvise`` app."""
-    app.command("plan", epilog="Examples:\n\n  storadvise plan --site ifca --scan scan.json --out ifca-plan\n\n"
-                "  storadvise plan --site ifca --out ifca-plan      # scans first\n\n"
+    app.command("plan", epilog="Examples:\n\n  storadvise plan --site ifca --scan scan.json --out-dir ifca-plan\n\n"
+                "  storadvise plan --site ifca --out-dir ifca-plan      # scans first\n\n"
                 "  cd ifca-plan && ansible-playbook apply-tuning.yml")(scan_options()(plan))
     app.command("verify", epilog="Example: storadvise verify --site ifca --before ifca-plan/scan-before.json\n\n"
                 "  storadvise verify --site ifca --before scan.json --hosts storage --no-mesh")(scan_options()(verify))
