@@ -80,7 +80,8 @@ def _fail_on(value: str) -> str:
              "  storadvise scan --site ifca --json > scan.json\n\n"
              "  storadvise scan --inventory hosts.ini --role-map gpfs=storage --role-map wn=worker\n\n"
              "  storadvise scan --site ifca --html ifca.html --prometheus /var/lib/node_exporter/storadvise.prom\n\n"
-             "  storadvise scan --site ifca --fail-on-new     # CI: fail only on what is new since the last scan")
+             "  storadvise scan --site ifca --fail-on-new     # CI: fail only on what is new since the last scan\n\n"
+             "  storadvise scan --site ifca --dry-run --skip-probes disk.smart   # what would run where; no host contacted")
 @scan_options()
 def scan(
     site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name (sites/NAME.yml, ~/.config/storadvise/sites, lab) or path; none = the local host."),
@@ -96,6 +97,7 @@ def scan(
     history: Optional[Path] = typer.Option(None, "--history", help="Scan history database (default $STORADVISE_HISTORY, else $XDG_DATA_HOME/storadvise/history.db)."),
     no_history: bool = typer.Option(False, "--no-history", help="Do not store this scan in the history."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list passed findings."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print per host the exact commands each probe would run (and the mesh and active test plan); contact no host."),
     *,
     options: ScanOptions,
 ) -> None:
@@ -112,6 +114,17 @@ def scan(
     if fail_on_new and no_history:
         raise UsageError("--fail-on-new compares with the stored history; it does not go with --no-history")
     target = open_scan(options, site, inventory, role_map)
+    if dry_run:
+        from advisor.dry_run import scan_dry_run
+        from advisor.report.dry_run import render_dry_run
+        from advisor.scan import efficiency_settings
+
+        plan = scan_dry_run(target, options, efficiency_settings(target, options) if options.efficiency else None)
+        if json_out:
+            print(json.dumps(plan, indent=2))
+        else:
+            render_dry_run(plan, out)
+        raise typer.Exit(0)
     with ScanProgress(len(target.hosts), f"scanning {target.site.name}", enabled=not json_out, console=err) as bar:
         run = run_scan(target, options, progress=bar.host_done, quiet=json_out, console=err)
     report = run.report
@@ -250,7 +263,8 @@ def _collect_ansible(site, inventory, role_map, options, ansible_vars, from_ansi
     if out_dir is not None:
         raise UsageError("--ansible-vars FILE writes the playbook's vars; collect.yml writes the capture (no --out-dir)")
     target = open_scan(options, site, inventory, role_map)
-    data = batch_vars(target.site, target.hosts, options.sample_seconds)
+    data = batch_vars(target.site, target.hosts, options.sample_seconds,
+                      None if target.probes is None else sorted(target.probes))
     write_vars_file(ansible_vars, data)
     if json_out:
         print(json.dumps({"site": target.site.name, "vars": str(ansible_vars), "hosts": list(data["hosts"])}, indent=2))

@@ -10,7 +10,7 @@ The stages and the files that hold them:
 ==========  ==========================================================================================
 open        :func:`open_scan` (here): the site (site file, inventory, capture manifest or the local
             host), the transports (SSH/local, or the captured outputs of ``--from``), the hosts
-            ``--hosts`` selects and the profiles resolved. Everything a user can get wrong is refused
+            ``--hosts`` selects, the probes ``--probes``/``--skip-probes`` leave in and the profiles resolved. Everything a user can get wrong is refused
             here, before any host is probed: an unknown profile, a selection that matches nothing.
 collect     ``advisor/collector.py`` ``collect_site_facts``: the probes of each host, hosts in parallel.
 measure     ``advisor/measurements.py`` ``run_site_measurements``: the iperf3 mesh and the active
@@ -43,6 +43,7 @@ from advisor.collector import MANIFEST, READABLE_CAPTURE_FORMATS, TransportFacto
 from advisor.errors import StoradviseError, UsageError
 from advisor.facts import FactSet
 from advisor.measurements import run_site_measurements
+from advisor.probe_selection import selected_probes
 from advisor.report.model import ScanReport, build_report
 from advisor.rule_engine import evaluate
 from advisor.rule_specs import RuleCatalog, load_catalog, resolve_profiles
@@ -53,6 +54,7 @@ from advisor.transport.base import Command, CommandResult, HostUnreachable
 from advisor.transport.capture_objects import CaptureObjects
 from advisor.transport.captured import CapturedTransport
 from advisor.transport.factory import SshOptions, transport_for
+from probes import all_probes
 
 STAGES = ("collect", "measure", "evaluate")
 
@@ -68,6 +70,8 @@ class ScanTarget:
     catalog: RuleCatalog
     #: the scan reads a capture (no live host: the mesh and the active test cannot run)
     from_capture: bool = False
+    #: the probes ``--probes``/``--skip-probes`` leave in (None: all)
+    probes: frozenset[str] | None = None
 
 
 @dataclass
@@ -157,14 +161,16 @@ def open_scan(options: ScanOptions, site: Site | str | None = None, inventory: P
     catalog = load_catalog()
     names = list(options.profiles) or list(the_site.profiles) or ["generic"]
     resolved = resolve_profiles(names, catalog, overrides=the_site.vars)  # unknown profile: refused here
+    probes = selected_probes(options.probes, options.skip_probes, all_probes())  # a typo: refused here
     return ScanTarget(site=the_site, transports=transports, hosts=select_hosts(the_site, options.hosts),
-                      profiles=resolved.names, catalog=catalog, from_capture=options.from_capture is not None)
+                      profiles=resolved.names, catalog=catalog, from_capture=options.from_capture is not None,
+                      probes=probes)
 
 
 # --------------------------------------------------------------------------- the pipeline
 
 
-def _efficiency_settings(target: ScanTarget, options: ScanOptions) -> dict[str, Any] | None:
+def efficiency_settings(target: ScanTarget, options: ScanOptions) -> dict[str, Any] | None:
     """The active test's settings; with ``--hosts``, only the selected hosts among its workers
     (None: none of them is selected, the test does not run)."""
     settings = dict(options.efficiency_settings)
@@ -202,6 +208,7 @@ def run_scan(target: ScanTarget, options: ScanOptions, *, stages: tuple[str, ...
     if "collect" in stages:
         factset = collect_site_facts(site, target.transports, parallel=options.parallel,
                                      sample_seconds=options.sample_seconds, hosts=target.hosts,
+                                     probes=None if target.probes is None else sorted(target.probes),
                                      progress=progress, sink=sink)
     else:
         from advisor.collector import site_context
@@ -209,7 +216,7 @@ def run_scan(target: ScanTarget, options: ScanOptions, *, stages: tuple[str, ...
         factset = FactSet(site=site.name, context=site_context(site))
     if "measure" in stages and not target.from_capture:
         with_mesh = options.mesh and (mesh_wanted is None or mesh_wanted(target))
-        settings = _efficiency_settings(target, options) if options.efficiency else None
+        settings = efficiency_settings(target, options) if options.efficiency else None
         run_site_measurements(site, target.transports, factset, with_mesh=with_mesh,
                               with_efficiency=settings is not None, efficiency_settings=settings or {},
                               quiet=quiet, console=console, hosts=target.hosts)

@@ -44,6 +44,12 @@ class ScanOptions:
         "--trust-new-hosts", help="Record unknown SSH host keys in known_hosts (never accepts a changed key)."))
     connect_timeout: float = field(default=10.0, metadata=flag(
         "--connect-timeout", help="SSH connect timeout, seconds.", min=0.5))
+    probes: str | None = field(default=None, metadata=flag(
+        "--probes", help="Only these probes: names or globs, comma-separated (network.*,block.*); "
+                         "see 'storadvise probe list'."))
+    skip_probes: str | None = field(default=None, metadata=flag(
+        "--skip-probes", help="Not these probes (names or globs, comma-separated); their rules are "
+                              "not_applicable, saying so."))
     #: parameters of the active efficiency test over the site's ``efficiency:`` section (hosts,
     #: source, clients, mb, cpu_factor, readahead, slots); set by ``efficiency test``
     efficiency_settings: dict[str, Any] = field(default_factory=dict)

@@ -89,6 +89,7 @@ def plan(
 
 
 def _render_plan(the_plan, out_dir: Path) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     def cell(v) -> str:
@@ -111,6 +112,9 @@ def _render_plan(the_plan, out_dir: Path) -> None:
                   + ", ".join(sorted({b['rule'] for b in the_plan.below_min_severity})))
     for m in the_plan.manual:
         out.print(f"[yellow]by hand:[/yellow] {m['rule']} on {', '.join(m['hosts'])}: {m['text']}")
+    for n in the_plan.notices:
+        if n.startswith("not checked"):  # probes left out by --probes/--skip-probes
+            out.print(f"[yellow]{escape(n)}[/yellow]")
     for r in the_plan.refused:
         err.print(f"[red]left out:[/red] {r['host']}: {r['reason']}")
     out.print(f"wrote {out_dir} (PLAN.md). Review: cd {out_dir} && ansible-playbook apply-tuning.yml --check --diff ; "
@@ -195,7 +199,7 @@ def _render_verify(result: dict) -> None:
     from rich.table import Table
 
     s = result["summary"]
-    colour = {"fixed": "green", "still_failing": "red", "new": "red"}
+    colour = {"fixed": "green", "still_failing": "red", "new": "red", "not_checked": "yellow"}
     if result["findings"]:
         t = Table(header_style="bold", title=f"site {result['site']}: findings before -> after")
         for c in ("outcome", "rule", "host", "subject", "severity", "before", "after"):
@@ -224,7 +228,9 @@ def _render_verify(result: dict) -> None:
         out.print(f"CPU efficiency (active test, mean of workers): {fmt(eff.get('before'))} -> "
                   f"{fmt(eff.get('after'))} ({ratio})")
     out.print(f"fixed {s['fixed']}, still failing {s['still_failing']}, new {s['new']}; "
-              f"{s['failing_at_or_above_fail_on']} at or above {result['fail_on']}")
+              f"{s['failing_at_or_above_fail_on']} at or above {result['fail_on']}"
+              + (f"; not checked {s['not_checked']} (probes left out by --probes/--skip-probes)"
+                 if s.get("not_checked") else ""))
 
 
 def register(app: typer.Typer) -> None:
