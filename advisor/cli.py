@@ -360,12 +360,15 @@ def rules_list(
 @rules_app.command("lint", epilog="Example: storadvise rules lint --site ifca")
 def rules_lint(
     site: Optional[str] = typer.Option(None, "--site", "-s", help="Also check this site's profiles, variables and waivers."),
+    rules_dir: Optional[Path] = typer.Option(None, "--rules-dir", help="Check the rule packs (*.yml) and profiles (profiles/*.yml) in DIR instead of the shipped ones."),
     json_out: bool = typer.Option(False, "--json", help="Print {problems, warnings} as JSON."),
 ) -> None:
     """Check rule packs, profiles and (with --site) waivers; exit 1 on any problem."""
     from advisor.rules_lint import lint
 
-    problems, warnings = lint(site)
+    if rules_dir is not None and not rules_dir.is_dir():
+        raise UsageError(f"--rules-dir {rules_dir}: not a directory")
+    problems, warnings = lint(site, directory=rules_dir)
     if json_out:
         print(json.dumps({"problems": problems, "warnings": warnings}, indent=2))
     else:

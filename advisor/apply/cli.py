@@ -98,7 +98,7 @@ def _render_plan(the_plan, out_dir: Path) -> None:
     if the_plan.changes:
         t = Table(header_style="bold", title=f"plan for site {the_plan.site}")
         for c in ("host", "role", "setting", "runtime", "persisted", "target", "changes", "why"):
-            t.add_column(c)
+            t.add_column(c, overflow="fold")  # a narrow terminal folds a long key, never cuts it
         for c in the_plan.changes:
             t.add_row(c.host, c.role, str(c.setting), cell(c.runtime), cell(c.persisted), cell(c.target),
                       c.scope.value, ", ".join(c.rule_ids))

@@ -147,3 +147,26 @@ def test_renamed_file_and_directory_options_keep_their_old_names(tmp_path):
         out = tmp_path / f"gen{flag.strip('-')}.yml"
         r = run("lab", "generate", "--seed", "3", flag, out)
         assert r.returncode == 0 and out.read_text().startswith(("name:", "#")), (flag, r.stderr)
+
+
+def test_plan_table_never_cuts_a_cell_at_80_or_100_columns(tmp_path):
+    site = tmp_path / "here.yml"
+    site.write_text("name: here\ntransport: local\nhosts:\n  - {name: box, address: localhost, roles: [storage]}\n")
+    cap, scan = tmp_path / "cap", tmp_path / "scan.json"
+    assert run("collect", "--site", site, "--out-dir", cap, "--sample-seconds", "0.2").returncode == 0
+    run("scan", "--from", cap, "--no-history", "-o", scan)
+    r = run("plan", "--site", site, "--scan", scan, "--out-dir", tmp_path / "j", "--min-severity", "info", "--json")
+    changes = json.loads((tmp_path / "j" / "plan.json").read_text())["changes"]
+    assert changes, "the local host has settings a plan changes (e.g. the TCP buffer maxima)"
+    for columns in ("80", "100"):
+        out = tmp_path / f"p{columns}"
+        r = subprocess.run([sys.executable, "-m", "advisor.cli", "plan", "--site", str(site), "--scan", str(scan),
+                            "--out-dir", str(out), "--min-severity", "info"], capture_output=True, text=True,
+                           cwd=REPO, env={**__import__("os").environ, "COLUMNS": columns})
+        assert r.returncode in (0, 3), r.stderr
+        assert "…" not in r.stdout, r.stdout
+        rows = [ln.split("│") for ln in r.stdout.splitlines() if ln.startswith("│")]
+        settings = "".join(cells[3].strip() for cells in rows)  # folded cells, top to bottom
+        why = "".join(cells[8].strip() for cells in rows)
+        for c in changes:
+            assert str(c["setting"]).replace(" ", "") in settings and c["rules"][0] in why, (columns, c)
