@@ -6,6 +6,7 @@ YAML example of a rule pack, a profile or a site file (waivers, immutable, mesh,
 A fenced block is marked by an HTML comment on the line before it, ``<!-- docs-test: KIND -->``:
 ``lab`` (needs a lab or a site's hosts: options checked, not run), ``synopsis`` (placeholders such as
 FILE or [--site S]: options checked), ``data`` (needs a site's own input files: options checked),
+``system`` (installs on the machine: apt, dnf, pip; options checked),
 ``other`` (YAML that is not storadvise's: an Ansible task, a CI job, a lab scenario with
 placeholders) or ``fragment`` (a part of a YAML file that cannot stand alone). An unmarked shell
 block is run, command by command (in bash, as a user types it), in a scratch directory holding a site file of this machine
@@ -31,7 +32,7 @@ from advisor.cli import app
 REPO = Path(__file__).resolve().parents[2]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 MARK = re.compile(r"<!--\s*docs-test:\s*([\w-]+)\s*-->")
-KINDS = {"lab", "synopsis", "data", "other", "fragment"}
+KINDS = {"lab", "synopsis", "data", "system", "other", "fragment"}
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 LOCAL_SITE = "name: here\ntransport: local\nhosts:\n  - {name: box, address: localhost, roles: [worker]}\n"
 # the hosts a site-file fragment is linted with: every role, and the host names the docs' examples use
