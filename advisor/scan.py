@@ -10,8 +10,9 @@ The stages and the files that hold them:
 ==========  ==========================================================================================
 open        :func:`open_scan` (here): the site (site file, inventory, capture manifest or the local
             host), the transports (SSH/local, or the captured outputs of ``--from``), the hosts
-            ``--hosts`` selects, the probes ``--probes``/``--skip-probes`` leave in and the profiles resolved. Everything a user can get wrong is refused
-            here, before any host is probed: an unknown profile, a selection that matches nothing.
+            ``--hosts`` selects, the probes ``--probes``/``--skip-probes`` leave in and the profiles
+            resolved. Everything a user can get wrong is refused here, before any host is probed: an
+            unknown profile, a selection that matches nothing.
 collect     ``advisor/collector.py`` ``collect_site_facts``: the probes of each host, hosts in parallel.
 measure     ``advisor/measurements.py`` ``run_site_measurements``: the iperf3 mesh and the active
             CPU-efficiency test (never from a capture: they need live hosts).
