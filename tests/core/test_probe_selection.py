@@ -109,3 +109,19 @@ def test_plan_and_verify_say_what_was_not_checked(local):
     plan_md = (d / "fix" / "PLAN.md").read_text()
     assert "not checked" in plan_md and rule in plan_md.split("not checked", 1)[1]
     assert "not checked" in r.stdout
+
+
+def test_collect_through_ansible_sends_only_the_chosen_probes(local):
+    d, site, _full = local
+    vars_file = d / "collect-vars.yml"
+    r = run("collect", "--site", site, "--ansible-vars", vars_file, "--skip-probes", "disk.smart,block.*")
+    assert r.returncode == 0, r.stderr
+    import yaml
+
+    class Loader(yaml.SafeLoader):  # Ansible's !unsafe marks values read from hosts and sites
+        pass
+
+    Loader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
+    batch = yaml.load(vars_file.read_text(), Loader=Loader)["storadvise_collect"]["hosts"]["box"]
+    keys = {c["key"] for c in batch["commands"]}
+    assert "network.sysctl" in keys and "disk.smart" not in keys and not any(k.startswith("block.") for k in keys)
