@@ -23,11 +23,14 @@ try:  # typer >= 0.20 vendors its own click
 except ImportError:  # pragma: no cover - older typer depends on click
     from click import exceptions as click_exceptions
 from advisor.errors import StoradviseError, UsageError
+from advisor.help_format import HELP_FORMAT
 from advisor.findings import SEVERITY_ORDER
+from advisor.option_aliases import ALIAS_HELP, one_of_aliases
 from advisor.scan_options import ScanOptions
 from advisor.scan_flags import scan_options
 
 app = typer.Typer(
+    **HELP_FORMAT,
     name="storadvise",
     help="Tuning advisor and diagnostics for grid-site storage: scan a site, see the evidence, "
     "get an Ansible fix, prove it.\n\nExample: storadvise scan --site ifca",
@@ -36,9 +39,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-probe_app = typer.Typer(help="Inspect probes: list them, parse a saved output.\n\nExample: storadvise probe list",
+probe_app = typer.Typer(**HELP_FORMAT, help="Inspect probes: list them, parse a saved output.\n\nExample: storadvise probe list",
                         no_args_is_help=True)
-rules_app = typer.Typer(help="Rule packs, profiles and waivers.\n\nExample: storadvise rules lint --site ifca",
+rules_app = typer.Typer(**HELP_FORMAT, help="Rule packs, profiles and waivers.\n\nExample: storadvise rules lint --site ifca",
                         no_args_is_help=True)
 app.add_typer(probe_app, name="probe")
 app.add_typer(rules_app, name="rules")
@@ -77,7 +80,8 @@ def _fail_on(value: str) -> str:
              "  storadvise scan --site ifca --json > scan.json\n\n"
              "  storadvise scan --inventory hosts.ini --role-map gpfs=storage --role-map wn=worker\n\n"
              "  storadvise scan --site ifca --html ifca.html --prometheus /var/lib/node_exporter/storadvise.prom\n\n"
-             "  storadvise scan --site ifca --fail-on-new     # CI: fail only on what is new since the last scan")
+             "  storadvise scan --site ifca --fail-on-new     # CI: fail only on what is new since the last scan\n\n"
+             "  storadvise scan --site ifca --dry-run --skip-probes disk.smart   # what would run where; no host contacted")
 @scan_options()
 def scan(
     site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name (sites/NAME.yml, ~/.config/storadvise/sites, lab) or path; none = the local host."),
@@ -93,6 +97,7 @@ def scan(
     history: Optional[Path] = typer.Option(None, "--history", help="Scan history database (default $STORADVISE_HISTORY, else $XDG_DATA_HOME/storadvise/history.db)."),
     no_history: bool = typer.Option(False, "--no-history", help="Do not store this scan in the history."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Also list passed findings."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print per host the exact commands each probe would run (and the mesh and active test plan); contact no host."),
     *,
     options: ScanOptions,
 ) -> None:
@@ -109,6 +114,17 @@ def scan(
     if fail_on_new and no_history:
         raise UsageError("--fail-on-new compares with the stored history; it does not go with --no-history")
     target = open_scan(options, site, inventory, role_map)
+    if dry_run:
+        from advisor.dry_run import scan_dry_run
+        from advisor.report.dry_run import render_dry_run
+        from advisor.scan import efficiency_settings
+
+        plan = scan_dry_run(target, options, efficiency_settings(target, options) if options.efficiency else None)
+        if json_out:
+            print(json.dumps(plan, indent=2))
+        else:
+            render_dry_run(plan, out)
+        raise typer.Exit(0)
     with ScanProgress(len(target.hosts), f"scanning {target.site.name}", enabled=not json_out, console=err) as bar:
         run = run_scan(target, options, progress=bar.host_done, quiet=json_out, console=err)
     report = run.report
@@ -167,25 +183,27 @@ def report_cmd(
 # --------------------------------------------------------------------------- collect
 
 
-@app.command(epilog="Example: storadvise collect --site ifca --out ifca-outputs/ && storadvise scan --from ifca-outputs/ "
-             "(through Ansible: storadvise collect --site ifca --ansible-vars v.yml, then playbooks/collect.yml; docs/collect.md)")
+@app.command(epilog="Examples:\n\n  storadvise collect --site ifca --out-dir ifca-outputs/ && storadvise scan --from ifca-outputs/\n\n"
+             "  storadvise collect --site ifca --ansible-vars v.yml   # then playbooks/collect.yml (docs/collect.md)")
 @scan_options(exclude=("profiles", "mesh", "efficiency", "from_capture"))
 def collect(
     site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name or path; none = the local host."),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="Directory to save every probe's raw output into."),
+    out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="Directory to save every probe's raw output into."),
+    out_dir_old: Optional[Path] = typer.Option(None, "--out", hidden=True, help=ALIAS_HELP.format(new="--out-dir")),
     ansible_vars: Optional[Path] = typer.Option(
         None, "--ansible-vars",
         help="With --site: write the vars file playbooks/collect.yml runs (each host's probe batch) and stop. "
              "With --from-ansible: the vars file the playbook ran."),
     from_ansible: Optional[Path] = typer.Option(
         None, "--from-ansible", help="Finish a capture collect.yml ran: decode the outputs it saved in DIR."),
-    inventory: Optional[Path] = typer.Option(None, "--inventory", "-i"),
-    role_map: list[str] = typer.Option([], "--role-map"),
+    inventory: Optional[Path] = typer.Option(None, "--inventory", "-i", help="An Ansible inventory (INI or YAML) instead of a site file."),
+    role_map: list[str] = typer.Option([], "--role-map", help="GROUP=ROLE for --inventory (repeatable)."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary."),
     *,
     options: ScanOptions,
 ) -> None:
     """Save every probe's raw output per host, for offline analysis with 'scan --from DIR'."""
+    out_dir = one_of_aliases(out_dir, out_dir_old, "--out-dir", "--out")
     from advisor.collector import now_iso, write_manifest
     from advisor.report.progress import ScanProgress
     from advisor.scan import open_scan, run_scan
@@ -196,7 +214,7 @@ def collect(
         _collect_ansible(site, inventory, role_map, options, ansible_vars, from_ansible, out_dir, json_out)
         return
     if out_dir is None:
-        raise UsageError("say where to save the outputs: --out DIR (or --ansible-vars FILE for collect.yml)")
+        raise UsageError("say where to save the outputs: --out-dir DIR (or --ansible-vars FILE for collect.yml)")
     if out_dir.exists() and any(out_dir.iterdir()):
         raise StoradviseError(f"{out_dir}: directory is not empty; choose a new one (nothing was overwritten)")
     target = open_scan(options, site, inventory, role_map)
@@ -232,7 +250,7 @@ def _collect_ansible(site, inventory, role_map, options, ansible_vars, from_ansi
         raise UsageError("--from-ansible DIR needs the vars file the playbook ran: --ansible-vars FILE")
     if from_ansible is not None:
         if out_dir is not None or site is not None:
-            raise UsageError("--from-ansible finishes a capture in its own DIR: no --out or --site")
+            raise UsageError("--from-ansible finishes a capture in its own DIR: no --out-dir or --site")
         hosts = import_frames(from_ansible, ansible_vars)
         unreachable = [n for n, h in hosts.items() if not h.reachable]
         if json_out:
@@ -244,9 +262,10 @@ def _collect_ansible(site, inventory, role_map, options, ansible_vars, from_ansi
                       + (f"; unreachable: {', '.join(unreachable)}" if unreachable else ""))
         raise typer.Exit(3 if unreachable else 0)
     if out_dir is not None:
-        raise UsageError("--ansible-vars FILE writes the playbook's vars; collect.yml writes the capture (no --out)")
+        raise UsageError("--ansible-vars FILE writes the playbook's vars; collect.yml writes the capture (no --out-dir)")
     target = open_scan(options, site, inventory, role_map)
-    data = batch_vars(target.site, target.hosts, options.sample_seconds, requested=target.requested)
+    data = batch_vars(target.site, target.hosts, options.sample_seconds,
+                      None if target.probes is None else sorted(target.probes), requested=target.requested)
     write_vars_file(ansible_vars, data)
     if json_out:
         print(json.dumps({"site": target.site.name, "vars": str(ansible_vars), "hosts": list(data["hosts"])}, indent=2))
@@ -258,7 +277,7 @@ def _collect_ansible(site, inventory, role_map, options, ansible_vars, from_ansi
 
 
 @probe_app.command("list", epilog="Example: storadvise probe list --json")
-def probe_list(json_out: bool = typer.Option(False, "--json")) -> None:
+def probe_list(json_out: bool = typer.Option(False, "--json", help="Print the probes as JSON.")) -> None:
     """List the probes, the roles they apply to and whether they need root."""
     from probes import all_probes
 
@@ -313,7 +332,7 @@ def rules_list(
     profile: list[str] = typer.Option([], "--profile", "-p", help="Only rules these profiles select."),
     wide: bool = typer.Option(False, "--wide", help="Use 200 columns whatever the terminal's width (no wrapping)."),
     rules_dirs: list[Path] = typer.Option([], "--rules", help=RULES_DIR_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help="Print the rules as JSON."),
 ) -> None:
     """List rules with id, severity, roles and title (rule ids are never cut; other columns wrap)."""
     from advisor.rule_specs import load_catalog, resolve_profiles
@@ -347,7 +366,8 @@ def rules_list(
 def rules_lint(
     site: Optional[str] = typer.Option(None, "--site", "-s", help="Also check this site's profiles, variables, waivers and rules_dirs."),
     rules_dirs: list[Path] = typer.Option([], "--rules", help=RULES_DIR_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    rules_dir: Optional[Path] = typer.Option(None, "--rules-dir", help="Check the rule packs (*.yml) and profiles (profiles/*.yml) in DIR instead of the shipped ones."),
+    json_out: bool = typer.Option(False, "--json", help="Print {problems, warnings} as JSON."),
 ) -> None:
     """Check rule packs (the shipped ones, --rules DIR and the site's rules_dirs), profiles and (with
     --site) waivers; exit 1 on any problem."""
@@ -355,7 +375,9 @@ def rules_lint(
 
     from advisor.rules_lint import lint
 
-    problems, warnings = lint(site, site_dirs=rules_dirs)
+    if rules_dir is not None and not rules_dir.is_dir():
+        raise UsageError(f"--rules-dir {rules_dir}: not a directory")
+    problems, warnings = lint(site, directory=rules_dir, site_dirs=rules_dirs)
     if json_out:
         print(json.dumps({"problems": problems, "warnings": warnings}, indent=2))
     else:

@@ -13,13 +13,14 @@ from pathlib import Path
 
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.output_store import OutputStore
+from advisor.probe_selection import SKIPPED, skipped_message
 from advisor.secret_vars import redact_vars
 from advisor.site import Host, Site
 from advisor.storage_kinds import storage_gate
 from advisor.trusted_models import trusted
 from advisor.transport.base import MAX_OUTPUT_BYTES, Command, CommandResult, Transport, TransportError
 from probes import all_probes
-from probes.probe import Probe, ProbeContext, ProbeParseError, not_applicable_reason
+from probes.probe import NOT_APPLICABLE_MARKER, Probe, ProbeContext, ProbeParseError, not_applicable_reason
 
 TransportFactory = Callable[[Host], Transport]
 #: called as (host name, finished: bool, message)
@@ -47,7 +48,7 @@ def probes_for(host: Host, selected: list[str] | None = None,
     let run (advisor.storage_kinds.storage_gate), among ``selected`` when given."""
     probes = all_probes()
     gate = storage_gate(storage_systems)
-    names = selected or list(probes)
+    names = list(probes) if selected is None else selected
     return [probes[n] for n in names if n in probes and probes[n].applies_to(host.role_names) and gate.probe_runs(probes[n])]
 
 
@@ -147,12 +148,18 @@ def _collect_host(site: Site, host: Host, transport_factory: TransportFactory, s
         return hf
     finally:
         transport.close()
+    # left out by --probes/--skip-probes: never run; not_applicable saying so (a capture keeps the reason)
+    skipped = {} if selected is None else {
+        p.name: CommandResult(key=p.name, rc=0, stdout=f"{NOT_APPLICABLE_MARKER} {skipped_message(p.name)}\n")
+        for p in probes_for(host) if p.name not in selected}
     by_key = {r.key: r for r in results}
     by_key.update(local_results)
     if sink is not None:
-        sink(host, commands + [Command(key=k, script="# collected in-process") for k in local_results],
-             [by_key[c.key] for c in commands] + list(local_results.values()))
-    for p in probes:
+        sink(host, commands + [Command(key=k, script="# collected in-process") for k in local_results]
+             + [Command(key=k, script=f"# {SKIPPED}") for k in skipped],
+             [by_key[c.key] for c in commands] + list(local_results.values()) + list(skipped.values()))
+    by_key.update(skipped)
+    for p in probes + [all_probes()[k] for k in skipped]:
         r = by_key.get(p.name)
         if r is None:
             hf.probes[p.name] = ProbeResult(probe=p.name, status=ProbeStatus.error, message="no result returned")

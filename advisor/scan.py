@@ -10,8 +10,9 @@ The stages and the files that hold them:
 ==========  ==========================================================================================
 open        :func:`open_scan` (here): the site (site file, inventory, capture manifest or the local
             host), the transports (SSH/local, or the captured outputs of ``--from``), the hosts
-            ``--hosts`` selects and the profiles resolved. Everything a user can get wrong is refused
-            here, before any host is probed: an unknown profile, a selection that matches nothing.
+            ``--hosts`` selects, the probes ``--probes``/``--skip-probes`` leave in and the profiles
+            resolved. Everything a user can get wrong is refused here, before any host is probed: an
+            unknown profile, a selection that matches nothing.
 collect     ``advisor/collector.py`` ``collect_site_facts``: the probes of each host, hosts in parallel.
 measure     ``advisor/measurements.py`` ``run_site_measurements``: the iperf3 mesh and the active
             CPU-efficiency test (never from a capture: they need live hosts).
@@ -46,6 +47,7 @@ from advisor.errors import StoradviseError, UsageError
 from advisor.facts import FactSet
 from advisor.measurements import run_site_measurements
 from advisor.probe_requests import requested_keys
+from advisor.probe_selection import selected_probes
 from advisor.report.model import ScanReport, build_report
 from advisor.rule_engine import evaluate
 from advisor.rule_specs import RuleCatalog, load_catalog, resolve_profiles
@@ -56,6 +58,7 @@ from advisor.transport.base import Command, CommandResult, HostUnreachable
 from advisor.transport.capture_objects import CaptureObjects
 from advisor.transport.captured import CapturedTransport
 from advisor.transport.factory import SshOptions, transport_for
+from probes import all_probes
 
 STAGES = ("collect", "measure", "evaluate")
 
@@ -73,6 +76,8 @@ class ScanTarget:
     from_capture: bool = False
     #: probe name -> the keys the loaded rules ask it to read (advisor.probe_requests)
     requested: dict[str, list[str]] = field(default_factory=dict)
+    #: the probes ``--probes``/``--skip-probes`` leave in (None: all)
+    probes: frozenset[str] | None = None
 
 
 @dataclass
@@ -166,15 +171,16 @@ def open_scan(options: ScanOptions, site: Site | str | None = None, inventory: P
     catalog = load_catalog(site_dirs=[*the_site.rules_dirs, *options.rules_dirs], storage_systems=the_site.storage_systems)
     names = list(options.profiles) or list(the_site.profiles) or ["generic"]
     resolved = resolve_profiles(names, catalog, overrides=the_site.vars)  # unknown profile: refused here
+    probes = selected_probes(options.probes, options.skip_probes, all_probes())  # a typo: refused here
     return ScanTarget(site=the_site, transports=transports, hosts=select_hosts(the_site, options.hosts),
                       profiles=resolved.names, catalog=catalog, from_capture=options.from_capture is not None,
-                      requested=requested_keys(catalog))
+                      requested=requested_keys(catalog), probes=probes)
 
 
 # --------------------------------------------------------------------------- the pipeline
 
 
-def _efficiency_settings(target: ScanTarget, options: ScanOptions) -> dict[str, Any] | None:
+def efficiency_settings(target: ScanTarget, options: ScanOptions) -> dict[str, Any] | None:
     """The active test's settings; with ``--hosts``, only the selected hosts among its workers
     (None: none of them is selected, the test does not run)."""
     settings = dict(options.efficiency_settings)
@@ -212,6 +218,7 @@ def run_scan(target: ScanTarget, options: ScanOptions, *, stages: tuple[str, ...
     if "collect" in stages:
         factset = collect_site_facts(site, target.transports, parallel=options.parallel,
                                      sample_seconds=options.sample_seconds, hosts=target.hosts,
+                                     probes=None if target.probes is None else sorted(target.probes),
                                      progress=progress, sink=sink, requested=target.requested)
     else:
         from advisor.collector import site_context
@@ -219,7 +226,7 @@ def run_scan(target: ScanTarget, options: ScanOptions, *, stages: tuple[str, ...
         factset = FactSet(site=site.name, context=site_context(site))
     if "measure" in stages and not target.from_capture:
         with_mesh = options.mesh and (mesh_wanted is None or mesh_wanted(target))
-        settings = _efficiency_settings(target, options) if options.efficiency else None
+        settings = efficiency_settings(target, options) if options.efficiency else None
         run_site_measurements(site, target.transports, factset, with_mesh=with_mesh,
                               with_efficiency=settings is not None, efficiency_settings=settings or {},
                               quiet=quiet, console=console, hosts=target.hosts)

@@ -21,7 +21,7 @@ from advisor.scan_options import ScanOptions
 
 #: the typer annotation of a field whose dataclass type typer cannot take as is
 _CLI_TYPES: dict[str, Any] = {"profiles": list[str], "roles": list[str], "from_capture": Optional[Path],
-                              "hosts": Optional[str]}
+                              "hosts": Optional[str], "probes": Optional[str], "skip_probes": Optional[str]}
 #: repeatable flags: typer gives a list, the frozen ScanOptions keeps a tuple
 _LIST_FIELDS = ("profiles", "roles")
 #: ``--rules DIR`` (repeatable): site-local rule directories

@@ -47,6 +47,12 @@ class ScanOptions:
     rules_dirs: tuple[Path, ...] = field(default=(), metadata=flag(
         "--rules", help="A site-local rules directory (data rule packs, profiles/), loaded like the shipped packs; "
                         "repeatable, added to the site's rules_dirs."))
+    probes: str | None = field(default=None, metadata=flag(
+        "--probes", help="Only these probes: names or globs, comma-separated (network.*,block.*); "
+                         "see 'storadvise probe list'."))
+    skip_probes: str | None = field(default=None, metadata=flag(
+        "--skip-probes", help="Not these probes (names or globs, comma-separated); their rules are "
+                              "not_applicable, saying so."))
     #: parameters of the active efficiency test over the site's ``efficiency:`` section (hosts,
     #: source, clients, mb, cpu_factor, readahead, slots); set by ``efficiency test``
     efficiency_settings: dict[str, Any] = field(default_factory=dict)

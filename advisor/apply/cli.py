@@ -12,6 +12,7 @@ from rich.console import Console
 
 from advisor.errors import UsageError
 from advisor.findings import SEVERITY_ORDER
+from advisor.option_aliases import ALIAS_HELP, one_of_aliases
 from advisor.scan_options import ScanOptions
 from advisor.scan_flags import scan_options
 
@@ -34,7 +35,9 @@ def plan(
     inventory: Optional[Path] = typer.Option(None, "--inventory", "-i", help="An Ansible inventory (INI or YAML) instead of a site file."),
     role_map: list[str] = typer.Option([], "--role-map", help="GROUP=ROLE for --inventory (repeatable)."),
     scan: Optional[Path] = typer.Option(None, "--scan", help="A scan JSON ('storadvise scan --json') of this site; none = scan now."),
-    out_dir: Path = typer.Option(..., "--out", "--output", "-o", help="Directory to write the Ansible project into."),
+    out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="Directory to write the Ansible project into (required)."),
+    out_dir_old: Optional[Path] = typer.Option(None, "--out", "--output", "-o", hidden=True,
+                                               help=ALIAS_HELP.format(new="--out-dir")),
     json_out: bool = typer.Option(False, "--json", help="Print the plan summary as JSON."),
     min_severity: str = typer.Option("low", "--min-severity", help=f"Plan only findings at or above this severity ({', '.join(SEVERITY_ORDER)}); PLAN.md lists what was left out."),
     *,
@@ -42,7 +45,7 @@ def plan(
 ) -> None:
     """Write an Ansible project that fixes the scan's failed findings (waived ones are left alone).
 
-    Example: storadvise plan --site ifca --scan scan.json --out ifca-plan --min-severity medium
+    Example: storadvise plan --site ifca --scan scan.json --out-dir ifca-plan --min-severity medium
 
     Then: cd DIR && ansible-playbook apply-tuning.yml  (--check --diff first to review).
     The scan options (--hosts, --profile, --from, ...) go with a scan made now, not with --scan.
@@ -56,6 +59,9 @@ def plan(
     from advisor.scan import open_scan
     from advisor.site_file import required_site
 
+    out_dir = one_of_aliases(out_dir, out_dir_old, "--out-dir", "--out")
+    if out_dir is None:
+        raise UsageError("say where to write the Ansible project: --out-dir DIR")
     if min_severity not in SEVERITY_ORDER:
         raise UsageError(f"--min-severity {min_severity!r}: one of {', '.join(SEVERITY_ORDER)}")
     the_site = required_site(site, inventory, role_map)
@@ -103,6 +109,7 @@ def _render_plan_causes(the_plan) -> None:
 
 
 def _render_plan(the_plan, out_dir: Path) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     _render_plan_causes(the_plan)
@@ -113,7 +120,7 @@ def _render_plan(the_plan, out_dir: Path) -> None:
     if the_plan.changes:
         t = Table(header_style="bold", title=f"plan for site {the_plan.site}")
         for c in ("host", "role", "setting", "runtime", "persisted", "target", "changes", "why"):
-            t.add_column(c)
+            t.add_column(c, overflow="fold")  # a narrow terminal folds a long key, never cuts it
         for c in the_plan.changes:
             t.add_row(c.host, c.role, str(c.setting), cell(c.runtime), cell(c.persisted), cell(c.target),
                       c.scope.value, ", ".join(c.rule_ids))
@@ -127,6 +134,9 @@ def _render_plan(the_plan, out_dir: Path) -> None:
                   + ", ".join(sorted({b['rule'] for b in the_plan.below_min_severity})))
     for m in the_plan.manual:
         out.print(f"[yellow]by hand:[/yellow] {m['rule']} on {', '.join(m['hosts'])}: {m['text']}")
+    for n in the_plan.notices:
+        if n.startswith("not checked"):  # probes left out by --probes/--skip-probes
+            out.print(f"[yellow]{escape(n)}[/yellow]")
     for r in the_plan.refused:
         err.print(f"[red]left out:[/red] {r['host']}: {r['reason']}")
     out.print(f"wrote {out_dir} (PLAN.md). Review: cd {out_dir} && ansible-playbook apply-tuning.yml --check --diff ; "
@@ -139,7 +149,7 @@ def verify(
     role_map: list[str] = typer.Option([], "--role-map", help="GROUP=ROLE for --inventory (repeatable)."),
     before: Optional[Path] = typer.Option(None, "--before", help="The scan JSON taken before the change (plan's scan); none = the site's last scan in the history."),
     json_out: bool = typer.Option(False, "--json", help="Print {findings, paths, summary} as JSON."),
-    output: Optional[Path] = typer.Option(None, "--output", help="Also write the new scan JSON to FILE."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the new scan JSON to FILE."),
     html: Optional[Path] = typer.Option(None, "--html", help="Write the new scan and its before -> after as a self-contained HTML report."),
     history: Optional[Path] = typer.Option(None, "--history", help="Scan history database (default $STORADVISE_HISTORY, else $XDG_DATA_HOME/storadvise/history.db)."),
     no_history: bool = typer.Option(False, "--no-history", help="Neither read 'before' from nor store the new scan in the history."),
@@ -219,7 +229,7 @@ def _render_verify(result: dict) -> None:
     from rich.table import Table
 
     s = result["summary"]
-    colour = {"fixed": "green", "still_failing": "red", "new": "red"}
+    colour = {"fixed": "green", "still_failing": "red", "new": "red", "not_checked": "yellow"}
     if result["findings"]:
         t = Table(header_style="bold", title=f"site {result['site']}: findings before -> after")
         for c in ("outcome", "rule", "host", "subject", "severity", "before", "after"):
@@ -249,7 +259,9 @@ def _render_verify(result: dict) -> None:
                   f"{fmt(eff.get('after'))} ({ratio})")
     _render_causes(result)
     out.print(f"fixed {s['fixed']}, still failing {s['still_failing']}, new {s['new']}; "
-              f"{s['failing_at_or_above_fail_on']} at or above {result['fail_on']}")
+              f"{s['failing_at_or_above_fail_on']} at or above {result['fail_on']}"
+              + (f"; not checked {s['not_checked']} (probes left out by --probes/--skip-probes)"
+                 if s.get("not_checked") else ""))
 
 
 def _render_causes(result: dict) -> None:
@@ -280,8 +292,8 @@ def _render_causes(result: dict) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add ``plan`` and ``verify`` to the root ``storadvise`` app."""
-    app.command("plan", epilog="Examples:\n\n  storadvise plan --site ifca --scan scan.json --out ifca-plan\n\n"
-                "  storadvise plan --site ifca --out ifca-plan      # scans first\n\n"
+    app.command("plan", epilog="Examples:\n\n  storadvise plan --site ifca --scan scan.json --out-dir ifca-plan\n\n"
+                "  storadvise plan --site ifca --out-dir ifca-plan      # scans first\n\n"
                 "  cd ifca-plan && ansible-playbook apply-tuning.yml")(scan_options()(plan))
     app.command("verify", epilog="Example: storadvise verify --site ifca --before ifca-plan/scan-before.json\n\n"
                 "  storadvise verify --site ifca --before scan.json --hosts storage --no-mesh")(scan_options()(verify))

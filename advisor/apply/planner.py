@@ -21,6 +21,7 @@ from advisor.apply.plan_outcome import predicted_outcome
 from advisor.diagnosis.report import ensure_diagnosis
 from advisor.report.model import ScanReport
 from advisor.site import Host, Site
+from advisor.probe_selection import skipped_in, skipped_probes
 
 __all__ = ["Plan", "PlanError", "PlannedChange", "build_plan", "check_report_matches"]
 
@@ -47,6 +48,12 @@ def build_plan(report: ScanReport, site: Site, source: str = "scan", min_severit
     set_aside = {(s.host, s.adapter, s.key): s for s in report.set_aside}
     registry = adapters()
     plan = Plan(site=site.name, scan_started_at=report.started_at, min_severity=min_severity)
+    left_out = skipped_probes(report)
+    if left_out:
+        not_checked = skipped_in(report.findings)
+        plan.notices.append(f"not checked: the scan left out probes {', '.join(left_out)} (--probes/--skip-probes); "
+                            "the rules reading them are neither planned nor known to pass"
+                            + (f": {', '.join(not_checked)}" if not_checked else ""))
     site_hosts = {h.name: h for h in site.hosts}
     facts = {h.name: h.facts for h in report.hosts}
     refused = _refused_hosts(report, site)

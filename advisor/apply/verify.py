@@ -2,7 +2,9 @@
 
 ``compare_scans(before, after)`` pairs findings by (rule, host, subject) and mesh paths by
 (src, dst): each finding is ``fixed`` (failed before, not now), ``still_failing``, ``new``
-(fails now, did not before) or ``unchanged`` (neither scan fails it); each path carries the
+(fails now, did not before), ``not_checked`` (failed before; its probe was left out of the new scan
+by ``--probes``/``--skip-probes``, so it is not known to be fixed) or ``unchanged`` (neither scan
+fails it, not listed); each path carries the
 throughput before and after and their ratio. With ``hosts`` (a verify of selected hosts) only
 those hosts' findings are compared.
 """
@@ -15,6 +17,7 @@ from advisor.apply.verify_predictions import calibration, verify_causes
 from advisor.diagnosis.report import ensure_diagnosis
 from advisor.errors import StoradviseError
 from advisor.findings import SEVERITY_ORDER, FindingStatus
+from advisor.probe_selection import is_skipped, skipped_probes_of
 from advisor.report.model import ScanReport
 
 
@@ -48,12 +51,21 @@ def _brief(f) -> dict[str, Any] | None:
 
 def compare_findings(before: ScanReport, after: ScanReport, hosts: set[str] | None = None) -> list[dict[str, Any]]:
     b, a = _expand(before, hosts), _expand(after, hosts)
+    # (rule, host) whose probe the new scan left out: one not_applicable finding without the subjects,
+    # or (a Python rule that skips a host without facts) no finding at all on a host that had probes left out
+    not_checked = {(k[0], k[1]) for k, f in a.items()
+                   if f.status == FindingStatus.not_applicable and is_skipped(f.message)}
+    judged = {(k[0], k[1]) for k in a}
+    left_out_on = {h.name for h in after.hosts if skipped_probes_of(h)}
     rows = []
     for k in sorted(set(b) | set(a)):
         fb, fa = b.get(k), a.get(k)
         failed_b = fb is not None and fb.status == FindingStatus.fail
         failed_a = fa is not None and fa.status == FindingStatus.fail
-        if failed_b and not failed_a:
+        if failed_b and not failed_a and ((k[0], k[1]) in not_checked
+                                          or ((k[0], k[1]) not in judged and k[1] in left_out_on)):
+            outcome = "not_checked"
+        elif failed_b and not failed_a:
             outcome = "fixed"
         elif failed_b and failed_a:
             outcome = "still_failing"
@@ -64,7 +76,7 @@ def compare_findings(before: ScanReport, after: ScanReport, hosts: set[str] | No
         sev = (fa or fb).severity.value
         rows.append({"rule_id": k[0], "host": k[1], "subject": k[2] or None, "severity": sev, "outcome": outcome,
                      "title": (fa or fb).title, "before": _brief(fb), "after": _brief(fa)})
-    order = {"still_failing": 0, "new": 1, "fixed": 2}
+    order = {"still_failing": 0, "new": 1, "not_checked": 2, "fixed": 3}
     rows.sort(key=lambda r: (order[r["outcome"]], -SEVERITY_ORDER.index(r["severity"]), r["rule_id"], r["host"]))
     return rows
 
@@ -112,7 +124,7 @@ def verify_result(before: ScanReport, after: ScanReport, fail_on: str,
     threshold = SEVERITY_ORDER.index(fail_on)
     failing = [r for r in findings if r["outcome"] in ("still_failing", "new")
                and SEVERITY_ORDER.index(r["severity"]) >= threshold]
-    counts = {o: sum(1 for r in findings if r["outcome"] == o) for o in ("fixed", "still_failing", "new")}
+    counts = {o: sum(1 for r in findings if r["outcome"] == o) for o in ("fixed", "still_failing", "new", "not_checked")}
     return {
         "site": after.site, "before_started_at": before.started_at, "after_started_at": after.started_at,
         "fail_on": fail_on, "summary": {**counts, "failing_at_or_above_fail_on": len(failing),

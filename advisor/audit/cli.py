@@ -12,6 +12,7 @@ from rich.console import Console
 
 from advisor.errors import UsageError
 from advisor.findings import SEVERITY_ORDER
+from advisor.option_aliases import ALIAS_HELP
 from advisor.scan import ScanOptions
 
 out = Console()
@@ -22,7 +23,8 @@ def audit(
     site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name or site file path."),
     inventory: Optional[Path] = typer.Option(None, "--inventory", "-i", help="An Ansible inventory (INI or YAML) instead of a site file."),
     role_map: list[str] = typer.Option([], "--role-map", help="GROUP=ROLE for --inventory (repeatable)."),
-    threshold: str = typer.Option("medium", "--threshold", help="A failed finding at least this severe fails the audit."),
+    fail_on: str = typer.Option("medium", "--fail-on", help="A failed finding at least this severe fails the audit (exit 2)."),
+    threshold: Optional[str] = typer.Option(None, "--threshold", hidden=True, help=ALIAS_HELP.format(new="--fail-on")),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Write the checklist as JUnit XML to FILE."),
     html: Optional[Path] = typer.Option(None, "--html", help="Write the checklist and the scan as a self-contained HTML report."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the scan JSON to FILE."),
@@ -45,8 +47,14 @@ def audit(
     from advisor.scan import open_scan, run_scan
     from advisor.site_file import required_site
 
-    if threshold not in SEVERITY_ORDER:
-        raise UsageError(f"--threshold must be one of {', '.join(SEVERITY_ORDER)}, got {threshold!r}")
+    given_as = "--fail-on"
+    if threshold is not None:
+        if fail_on != "medium" and fail_on != threshold:
+            raise UsageError("--threshold is the old name of --fail-on: give one of them")
+        fail_on, given_as = threshold, "--threshold"
+    if fail_on not in SEVERITY_ORDER:
+        raise UsageError(f"{given_as} must be one of {', '.join(SEVERITY_ORDER)}, got {fail_on!r}")
+    threshold = fail_on
     if not options.profiles:
         options = dataclasses.replace(options, profiles=(DEFAULT_PROFILE,))
     target = open_scan(options, required_site(site, inventory, role_map))
@@ -79,5 +87,6 @@ def audit(
 def register(app: typer.Typer) -> None:
     from advisor.scan_flags import scan_options
 
-    app.command("audit", epilog="Examples:\n\n  storadvise audit --site newsite --junit audit.xml --html audit.html\n\n"
+    app.command("audit", short_help="The acceptance checklist of a new installation (pre-deployment profile).",
+                epilog="Examples:\n\n  storadvise audit --site newsite --junit audit.xml --html audit.html\n\n"
                 "  storadvise audit --site newsite --profile pre-deployment --profile gpfs-site")(scan_options()(audit))

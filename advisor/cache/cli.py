@@ -9,9 +9,11 @@ from typing import Optional
 import typer
 
 from advisor.errors import StoradviseError, UsageError
+from advisor.help_format import HELP_FORMAT
 from advisor.units import parse_size_bytes
 
 app = typer.Typer(
+    **HELP_FORMAT,
     help="Cache sizing from transfer logs: hit and transfer efficiency vs capacity, policy and areas.\n\n"
     "Example: storadvise cache simulate billing-2024.05.* --capacity 1T,10T --policy lru,arc --curve --json",
     no_args_is_help=True,
@@ -68,7 +70,7 @@ def simulate_cmd(
     high: float = typer.Option(0.95, "--high-watermark", help="xcache: purge above this fraction of the disk."),
     low: float = typer.Option(0.90, "--low-watermark", help="xcache: purge down to this fraction."),
     purge_interval: float = typer.Option(300.0, "--purge-interval", help="xcache: seconds between purge checks."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the JSON here, and PNG/SVG plots beside it."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the JSON result to FILE, and PNG/SVG plots beside it."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Replay logs through simulated caches: hit and transfer efficiency per configuration and file type.

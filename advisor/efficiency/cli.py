@@ -10,12 +10,14 @@ from typing import Any, Callable, Optional
 import typer
 
 from advisor.errors import StoradviseError, UsageError
-from advisor.efficiency import diagnosis, latency
+from advisor.help_format import HELP_FORMAT
+from advisor.efficiency import diagnosis
 from advisor.efficiency.analysis import Summary, site_group_mapper
 from advisor.efficiency.ingest import FORMATS, IssueLog, detect_format, ingest_into, iter_records
 from advisor.efficiency.records import EfficiencyInputError
 
 app = typer.Typer(
+    **HELP_FORMAT,
     name="efficiency",
     help="CPU efficiency (CPU time / wall time x cores) from job accounting, tied to storage findings.\n\n"
     "Example: storadvise efficiency ingest history.jsonl --by length",
@@ -227,77 +229,8 @@ def _print_human(sd: dict[str, Any], findings: list[Any], issues: IssueLog, base
         con.print(f"... {issues.count - 20} more unparseable rows (see --json)")
 
 
-def _parse_rtt(values: list[str]) -> list[tuple[str | None, float]]:
-    out = []
-    for v in values:
-        label, eq, num = v.rpartition("=")
-        try:
-            rtt = float(num)
-        except ValueError:
-            raise UsageError(f"--rtt-ms {v!r}: give milliseconds, e.g. 9 or wn01->xcache=9") from None
-        if not (0 <= rtt < 100000):
-            raise UsageError(f"--rtt-ms {v!r}: RTT must be between 0 and 100000 ms")
-        out.append((label if eq else None, rtt))
-    return out
-
-
-@app.command()
-@_user_errors
-def whatif(
-    rtt_ms: list[str] = typer.Option(..., "--rtt-ms", help="RTT in ms to the data source, or PATH=ms (repeatable)"),
-    profile: Optional[str] = typer.Option(None, "--profile", help="a CMSSW framework job report: its remote reads per second"),
-    ops_per_second: Optional[float] = typer.Option(None, "--ops-per-second", min=0.0, help="synchronous remote reads per wall second"),
-    mb_per_cpu_second: Optional[float] = typer.Option(None, "--mb-per-cpu-second", min=0.0, help="MB read per CPU second"),
-    mb_per_read: float = typer.Option(latency.DEFAULT_MB_PER_READ, "--mb-per-read", min=1e-6, help="MB per synchronous read (with --mb-per-cpu-second)"),
-    cpu_per_wall: float = typer.Option(1.0, "--cpu-per-wall", min=1e-6, help="CPU seconds per wall second (cores x efficiency)"),
-    efficiency: Optional[float] = typer.Option(None, "--efficiency", min=0.0, max=2.0, help="the job's efficiency on a local source"),
-    threshold: float = typer.Option(0.05, "--threshold", min=0.0, max=1.0, help="loss at which a cache is recommended"),
-    as_json: bool = typer.Option(False, "--json"),
-) -> None:
-    """Efficiency loss from reading over RTT, anchored on PIC/CIEMAT (-2% at 9 ms, -15% at 150 ms).
-
-    Example: storadvise efficiency whatif --rtt-ms 9 --rtt-ms 150 --profile job.fjr.xml --json
-    """
-    rtts = _parse_rtt(rtt_ms)
-    given = sum(x is not None for x in (profile, ops_per_second, mb_per_cpu_second))
-    if given > 1:
-        raise UsageError("give one of --profile, --ops-per-second, --mb-per-cpu-second")
-    if profile:
-        from advisor.efficiency import fjr
-        from advisor.efficiency.records import RowError
-
-        try:
-            with open(profile, "rb") as f:
-                report = fjr.parse_fjr(f, profile)
-            prof = latency.profile_from_fjr(report, profile)
-        except OSError as e:
-            raise EfficiencyInputError(profile, e.strerror or "cannot be read") from None
-        except (RowError, ValueError) as e:
-            raise EfficiencyInputError(profile, str(e)) from None
-        if efficiency is None and report.cpu_seconds and report.wall_seconds:
-            efficiency = report.cpu_seconds / (report.wall_seconds * (report.threads or 1))
-    elif ops_per_second is not None:
-        prof = latency.IOProfile(ops_per_second, "ops_per_second", {})
-    elif mb_per_cpu_second is not None:
-        prof = latency.profile_from_mb(mb_per_cpu_second, mb_per_read, cpu_per_wall)
-    else:
-        prof = latency.reference_profile()
-    result = latency.estimate(rtts, prof, threshold, efficiency)
-    finding = latency.cache_finding(result)
-    if as_json:
-        result["findings"] = [finding.model_dump(mode="json")]
-        typer.echo(json.dumps(result, indent=2))
-        return
-    typer.echo(f"profile: {prof.ops_per_second:.3f} synchronous reads/s ({prof.origin}); "
-               f"model: loss = D/(1+D), D = reads/s x (RTT + {latency.T0_SECONDS * 1000:.2f} ms)")
-    for r in result["estimates"]:
-        rec = "  -> cache recommended" if r["recommend_cache"] else ""
-        eff = f", efficiency {r['efficiency']:.1%}" if "efficiency" in r else ""
-        typer.echo(f"  {(r['path'] or 'source'):>20}  RTT {r['rtt_ms']:>7g} ms  loss {r['loss']:6.1%}{eff}{rec}")
-
-
 from advisor.efficiency.active_cli import register_active  # noqa: E402  (the active test job: `test`)
 register_active(app)
 
-from advisor.efficiency.placement_cli import register_placement  # noqa: E402  (the mesh-based `what-if`)
-register_placement(app)
+from advisor.efficiency.what_if_cli import register_what_if  # noqa: E402  (`what-if`, old name `whatif`)
+register_what_if(app)

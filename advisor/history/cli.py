@@ -10,8 +10,9 @@ import typer
 from rich.console import Console
 
 from advisor.errors import UsageError
+from advisor.help_format import HELP_FORMAT
 
-app = typer.Typer(help="Stored scans: list, show, diff two, trends per path and host, prune.\n\n"
+app = typer.Typer(**HELP_FORMAT, help="Stored scans: list, show, diff two, trends per path and host, prune.\n\n"
                   "Example: storadvise history list --site ifca", no_args_is_help=True)
 out = Console()
 
@@ -29,7 +30,7 @@ def history_list(
     site: Optional[str] = typer.Option(None, "--site", "-s", help="Only this site's scans."),
     limit: int = typer.Option(50, "--limit", min=1, help="Newest N scans."),
     history: Optional[Path] = typer.Option(None, "--history", help=HISTORY_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help="Print the scans as JSON."),
 ) -> None:
     """The stored scans, newest first."""
     with _store(history) as store:
@@ -75,7 +76,7 @@ def history_diff(
     b: int = typer.Argument(..., help="The newer scan id."),
     history: Optional[Path] = typer.Option(None, "--history", help=HISTORY_HELP),
     fail_on: str = typer.Option("high", "--fail-on", help="Count failures at least this severe."),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help="Print {findings, paths, summary} as JSON."),
 ) -> None:
     """What changed from scan A to scan B: findings fixed / still failing / new, throughput per path."""
     from advisor.apply.cli import _render_verify
@@ -105,7 +106,7 @@ def history_trend(
     efficiency: bool = typer.Option(False, "--efficiency", help="CPU efficiency per worker instead of throughput."),
     host: Optional[str] = typer.Option(None, "--host", help="With --efficiency: only this host."),
     history: Optional[Path] = typer.Option(None, "--history", help=HISTORY_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help="Print the rows as JSON."),
 ) -> None:
     """Throughput per path, or efficiency per host, over the stored scans."""
     from rich.table import Table
@@ -133,13 +134,14 @@ def history_trend(
 
 
 @app.command("prune", epilog="Examples:\n\n  storadvise history prune --keep 30\n\n"
-             "  storadvise history prune --older-than 2026-01-01 --site ifca")
+             "  storadvise history prune --older-than 2026-01-01 --site ifca --dry-run")
 def history_prune(
     keep: Optional[int] = typer.Option(None, "--keep", min=0, help="Keep the newest N scans of each site."),
     older_than: Optional[str] = typer.Option(None, "--older-than", help="Delete scans started before this ISO 8601 date."),
     site: Optional[str] = typer.Option(None, "--site", "-s", help="Only this site's scans."),
     history: Optional[Path] = typer.Option(None, "--history", help=HISTORY_HELP),
-    json_out: bool = typer.Option(False, "--json"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="List the scans that would be deleted; delete nothing."),
+    json_out: bool = typer.Option(False, "--json", help="Print what was (or would be) deleted as JSON."),
 ) -> None:
     """Delete old scans (and their findings, paths and efficiency rows)."""
     import datetime
@@ -150,7 +152,18 @@ def history_prune(
         except ValueError:
             raise UsageError(f"--older-than must be an ISO 8601 date, got {older_than!r}") from None
     with _store(history) as store:
-        n = store.prune(keep=keep, older_than=older_than, site=site)
+        if dry_run:
+            doomed = store.prunable(keep=keep, older_than=older_than, site=site)
+        else:
+            n = store.prune(keep=keep, older_than=older_than, site=site)
+    if dry_run:
+        if json_out:
+            print(json.dumps({"deleted": 0, "dry_run": True, "would_delete": len(doomed), "scans": doomed}, indent=2))
+            return
+        for d in doomed:
+            out.print(f"would delete scan {d['id']} of site {d['site']} started {d['started_at']}", highlight=False)
+        out.print(f"would delete {len(doomed)} scan(s) (dry run: nothing deleted)")
+        return
     if json_out:
         print(json.dumps({"deleted": n}))
     else:

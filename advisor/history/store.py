@@ -174,7 +174,23 @@ class HistoryStore:
 
     def prune(self, *, keep: int | None = None, older_than: str | None = None, site: str | None = None) -> int:
         """Delete scans beyond the ``keep`` newest per site and/or started before ``older_than``; returns how many."""
-        where, args = [], []
+        where, args = self._prune_filter(keep, older_than, site)
+        with self._write():
+            n = self.db.execute("DELETE FROM scans WHERE " + where, args).rowcount
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return n
+
+    def prunable(self, *, keep: int | None = None, older_than: str | None = None,
+                 site: str | None = None) -> list[dict[str, Any]]:
+        """The scans :meth:`prune` with the same arguments would delete (id, site, started_at), oldest first."""
+        where, args = self._prune_filter(keep, older_than, site)
+        cur = self.db.execute("SELECT id, site, started_at FROM scans WHERE " + where + " ORDER BY id", args)
+        return [{"id": i, "site": s, "started_at": t} for i, s, t in cur.fetchall()]
+
+    @staticmethod
+    def _prune_filter(keep: int | None, older_than: str | None, site: str | None) -> tuple[str, list[Any]]:
+        where: list[str] = []
+        args: list[Any] = []
         if site:
             where.append("site = ?")
             args.append(site)
@@ -187,10 +203,7 @@ class HistoryStore:
             args.append(keep)
         if not where:
             raise StoradviseError("history prune needs --keep N or --older-than DATE")
-        with self._write():
-            n = self.db.execute("DELETE FROM scans WHERE " + " AND ".join(where), args).rowcount
-        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        return n
+        return " AND ".join(where), args
 
     # ------------------------------------------------------------------ read
 

@@ -10,9 +10,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from advisor.help_format import HELP_FORMAT
 from advisor.lab import control
 
 app = typer.Typer(
+    **HELP_FORMAT,
     name="lab",
     help=(
         "A real mini-site in network namespaces (sshd, iperf3, shaped links, injected faults).\n\n"
@@ -61,21 +63,25 @@ def up(
 @app.command("generate")
 def generate(
     seed: int = typer.Option(..., "--seed", help="the same seed always gives the same scenario"),
-    out_file: Optional[Path] = typer.Option(None, "--out", "--output", "-o", help="write the scenario file here (default: stdout)"),
+    out_file: Optional[Path] = typer.Option(None, "--output", "-o", help="write the scenario to FILE (default: stdout)"),
+    out_file_old: Optional[Path] = typer.Option(None, "--out", hidden=True, help="old name of --output, kept working"),
     name: Optional[str] = typer.Option(None, "--name", "-n", help="scenario name (default: genSEED)"),
-    min_hosts: int = typer.Option(3, "--min-hosts", min=3, max=64),
-    max_hosts: int = typer.Option(8, "--max-hosts", min=3, max=64),
+    min_hosts: int = typer.Option(3, "--min-hosts", min=3, max=64, help="fewest hosts the scenario may have"),
+    max_hosts: int = typer.Option(8, "--max-hosts", min=3, max=64, help="most hosts the scenario may have"),
     as_json: bool = typer.Option(False, "--json", help="print the scenario as JSON instead of YAML"),
 ) -> None:
     """Generate a random lab scenario (roles, hosts, faults from the lab's catalogue) with the
     findings it must produce under 'expect:'.
 
-    Example: storadvise lab generate --seed 7 --out gen7.yml && storadvise lab up --scenario gen7.yml
+    Example: storadvise lab generate --seed 7 --output gen7.yml && storadvise lab up --scenario gen7.yml
     """
     from advisor.errors import StoradviseError, UsageError
     from advisor.lab.generate import generate_scenario, scenario_yaml
     from advisor.lab.scenario import Scenario
 
+    from advisor.option_aliases import one_of_aliases
+
+    out_file = one_of_aliases(out_file, out_file_old, "--output", "--out")
     if min_hosts > max_hosts:
         raise UsageError(f"--min-hosts {min_hosts} is above --max-hosts {max_hosts}")
     data = generate_scenario(seed, name=name, min_hosts=min_hosts, max_hosts=max_hosts)
@@ -123,7 +129,7 @@ def down(
                   f"{r['seconds']:.1f}s)")
 
 
-@app.command("reboot")
+@app.command("reboot", short_help="Reload a host's persisted settings (sysctl.d, firewall, ...) as a reboot would.")
 def reboot(
     host: str = typer.Argument(..., help="the lab host to reboot"),
     name: Optional[str] = typer.Option(None, "--name", "-n", help="lab of the host (default: the one lab that has it)"),

@@ -9,8 +9,10 @@ import typer
 from rich.console import Console
 
 from advisor.errors import StoradviseError, UsageError
+from advisor.help_format import HELP_FORMAT
 
 app = typer.Typer(
+    **HELP_FORMAT,
     help="Pairwise iperf3 throughput between host groups, in rounds.\n\n"
     "Example: storadvise mesh plan --site ifca ; storadvise mesh run --site ifca",
     no_args_is_help=True,

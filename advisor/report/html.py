@@ -199,7 +199,9 @@ def _verify(result: dict[str, Any]) -> str:
                      f"<td>{'-' if p.get('after_of_expected') is None else format(p['after_of_expected'], '.0%')}</td></tr>")
     html = (f"<section id='verify'><h2>Before → after</h2><p class='facts'>fixed {s['fixed']}, still failing "
             f"{s['still_failing']}, new {s['new']}; {s['failing_at_or_above_fail_on']} at or above "
-            f"{escape(result['fail_on'])} (before: {escape(str(result.get('before_started_at')))})</p>")
+            f"{escape(result['fail_on'])} (before: {escape(str(result.get('before_started_at')))})"
+            + (f"; not checked {s['not_checked']} (probes left out by --probes/--skip-probes)" if s.get("not_checked")
+               else "") + "</p>")
     if rows:
         html += ("<table><thead><tr><th>outcome</th><th>rule</th><th>host</th><th>subject</th><th>severity</th>"
                  "<th>before</th><th>after</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")

@@ -131,6 +131,27 @@ def test_history_commands(tmp_path):
     assert r.returncode == 1 and "not a storadvise history database" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_history_prune_dry_run_lists_and_deletes_nothing(tmp_path):
+    db = tmp_path / "h.db"
+    with HistoryStore(db) as store:
+        old = store.record(make_report(started_at="2026-01-01T10:00:00+00:00"))
+        store.record(make_report(started_at="2026-11-24T10:00:00+00:00"))
+        store.record(make_report(site="other", started_at="2025-06-01T10:00:00+00:00"))
+    r = run("history", "prune", "--older-than", "2026-06-01", "--site", "demo", "--dry-run", "--history", db, "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["dry_run"] is True and d["deleted"] == 0 and d["would_delete"] == 1
+    assert [(s["id"], s["site"]) for s in d["scans"]] == [(old, "demo")]
+    r = run("history", "prune", "--keep", "0", "--dry-run", "--history", db)
+    assert r.returncode == 0 and "would delete 3 scan(s)" in r.stdout and f"would delete scan {old} of site demo" in r.stdout
+    with HistoryStore(db) as store:
+        assert len(store.scans()) == 3  # nothing deleted
+    r = run("history", "prune", "--older-than", "2026-06-01", "--site", "demo", "--history", db, "--json")
+    assert json.loads(r.stdout) == {"deleted": 1}
+    r = run("history", "prune", "--dry-run", "--history", db)
+    assert r.returncode == 1 and "--keep N or --older-than" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_scan_stores_and_fail_on_new(tmp_path):
     site = tmp_path / "here.yml"
     site.write_text("name: here\ntransport: local\nhosts:\n  - {name: box, address: localhost, roles: [worker]}\n")

@@ -1,0 +1,135 @@
+"""``scan --dry-run``: what a scan would run on each host, decided exactly as the scan decides it,
+without contacting any host.
+
+Per host: how it is reached (SSH user@address:port, or the local host), the batch wrapper's private
+temporary directory, and per probe whether it runs through ``sudo -n``, its timeout and its exact
+POSIX sh script (the files it reads are named in it). Then the iperf3 mesh (the paths, the rounds,
+the commands on the receiving and the sending host) and the active efficiency test (workers,
+sources, clients), when the scan would run them. Nothing here opens a connection: the transports
+are never built, the probe scripts are only rendered (``Probe.script`` is pure).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.collector import probe_context, probes_for
+from advisor.scan_options import ScanOptions
+from advisor.site import Host, Site
+from advisor.transport.base import Command, sudo_flag
+from probes.probe import Probe
+
+#: where the batch wrapper (advisor/transport/batch_framing.py) keeps each probe's script and output
+BATCH_TEMP_DIR = 'mktemp -d "${TMPDIR:-/tmp}/storadvise.XXXXXXXXXX" (0700, removed when the batch ends)'
+
+
+def _reached_by(host: Host, site: Site) -> str:
+    if site.transport == "local":
+        return "the local host (no SSH)"
+    user = f"{host.user}@" if getattr(host, "user", None) else ""
+    port = f":{host.port}" if getattr(host, "port", None) else ""
+    return f"ssh {user}{host.connect_address}{port}"
+
+
+def host_plan(site: Site, host: Host, options: ScanOptions, selected: frozenset[str] | None) -> dict[str, Any]:
+    """What the collect stage would run on one host."""
+    local = site.transport == "local"
+    ctx = probe_context(site, host, local, options.sample_seconds)
+    probes = []
+    for p in probes_for(host):
+        if selected is not None and p.name not in selected:
+            probes.append({"probe": p.name, "skipped": True})
+            continue
+        # a probe that can read the local host in-process (psutil) may do so instead of its script;
+        # it is not called here (that would read the host)
+        in_process = local and type(p).local_text is not Probe.local_text
+        cmd = Command(key=p.name, script=p.script(ctx), sudo=p.needs_root, timeout=p.timeout(ctx))
+        probes.append({
+            "probe": p.name, "skipped": False, "needs_root": p.needs_root,
+            "sudo": sudo_flag(cmd, host.sudo),
+            "timeout_s": cmd.timeout, "in_process": in_process, "script": cmd.script,
+        })
+    return {"host": host.name, "roles": host.role_names, "reached_by": _reached_by(host, site),
+            "temp_dir": None if local else BATCH_TEMP_DIR, "probes": probes}
+
+
+def mesh_plan(site: Site, hosts: list[Host]) -> dict[str, Any] | None:
+    """The mesh the scan would measure among ``hosts`` (link rates from the site file only: the
+    NIC speeds a scan reads are not known without contacting the hosts)."""
+    if not (site.mesh and site.mesh.pairs):
+        return None
+    from advisor.mesh import iperf
+    from advisor.mesh.runner import RunOptions, mesh_address
+    from advisor.mesh.schedule import expand_pairs, mesh_schedule
+
+    scoped = site.model_copy(update={"hosts": list(hosts)}) if len(hosts) < len(site.hosts) else site
+    requests = expand_pairs(scoped)
+    opts = RunOptions.from_spec(site.mesh, bidir=site.mesh.bidir, parallel=site.mesh.parallel)
+    rounds = []
+    for rnd in mesh_schedule(requests):
+        slots: list[frozenset] = []  # a host pair is one slot (one port), as advisor/mesh/runner.py runs it
+        tests = []
+        for src, dst in rnd:
+            pair = frozenset((src, dst))
+            if pair not in slots:
+                slots.append(pair)
+            both = (dst, src) in rnd
+            if both and opts.bidir and pair in [frozenset((t["src"], t["dst"])) for t in tests]:
+                continue  # measured with --bidir by the pair's first direction
+            port = opts.port_base + slots.index(pair)
+            address = mesh_address(site.host(dst))
+            tests.append({
+                "src": src, "dst": dst, "bidir": both and opts.bidir, "port": port,
+                "on_dst": f"iperf3 -s -1 -p {port} -B {address} --forceflush  (in mktemp -d "
+                          "${TMPDIR:-/tmp}/storadvise-iperf3.XXXXXX, stopped and removed after the test)",
+                "on_src": iperf.client_command(address, port, opts.duration, opts.omit, opts.streams,
+                                               congestion=opts.congestion, bidir=both and opts.bidir,
+                                               connect_timeout_ms=opts.connect_timeout_ms,
+                                               hard_limit_s=opts.test_timeout - 1, idle_rtt=True),
+            })
+        rounds.append(tests)
+    return {"paths": [{"src": r.src, "dst": r.dst, "expected_bps": r.expected_bps} for r in requests],
+            "rounds": rounds, "duration_s": opts.duration, "streams": opts.streams,
+            "retest_below": opts.retest_below,
+            "notes": ["--connect-timeout only where the sender runs iperf3 >= 3.8 (asked first: iperf3 --version)",
+                      "where both ends' iperf3 can authenticate (asked first), the test is authenticated: "
+                      "its key options are added to both commands"]}
+
+
+def efficiency_plan(site: Site, settings: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The active test the scan would run (None: it would not run)."""
+    if settings is None or not (site.extensions.get("efficiency") or settings):
+        return None
+    from advisor.efficiency.active import EfficiencyTestError, _config, python_command, resolve_hosts
+    from advisor.efficiency.protocols import default_protocol, parse_protocols, protocol_sources
+
+    try:
+        cfg = _config(site, dict(settings))
+        protos = parse_protocols(cfg.get("protocols")) or [default_protocol(site, cfg, cfg.get("source"))]
+        sources = protocol_sources(site, protos, cfg, cfg.get("source"))
+        workers = resolve_hosts(site, cfg.get("hosts"))
+        python = python_command(cfg.get("python"))
+    except EfficiencyTestError as exc:
+        return {"error": str(exc)}
+    return {
+        "workers": [h.name for h in workers], "one_worker_at_a_time": True,
+        "protocols": protos, "sources": {p: {k: v for k, v in s.items() if isinstance(v, (str, int, float))}
+                                         for p, s in sources.items()},
+        "clients": sorted({int(c) for c in (cfg.get("clients") or [1])}), "mb_per_host": cfg.get("mb"),
+        "on_source": f"{python} job.py serve (the job's own data server, in mktemp -d "
+                     "${TMPDIR:-/tmp}/storadvise-eff.XXXXXXXX, stopped and removed after the test)",
+        "on_worker": f"{python} - job ...  (the job read from stdin: nothing installed)",
+    }
+
+
+def scan_dry_run(target: Any, options: ScanOptions, efficiency_settings: dict[str, Any] | None) -> dict[str, Any]:
+    """Everything ``scan`` would run, per host, then the mesh and the active test (a ScanTarget in)."""
+    site = target.site
+    measured = not target.from_capture
+    return {
+        "site": site.name, "dry_run": True,
+        "from_capture": str(options.from_capture) if options.from_capture else None,
+        "hosts": [host_plan(site, h, options, target.probes) for h in target.hosts] if measured else [],
+        "mesh": mesh_plan(site, target.hosts) if measured and options.mesh else None,
+        "efficiency": efficiency_plan(site, efficiency_settings) if measured and options.efficiency else None,
+    }
