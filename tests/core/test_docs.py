@@ -171,6 +171,8 @@ def test_every_yaml_example_passes_rules_lint(body, tmp_path, request):
         site.setdefault("hosts", FRAGMENT_HOSTS)
         path = tmp_path / "site.yml"
         path.write_text(yaml.safe_dump(site) if site != data else body)
+        for d in site.get("rules_dirs") or []:  # a site-local rules directory the example names, empty
+            (tmp_path / d).mkdir(parents=True, exist_ok=True)
         _lint(["--site", str(path)], where)
 
 
