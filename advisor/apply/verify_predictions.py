@@ -91,6 +91,12 @@ def _applied(change, after: ScanReport) -> bool | None:
 def verify_causes(before: ScanReport, after: ScanReport) -> list[dict[str, Any]]:
     measured = _measured(after)
     out = []
+    applied_of = {}
+    for cause in before.causes:
+        marks = [_applied(ch, after) for ch in cause.changes]
+        applied_of[cause.id] = None if not marks or None in marks else all(marks)
+    # what can still hold a path after the change: by-hand causes, and changes the new scan does not see
+    remaining = [c for c in before.causes if c.kind == "by_hand" or applied_of[c.id] is False]
     for cause in before.causes:
         rows = []
         still = []
@@ -102,16 +108,15 @@ def verify_causes(before: ScanReport, after: ScanReport) -> list[dict[str, Any]]
             exp = m[2].get("expected_bps") if pr.metric == "throughput" else None
             if m[0] is not None and exp and m[0] / exp < STILL_SLOW:
                 still.append((pr.subject, m[0] / exp))
-        applied = [_applied(ch, after) for ch in cause.changes]
         entry = {"id": cause.id, "title": cause.title, "kind": cause.kind,
                  "predicted": [p.model_dump() for p in cause.predicted], "measured": rows,
-                 "applied": None if not applied or None in applied else all(applied)}
-        entry["verdict"] = _verdict(cause, entry["applied"], still, before)
+                 "applied": applied_of[cause.id]}
+        entry["verdict"] = _verdict(cause, entry["applied"], still, remaining)
         out.append(entry)
     return out
 
 
-def _verdict(cause, applied: bool | None, still: list[tuple[str, float]], before: ScanReport) -> str:
+def _verdict(cause, applied: bool | None, still: list[tuple[str, float]], remaining: list) -> str:
     if cause.kind == "by_hand":
         if not still:
             return "its paths now reach their expected rate"
@@ -120,7 +125,7 @@ def _verdict(cause, applied: bool | None, still: list[tuple[str, float]], before
         return "not applied: the new scan still sees the old value"
     if not still:
         return "the changes were applied; the symptoms are gone" if applied else "the symptoms are gone"
-    others = [c.title for c in before.causes if c.id != cause.id
+    others = [c.title for c in remaining if c.id != cause.id
               and {p.subject for p in c.predicted} & {s for s, _ in still}]
     rest = f": the remaining cause is {'; '.join(others)}" if others else ": no other cause of the scan explains them"
     return f"the changes were applied; {_paths(still)}{rest}"

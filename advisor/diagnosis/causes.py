@@ -23,7 +23,8 @@ from advisor.diagnosis.candidates import FIX_CLASS, Candidate, change_candidates
 from advisor.diagnosis.efficiency import efficiency_predictions
 from advisor.diagnosis.localise import localise_loss
 from advisor.diagnosis.model import Diagnosis, PlannedSetting, Predicted, SetAside
-from advisor.diagnosis.paths import INCONCLUSIVE, Fix, FixIndex, HostFacts, PathState, path_state, predict
+from advisor.diagnosis.paths import (INCONCLUSIVE, Fix, FixIndex, HostFacts, PathState, local_index, path_state,
+                                     predict)
 from advisor.diagnosis.ranking import rank, to_cause
 from advisor.findings import Finding, FindingStatus
 
@@ -79,8 +80,9 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
     for s in conclusive:
         by_host.setdefault(states[s].src, []).append(s)
         by_host.setdefault(states[s].dst, []).append(s)
+    every = FixIndex(fx for c in cands for fx in c.fixes)
     for cand in cands:
-        _judge_paths(cand, by_host, states, path_symptoms)
+        _judge_paths(cand, by_host, states, path_symptoms, every)
         _judge_failed_tests(cand, failed_paths, path_symptoms, inp.facts)
         cand.predicted += efficiency_predictions(inp.efficiency, states, cand.fixes, eff_symptoms, cand.explains, ref)
 
@@ -138,10 +140,17 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
                      plan_prediction=plan_prediction(inp, all_changes + hygiene_changes, states))
 
 
+def _lifts(st: PathState, pr) -> bool:
+    return pr.model != "measured" and pr.bps >= st.measured_bps * LIFT
+
+
 def _judge_paths(cand: Candidate, by_host: dict[str, list[str]], states: dict[str, PathState],
-                 path_symptoms: dict[str, list[Finding]]) -> None:
-    """The slow paths a candidate lifts: only paths with an end among its fixes' hosts can be
-    (``by_host``: host -> its conclusive slow paths), so the work is linear in paths."""
+                 path_symptoms: dict[str, list[Finding]], every: FixIndex) -> None:
+    """The slow paths a candidate explains: those its own changes lift, and those that several
+    causes hold at once, where the candidate's fixes are needed (the path model with every
+    candidate's fixes lifts the path, and without this candidate's it lifts it less). Only paths
+    with an end among its fixes' hosts can be (``by_host``: host -> its conclusive slow paths), so
+    the work is linear in paths. ``every``: the fixes of all candidates."""
     if not cand.fixes:
         return
     classes = set().union(*(FIX_CLASS.get(f.kind, set()) for f in cand.fixes))
@@ -150,11 +159,20 @@ def _judge_paths(cand: Candidate, by_host: dict[str, list[str]], states: dict[st
     for s in near:
         st = states[s]
         pr = predict(st, idx)
-        if pr.model == "measured" or pr.bps < st.measured_bps * LIFT:
-            continue
+        inputs = {**pr.inputs, "expected_bps": st.expected_bps}
+        if not _lifts(st, pr):
+            ends = (st.src, st.dst)
+            together = predict(st, local_index(every, ends))
+            if not _lifts(st, together):
+                continue
+            without = predict(st, local_index(every, ends, cand.fixes))
+            if without.bps >= together.bps * 0.95:
+                continue
+            # held by several causes at once: alone it changes nothing, with the others it is needed
+            inputs = {"expected_bps": st.expected_bps, "with_the_other_causes": round(together.bps),
+                      "without_it": round(without.bps), "model_together": together.model}
         cand.predicted.append(Predicted(metric="throughput", subject=s, now=round(st.measured_bps),
-                                        after=round(pr.bps), unit="bps", model=pr.model,
-                                        inputs={**pr.inputs, "expected_bps": st.expected_bps}))
+                                        after=round(pr.bps), unit="bps", model=pr.model, inputs=inputs))
         for f in path_symptoms.get(s, []):
             cand.explains[refkey(f)] = ref(f)
         if st.limited_by and st.limited_by != "unknown":

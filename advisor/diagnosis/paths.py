@@ -287,6 +287,17 @@ class FixIndex(dict):
             self.setdefault(f.kind, {})[f.host] = f
 
 
+def local_index(idx: FixIndex, hosts: tuple[str, str], without: set[Fix] | frozenset = frozenset()) -> FixIndex:
+    """The fixes of ``idx`` at the two ends of a path, less ``without``: what predict reads of them."""
+    out = FixIndex()
+    for kind, by_host in idx.items():
+        for h in hosts:
+            f = by_host.get(h)
+            if f is not None and f not in without:
+                out.setdefault(kind, {})[h] = f
+    return out
+
+
 def index_fixes(fixes) -> FixIndex:
     return fixes if isinstance(fixes, FixIndex) else FixIndex(fixes)
 

@@ -63,6 +63,8 @@ def _gain(c: Candidate) -> float | None:
             ref = p.inputs.get("expected_bps") or max(p.after, 1)
             base = p.inputs.get("after_plan", p.now)
             g += max(0.0, p.after - base) / ref
+            if "with_the_other_causes" in p.inputs:  # its share of a path several causes hold
+                g += max(0.0, p.inputs["with_the_other_causes"] - p.inputs["without_it"]) / ref
     if not known:
         return None
     if not any(p.metric == "throughput" and p.now is not None for p in c.predicted):

@@ -30,7 +30,17 @@ def _ratio(p: Predicted, v: float | None) -> float | None:
 def prediction_line(preds: list[Predicted], *, after_key: str | None = None) -> str:
     """``8 paths 0.02-0.06 -> 0.96 of expected (link); efficiency wn[01-04] 0.20-0.32 -> 0.90-0.94``."""
     parts = []
-    tp = [p for p in preds if p.metric == "throughput" and p.now is not None and p.after is not None]
+    together = [p for p in preds if p.metric == "throughput" and "with_the_other_causes" in p.inputs]
+    tp = [p for p in preds if p.metric == "throughput" and p.now is not None and p.after is not None
+          and p not in together]
+    if together:
+        exp = [p.inputs.get("expected_bps") for p in together]
+        f2 = lambda v: f"{v:.2f}"  # noqa: E731
+        if all(exp):
+            parts.append(f"{len(together)} path(s) held by several causes: with the others "
+                         f"{_span([p.now / e for p, e in zip(together, exp)], f2)} -> "
+                         f"{_span([p.inputs['with_the_other_causes'] / e for p, e in zip(together, exp)], f2)}"
+                         f" of expected, without it {_span([p.inputs['without_it'] / e for p, e in zip(together, exp)], f2)}")
     if tp:
         models = ", ".join(sorted({p.model for p in tp}))
         befores = [p.inputs.get(after_key, p.now) if after_key else p.now for p in tp]

@@ -201,3 +201,15 @@ def test_a_state_finding_is_a_by_hand_cause():
 def test_a_change_only_a_wrong_blame_proposed_is_set_aside(diagnosis):
     _inp, d = diagnosis
     assert [(s.host, s.key, s.rule_id) for s in d.set_aside] == [("st02", "net.ipv4.tcp_wmem", "MESH-ASYMMETRY")]
+
+
+def test_a_path_several_causes_hold_is_explained_by_each_that_is_needed(diagnosis):
+    """st01->wn11 is held by rack B's buffer and by st01's loss at once: neither alone lifts it, both
+    together do; each explains it, with its share (fails before: neither was named)."""
+    _inp, d = diagnosis
+    rmem = _cause_with(d, lambda c: any(ch.key == "net.ipv4.tcp_rmem" for ch in c.changes))[0]
+    far = [p for p in rmem.predicted if p.subject == "st01->wn11"]
+    assert far and far[0].after == far[0].now and far[0].inputs["with_the_other_causes"] > 0.9 * G
+    assert far[0].inputs["without_it"] < 0.3 * G
+    loss = _cause_with(d, lambda c: c.kind == "by_hand")[0]
+    assert any(p.subject == "st01->wn11" and p.after > 0.9 * G for p in loss.predicted)
