@@ -36,6 +36,7 @@ from probes.firewall_facts import (  # noqa: F401  (re-exported: the probe's fac
     FirewallChain,
     FirewallFacts,
     FirewallRule,
+    PersistedRuleset,
     normalize_network,
 )
 from probes.nftables_json import parse_nft_json
@@ -45,7 +46,26 @@ _TOOLS = (("iptables-save", "iptables-save"), ("ip6tables-save", "ip6tables-save
 _EXIT_RE = re.compile(r"^@@exit (\d+)$")
 
 
-def _firewall_script() -> str:
+#: the iptables-save files loaded at boot, per family (the firewall role's ``firewall_iptables_files``)
+DEFAULT_PERSISTED_IPTABLES = {"ip": ["/etc/iptables/rules.v4", "/etc/sysconfig/iptables"],
+                              "ip6": ["/etc/iptables/rules.v6", "/etc/sysconfig/ip6tables"]}
+PERSISTED_SECTION = "persisted "
+
+
+def persisted_iptables_paths(variables: dict) -> list[tuple[str, str]]:
+    """(family, path) of the iptables-save files a host loads at boot: the firewall role's
+    ``firewall_iptables_files`` variable when the site sets it, else the distributions' paths."""
+    given = variables.get("firewall_iptables_files")
+    files = given if isinstance(given, dict) else DEFAULT_PERSISTED_IPTABLES
+    out = []
+    for family in ("ip", "ip6"):
+        for path in files.get(family) or []:
+            if isinstance(path, str) and path.startswith("/") and "\n" not in path:
+                out.append((family, path))
+    return out
+
+
+def _firewall_script(persisted: list[tuple[str, str]] | None = None) -> str:
     lines = [
         "cap() { name=$1; shift; echo \"@@section $name\"; "
         "{ err=$( { \"$@\" 3>&-; echo \"@@exit $?\" >&3; } 2>&1 1>&3 ); } 3>&1; "
@@ -54,6 +74,10 @@ def _firewall_script() -> str:
     ]
     for name, cmd in _TOOLS:
         lines.append(f"if command -v {name} >/dev/null 2>&1; then found=1; cap {name} {cmd}; fi")
+    # the persisted ruleset, read only: its canonical form is computed on the controller
+    for family, path in persisted or []:
+        q = shlex.quote(path)
+        lines.append(f'if [ -f {q} ] && [ -r {q} ]; then echo "@@section {PERSISTED_SECTION}{family} "{q}; cat {q}; echo; fi')
     lines.append(f'[ "$found" = 1 ] || echo "{NOT_APPLICABLE_MARKER} neither iptables-save nor nft found"')
     return "\n".join(lines) + "\n"
 
@@ -188,12 +212,13 @@ class FirewallProbe(Probe):
     facts_model = FirewallFacts
 
     def script(self, ctx: ProbeContext) -> str:
-        return _firewall_script()
+        return _firewall_script(persisted_iptables_paths(ctx.vars))
 
     def parse(self, text: str) -> FirewallFacts:
         sections = split_sections(text)
         known = {name for name, _ in _TOOLS}
-        unknown = [s for s in sections if s and s.removesuffix(".stderr") not in known]
+        unknown = [s for s in sections if s and s.removesuffix(".stderr") not in known
+                   and not s.startswith(PERSISTED_SECTION)]
         if unknown:
             raise ProbeParseError(f"firewall: unexpected section {unknown[0][:40]!r}")
         if sections.get("", "").strip():
@@ -221,4 +246,9 @@ class FirewallProbe(Probe):
             facts.rules += rules
             facts.skipped_nft_tables = skipped
         facts.rule_count = len(facts.rules)
+        for name, body in sections.items():
+            if name.startswith(PERSISTED_SECTION):
+                family, _, path = name[len(PERSISTED_SECTION):].partition(" ")
+                if family in ("ip", "ip6") and path:
+                    facts.persisted_files.append(PersistedRuleset(family=family, path=path, text=body))
         return facts

@@ -9,6 +9,7 @@ from typing import Any
 
 from advisor.adapters.base import Adapter, HostProbeFacts
 from advisor.findings import Change
+from advisor.kernel_defaults import sysctl_default
 
 PROBE = "network.sysctl"
 
@@ -30,6 +31,14 @@ class SysctlAdapter(Adapter):
 
     def normalize_target(self, key: str, target: Any) -> Any:
         return " ".join(str(target).split())
+
+    def default_value(self, facts: HostProbeFacts, key: str) -> tuple[Any, str] | None:
+        """The host's own boot default when it reports one (a lab host: its namespace's values at
+        creation), else the kernel's documented default (advisor.kernel_defaults)."""
+        own = ((facts.get(PROBE) or {}).get("boot_defaults") or {}).get(key)
+        if own is not None:
+            return own, "the host's recorded boot values"
+        return sysctl_default(key)
 
     def cannot_change(self, facts: HostProbeFacts, change: Change, host_vars: Mapping[str, Any]) -> str | None:
         key = change.key

@@ -89,7 +89,7 @@ def build_plan(report: ScanReport, site: Site, source: str = "scan", min_severit
             continue
         pc = PlannedChange(host=host, adapter=adapter.name, role=adapter.role, key=key, setting=adapter.label(key),
                            runtime=change.runtime, persisted=change.persisted, target=change.target,
-                           scope=change.scope, rule_ids=rules)
+                           scope=change.scope, rule_ids=rules, boot=change.boot)
         planned.setdefault(host, {}).setdefault(adapter.name, []).append(pc)
         plan.changes.append(pc)
 
@@ -97,7 +97,7 @@ def build_plan(report: ScanReport, site: Site, source: str = "scan", min_severit
         for name, pcs in by_adapter.items():
             adapter = registry[name]
             changes = [Change(host=host, adapter=name, key=p.key, runtime=p.runtime, persisted=p.persisted,
-                              target=p.target, scope=p.scope) for p in pcs]
+                              target=p.target, scope=p.scope, boot=p.boot) for p in pcs]
             plan.host_vars.setdefault(host, {})[adapter.role] = adapter.role_vars(
                 changes, facts.get(host) or {}, host_settings(site_hosts[host]))
             notice = adapter.notice(host, changes, host_settings(site_hosts[host]))
@@ -152,7 +152,7 @@ def _resolve(plan: Plan, adapter: Adapter, asks: list[tuple[Change, Finding]]) -
         asked = "; ".join(f"{f.rule_id} asks {t}" for t, f in distinct)
         plan.notices.append(f"{first.host}: {adapter.label(first.key)}: {asked}; planned {chosen} ({how})")
         target = chosen
-    return change_with_scope(adapter, first.host, first.key, first.runtime, first.persisted, target)
+    return change_with_scope(adapter, first.host, first.key, first.runtime, first.persisted, target, first.boot)
 
 
 def _why_not(adapter: Adapter, change: Change, site: Site, host: Host, facts: dict, waived_by_rule: str | None,

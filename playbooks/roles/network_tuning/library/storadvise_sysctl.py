@@ -69,6 +69,7 @@ cannot_change:
 import os
 import re
 
+from ansible.module_utils.storadvise_canonical import sysctl_value
 from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change, record_failure,
                                                    restore_text, retire_backup, run_backed_module, save_backup)
 
@@ -85,7 +86,7 @@ def norm_key(k):
 
 
 def norm_value(v):
-    return " ".join(str(v).split())
+    return sysctl_value(v)
 
 
 def proc_path(key):
