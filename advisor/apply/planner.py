@@ -78,7 +78,7 @@ def build_plan(report: ScanReport, site: Site, source: str = "scan", min_severit
         if adapter is None:
             _cannot(plan, None, asks[0][0], rules, f"no adapter {adapter_name!r} is registered (known: {', '.join(registry)})")
             continue
-        change = _resolve(plan, adapter, asks)
+        change = _resolve(plan, adapter, asks, facts.get(host) or {})
         if change is None:
             plan.notices.append(f"{host}: {adapter.label(key)} is already {asks[0][0].target} at runtime and in "
                                 f"its persisted configuration ({', '.join(rules)}): nothing to change")
@@ -131,10 +131,13 @@ def _waived_now(f: Finding, site: Site, today: dt.date | None) -> bool:
                                  for h in f.hosts)
 
 
-def _resolve(plan: Plan, adapter: Adapter, asks: list[tuple[Change, Finding]]) -> Change | None:
+def _resolve(plan: Plan, adapter: Adapter, asks: list[tuple[Change, Finding]], facts: dict) -> Change | None:
     """One target for a slot several rules ask for: the adapter's larger safe value, else the most
-    severe rule's. Returns the change with its scope recomputed (None: nothing to change)."""
+    severe rule's. Returns the change with its scope recomputed from the runtime and boot values
+    (None: nothing to change). A change without a boot value (a scan made before boot values, or
+    a rule that did not ask its adapter) gets it from the host's facts here."""
     first = asks[0][0]
+    boot = first.boot if first.boot is not None else adapter.boot(facts, first.key, first.persisted)
     targets = [(adapter.normalize_target(c.key, c.target), f) for c, f in asks]
     distinct = []
     for t, f in targets:
@@ -152,7 +155,7 @@ def _resolve(plan: Plan, adapter: Adapter, asks: list[tuple[Change, Finding]]) -
         asked = "; ".join(f"{f.rule_id} asks {t}" for t, f in distinct)
         plan.notices.append(f"{first.host}: {adapter.label(first.key)}: {asked}; planned {chosen} ({how})")
         target = chosen
-    return change_with_scope(adapter, first.host, first.key, first.runtime, first.persisted, target, first.boot)
+    return change_with_scope(adapter, first.host, first.key, first.runtime, first.persisted, target, boot)
 
 
 def _why_not(adapter: Adapter, change: Change, site: Site, host: Host, facts: dict, waived_by_rule: str | None,

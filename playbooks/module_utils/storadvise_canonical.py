@@ -20,8 +20,10 @@ applies it agree on what "already right" means:
   stores a rule and prints it back (iptables-extensions(8); libxt_hashlimit.c and libxt_limit.c of
   iptables 1.8): rates are stored as a period in the match's own units and printed back rounded
   (``--hashlimit-above 60000/sec`` reads back as ``62500/sec``), default bursts, long option
-  names, a host address without ``/32``, the implicit ``-m tcp``/``-m udp`` of ``--dport``.
-  What it does not know (the order of matches, a module's other options) it leaves as written.
+  names, a host address without ``/32``, the address/interface/protocol options printed first, the
+  implicit ``-m tcp``/``-m udp``/``-m icmp`` of ``--dport``/``--icmp-type``, conntrack states in
+  the kernel's order, REJECT's default ``--reject-with``. What it does not know (the order of
+  other matches, other modules' defaults) it leaves as written.
 """
 
 from __future__ import annotations
@@ -108,7 +110,7 @@ def xrootd_directives(text):
 def xrootd_directive(text):
     """One directive's text (maybe over continuation lines) as ``name args`` with single blanks."""
     found = xrootd_directives(text)
-    return " ".join(" ".join(d).split()) if found else ""
+    return " ".join(" ".join(found[0]).split()) if found else ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,11 +199,38 @@ def _tokens(text):
     return out
 
 
-def ipt_rule_canonical(text):
+_BASE_ORDER = ("-s", "-d", "-i", "-o", "-p", "-f")
+_IMPLICIT_MATCH = {"--dport": ("tcp", "udp", "sctp"), "--sport": ("tcp", "udp", "sctp"), "--tcp-flags": ("tcp",),
+                   "--syn": ("tcp",), "--icmp-type": ("icmp",), "--icmpv6-type": ("ipv6-icmp", "icmpv6")}
+_PROTO_MATCH = {"ipv6-icmp": "icmp6", "icmpv6": "icmp6"}
+_STATE_ORDER = ("INVALID", "NEW", "RELATED", "ESTABLISHED", "UNTRACKED", "SNAT", "DNAT")
+_REJECT_DEFAULT = {"ip": "icmp-port-unreachable", "ip6": "icmp6-port-unreachable"}
+
+
+def _base_first(words):
+    """iptables-save prints the address, interface and protocol options (``-s -d -i -o -p -f``,
+    each with its ``!``) first, in that order, whatever order the rule was written in."""
+    head, base, rest = words[:2], {}, []
+    i = 2
+    while i < len(words):
+        neg = words[i] == "!" and i + 1 < len(words) and words[i + 1] in _BASE_ORDER
+        w = words[i + 1] if neg else words[i]
+        if w in _BASE_ORDER:
+            at = i + (2 if neg else 1)
+            arg = [] if w == "-f" else words[at:at + 1]
+            base[w] = (["!"] if neg else []) + [w] + arg
+            i = at + len(arg)
+            continue
+        rest.append(words[i])
+        i += 1
+    return head + [t for k in _BASE_ORDER if k in base for t in base[k]] + rest
+
+
+def ipt_rule_canonical(text, family="ip"):
     """An iptables rule line (``-A CHAIN ...`` of a rules file or of iptables-save) in the form
     iptables prints it back, as far as the pure-Python rules above know it."""
     words = _tokens(_IPT_COUNTERS.sub("", str(text).strip()))
-    words = [_LONG_OPTIONS.get(w, w) for w in words]
+    words = _base_first([_LONG_OPTIONS.get(w, w) for w in words])
     out = []
     proto = None
     matches = set()
@@ -223,16 +252,26 @@ def ipt_rule_canonical(text):
             out += [w, nxt]
             i += 2
             continue
-        if w in ("--dport", "--sport") and proto in ("tcp", "udp") and proto not in matches:
-            # a port option loads the protocol's match implicitly; iptables-save names it
-            out += ["-m", proto]
-            matches.add(proto)
+        if w in _IMPLICIT_MATCH and proto in _IMPLICIT_MATCH[w]:
+            # a protocol option loads the protocol's match implicitly; iptables-save names it
+            match = _PROTO_MATCH.get(proto, proto)
+            if match not in matches:
+                out += ["-m", match]
+                matches.add(match)
+        if w in ("--state", "--ctstate") and nxt is not None:
+            states = nxt.upper().split(",")
+            known = [st for st in _STATE_ORDER if st in states]
+            out += [w, ",".join(known + [st for st in states if st not in known])]
+            i += 2
+            continue
         if w in _RATE_OPTIONS and nxt is not None:
             out += [w, ipt_rate(nxt, _RATE_OPTIONS[w])]
             i += 2
             continue
         out.append(w)
         i += 1
+    if out[-2:] == ["-j", "REJECT"] and family in _REJECT_DEFAULT:
+        out += ["--reject-with", _REJECT_DEFAULT[family]]
     return " ".join(_default_bursts(out))
 
 
