@@ -212,7 +212,7 @@ class FirewallProbe(Probe):
     facts_model = FirewallFacts
 
     def script(self, ctx: ProbeContext) -> str:
-        return _firewall_script(persisted_iptables_paths(ctx.vars))
+        return _firewall_script(persisted_iptables_paths(ctx.vars if ctx is not None else {}))
 
     def parse(self, text: str) -> FirewallFacts:
         sections = split_sections(text)
