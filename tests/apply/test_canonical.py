@@ -167,3 +167,31 @@ def test_the_python_normaliser_takes_over_and_says_why() -> None:
     assert out["persisted_canonicaliser"] == PYTHON and out["persisted_canonicaliser_note"]
     limit = next(r for r in out["persisted_rules"] if "--limit 5/min" in r["line"])
     assert limit["lineno"] == 18 and limit["text"].startswith("-A INPUT -m limit --limit 5/min -j LOG")
+
+
+def test_the_xrootd_role_keeps_a_directive_that_already_says_the_target() -> None:
+    """The xcache/xrootd_tuning module's edit (set_directive): a directive already right by meaning
+    (other spacing, a comment, continuation lines) is left as written; a wrong one spread over
+    continuation lines is replaced whole (not its first line only, which left the rest dangling)."""
+    import importlib.util
+    import sys
+
+    for name in ("storadvise_canonical", "storadvise_state"):
+        spec = importlib.util.spec_from_file_location(f"ansible.module_utils.{name}",
+                                                      REPO / "playbooks" / "module_utils" / f"{name}.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[f"ansible.module_utils.{name}"] = mod
+        spec.loader.exec_module(mod)
+    spec = importlib.util.spec_from_file_location(
+        "storadvise_xrootd_directives", REPO / "playbooks" / "roles" / "xcache" / "library" / "storadvise_xrootd_directives.py")
+    xd = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(xd)
+    real = [ln for ln in (FIX / "real" / "xcache.config" / "slateci-XCache-xcache.cfg.txt").read_text().splitlines()
+            if not ln.startswith("@@section")]  # the probe's layout around the file
+    name, args = next((n, a) for n, a in cn.xrootd_directives("\n".join(real)) if a)
+    respaced = [ln.replace(" ", "   ") if ln.split() and ln.split()[0] == name else ln for ln in real]
+    assert xd.set_directive(respaced, name, args) == (respaced, True)
+    lines = ["all.export /store", "pfc.diskusage 0.90 \\", "    0.95  # water marks", "xrd.port 1094"]
+    assert xd.set_directive(lines, "pfc.diskusage", "0.90   0.95") == (lines, True)
+    out, found = xd.set_directive(lines, "pfc.diskusage", "0.80 0.90")
+    assert found and out == ["all.export /store", "pfc.diskusage 0.80 0.90", "xrd.port 1094"]
