@@ -65,6 +65,13 @@ def persisted_iptables_paths(variables: dict) -> list[tuple[str, str]]:
     return out
 
 
+def persisted_nft_path(variables: dict) -> str | None:
+    """The nft script a host loads at boot: the firewall role's ``firewall_nftables_conf``, else
+    /etc/nftables.conf (an empty value: not looked at)."""
+    given = variables.get("firewall_nftables_conf", "/etc/nftables.conf")
+    return given if isinstance(given, str) and given.startswith("/") and "\n" not in given else None
+
+
 def _firewall_script(persisted: list[tuple[str, str]] | None = None) -> str:
     lines = [
         "cap() { name=$1; shift; echo \"@@section $name\"; "
@@ -212,7 +219,9 @@ class FirewallProbe(Probe):
     facts_model = FirewallFacts
 
     def script(self, ctx: ProbeContext) -> str:
-        return _firewall_script(persisted_iptables_paths(ctx.vars if ctx is not None else {}))
+        variables = ctx.vars if ctx is not None else {}
+        nft = persisted_nft_path(variables)
+        return _firewall_script(persisted_iptables_paths(variables) + ([("nft", nft)] if nft else []))
 
     def parse(self, text: str) -> FirewallFacts:
         sections = split_sections(text)
@@ -251,4 +260,6 @@ class FirewallProbe(Probe):
                 family, _, path = name[len(PERSISTED_SECTION):].partition(" ")
                 if family in ("ip", "ip6") and path:
                     facts.persisted_files.append(PersistedRuleset(family=family, path=path, text=body))
+                elif family == "nft" and path:
+                    facts.persisted_files.append(PersistedRuleset(backend="nft", family="", path=path, text=body))
         return facts

@@ -47,8 +47,10 @@ class FirewallRule(BaseModel):
 
 
 class PersistedRuleset(BaseModel):
-    """An iptables-save file the host loads at boot, as read (``iptables-restore`` input)."""
+    """A ruleset file the host loads at boot, as read: an iptables-save file (``iptables-restore``
+    input, family ``ip``/``ip6``) or the nft script (``nft -f`` input, backend ``nft``)."""
 
+    backend: str = "iptables"
     family: str
     path: str
     text: str
@@ -76,7 +78,7 @@ class FirewallFacts(BaseModel):
     rule_count: int = 0
     #: nft tables left out because they are the iptables-nft tables already read from iptables-save
     skipped_nft_tables: list[str] = Field(default_factory=list)
-    #: the iptables-save files loaded at boot that the host has (read by the probe)
+    #: the iptables-save files and the nft script loaded at boot that the host has (read by the probe)
     persisted_files: list[PersistedRuleset] = Field(default_factory=list)
     #: their rules canonicalised on the controller (advisor.ruleset_canonical); empty until then
     persisted_rules: list[PersistedRule] = Field(default_factory=list)

@@ -24,7 +24,7 @@ def rule_key(rule: Mapping[str, Any]) -> str:
 def persisted_source(facts: HostProbeFacts, rule: Mapping[str, Any]) -> dict[str, Any] | None:
     """The persisted rule (its file and line) that gives ``rule`` at boot, compared by meaning."""
     for p in (facts.get(PROBE) or {}).get("persisted_rules") or []:
-        if p.get("backend", "iptables") == rule.get("backend") and same_rule(p, rule):
+        if same_rule(p, rule):
             return p
     return None
 

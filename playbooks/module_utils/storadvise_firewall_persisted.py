@@ -50,6 +50,11 @@ def ipt_same(file_rule, rule, path, line):
         return True
     if ipt_rule_canonical(file_rule) == ipt_rule_canonical(rule["text"]):
         return True
+    return named_source(rule, path, line)
+
+
+def named_source(rule, path, line):
+    """The file line is the one the plan names as the rule's persisted source (``persisted``)."""
     return any(s.get("path") == path and " ".join(str(s.get("line", "")).split()) == " ".join(line.split())
                for s in rule.get("persisted") or [])
 
@@ -62,9 +67,11 @@ def persisted_hits(p, rule):
     if rule["backend"] == "nft":
         want = nft_norm(rule["text"])
         for path in nft_files(p["nftables_conf"]) if p["nftables_conf"] else []:
-            for r in nft_conf_rules(read_text(path) or ""):
+            text = read_text(path) or ""
+            lines = text.splitlines()
+            for r in nft_conf_rules(text):
                 if (r["family"], r["table"], r["chain"]) == (rule["family"], rule["table"], rule["chain"]) \
-                        and nft_norm(r["text"]) == want:
+                        and (nft_norm(r["text"]) == want or named_source(rule, path, lines[r["line"]])):
                     h = hits.setdefault(path, ("nft", [], {}, []))
                     if r["whole_line"]:
                         h[1].append(r["line"])

@@ -195,3 +195,27 @@ def test_the_xrootd_role_keeps_a_directive_that_already_says_the_target() -> Non
     assert xd.set_directive(lines, "pfc.diskusage", "0.90   0.95") == (lines, True)
     out, found = xd.set_directive(lines, "pfc.diskusage", "0.80 0.90")
     assert found and out == ["all.export /store", "pfc.diskusage 0.80 0.90", "xrd.port 1094"]
+
+
+@pytest.mark.skipif(not scratch_works() or not shutil.which("nft"), reason="needs unshare -rn with nft (root in CI)")
+def test_a_persisted_nft_script_is_compared_in_the_probe_s_own_rendering() -> None:
+    """A real capture (tests/fixtures/firewall/capture.sh): the ruleset as `nft list ruleset` saved
+    it (what /etc/nftables.conf holds) and as `nft -j list ruleset` gave it at runtime. Loaded with
+    nft -f into a scratch namespace and listed back, every persisted rule renders exactly as the
+    probe renders its runtime twin, paired with its file line (``ct state related,established``
+    in the file is ``established,related`` at runtime: text comparison alone missed it)."""
+    from advisor.ruleset_canonical import canonical_nft_rules
+    from probes.nftables_json import parse_nft_json
+
+    text = (FIX / "firewall" / "nft-list-ruleset.txt").read_text()
+    rules, how, note = canonical_nft_rules(text, "/etc/nftables.conf")
+    assert (how, note) == (SCRATCH, None)
+    _chains, runtime, _ = parse_nft_json((FIX / "firewall" / "nft-j-list-ruleset.json").read_text(), set())
+    native = [r.model_dump() for r in runtime if " xt " not in f" {r.text} "]
+    assert len(native) >= 15
+    for r in native:
+        hits = [p for p in rules if same_rule(p, r)]
+        assert len(hits) == 1 and text.splitlines()[hits[0]["lineno"] - 1].strip() == hits[0]["line"], r["text"]
+        assert hits[0]["text"] == r["text"]
+    state = next(p for p in rules if "ct state" in p["line"])
+    assert "related,established" in state["line"] and "established,related" in state["text"]

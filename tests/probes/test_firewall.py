@@ -233,7 +233,9 @@ def test_the_persisted_iptables_files_are_read_and_parsed_as_text():
     """The files a host loads at boot (the firewall role's firewall_iptables_files, default the
     distributions' paths) are read by the probe, verbatim: the controller canonicalises them."""
     real = FIXTURES / "firewall_persisted" / "rules.v4-soulsymphonies-debian-setup"
-    ctx = CTX.model_copy(update={"vars": {"firewall_iptables_files": {"ip": [str(real)], "ip6": ["/nonexistent/rules.v6"]}}})
+    nft = FIXTURES / "firewall_persisted" / "debian-nftables.conf"
+    ctx = CTX.model_copy(update={"vars": {"firewall_iptables_files": {"ip": [str(real)], "ip6": ["/nonexistent/rules.v6"]},
+                                          "firewall_nftables_conf": str(nft)}})
     script = FirewallProbe().script(ctx)
     assert str(real) in script and "/etc/iptables/rules.v4" not in script
     assert "/etc/iptables/rules.v4" in FirewallProbe().script(CTX)
@@ -242,6 +244,7 @@ def test_the_persisted_iptables_files_are_read_and_parsed_as_text():
     save = (FW / "iptables-save-nft-backend.txt").read_text()
     out = f"@@section iptables-save\n{save}\n@@exit 0\n" + persisted[persisted.index("@@section persisted"):]
     facts = FirewallProbe().parse(out)
-    assert [(f.family, f.path) for f in facts.persisted_files] == [("ip", str(real))]
+    assert [(f.backend, f.family, f.path) for f in facts.persisted_files] == [("iptables", "ip", str(real)),
+                                                                              ("nft", "", str(nft))]
     assert facts.persisted_files[0].text.strip() == real.read_text().strip()
     assert facts.persisted_rules == [] and facts.persisted_canonicaliser is None  # the controller's part
