@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.adapters.base import Adapter, HostProbeFacts
-from advisor.findings import Change
+from advisor.findings import BootSource, Change, ChangeScope
 from advisor.kernel_defaults import sysctl_default
 
 PROBE = "network.sysctl"
@@ -55,7 +55,13 @@ class SysctlAdapter(Adapter):
         return None
 
     def role_vars(self, changes: list[Change], facts: HostProbeFacts, host_vars: Mapping[str, Any]) -> dict[str, Any]:
-        return {"network_tuning_sysctls": {c.key: str(c.target) for c in changes}}
+        out: dict[str, Any] = {"network_tuning_sysctls": {c.key: str(c.target) for c in changes}}
+        # boot value already right (the default, no file sets the key): set now, write no file
+        runtime_only = sorted(c.key for c in changes if c.scope == ChangeScope.runtime
+                              and c.boot is not None and c.boot.source == BootSource.default)
+        if runtime_only:
+            out["network_tuning_runtime_only"] = runtime_only
+        return out
 
 
 ADAPTER = SysctlAdapter()

@@ -247,3 +247,5 @@ def test_a_persisted_change_is_planned_only_when_the_boot_value_is_wrong():
     c = plan.changes[0]
     assert c.as_dict()["boot"]["source"] == "default" and c.as_dict()["boot"]["value"] == "1"
     assert "| net.ipv4.tcp_sack | 0 | default (1) | 1 | runtime only" in plan_markdown(plan, "/x")
+    # the role sets it now and writes no file for it
+    assert plan.host_vars["st01"]["network_tuning"]["network_tuning_runtime_only"] == ["net.ipv4.tcp_sack"]
