@@ -71,6 +71,15 @@ def test_ifca_loop(tmp_path):
         assert ap.returncode == 0, ap.stdout[-3000:]
         again = run(shutil.which("ansible-playbook", path=str(BIN)), "apply-tuning.yml", cwd=tmp_path / "plan")
         assert "changed=0" in again.stdout.split("PLAY RECAP", 1)[1]
+        # issue 24: the fix survives a reboot of gpfs02 (its rules.v4 said 60000/sec, the kernel
+        # 62500/sec): the rescan, without the mesh and the active test, has no FW-STORAGE-NETWORK;
+        # verify below then measures the rebooted host
+        run(BIN / "storadvise", "lab", "reboot", "gpfs02", "--name", name)
+        rescan = tmp_path / "rescan.json"
+        run(BIN / "storadvise", "scan", "--site", name, "--no-mesh", "--no-efficiency", "-o", rescan, "--json")
+        back = [f for f in json.loads(rescan.read_text())["findings"]
+                if f["status"] == "fail" and f["rule_id"] == "FW-STORAGE-NETWORK" and "gpfs02" in f["hosts"]]
+        assert not back, back
         cp = run(BIN / "storadvise", "verify", "--site", name, "--before", scan, "--json", check=False)
         result = json.loads(cp.stdout)
         # every high fault the scenario injected (tcp_sack=0, the gpfs02 firewall) is fixed; the
@@ -93,14 +102,6 @@ def test_ifca_loop(tmp_path):
         assert eff["before"] is not None and eff["after"] is not None
         assert eff["before"] < 0.6 and eff["after"] >= 0.85, eff
         assert eff["ratio"] >= 1.8, eff
-        # issue 24: the fix survives a reboot of gpfs02 (its rules.v4 said 60000/sec, the kernel
-        # 62500/sec): the rescan, without the mesh and the active test, has no FW-STORAGE-NETWORK
-        run(BIN / "storadvise", "lab", "reboot", "gpfs02", "--name", name)
-        rescan = tmp_path / "rescan.json"
-        run(BIN / "storadvise", "scan", "--site", name, "--no-mesh", "--no-efficiency", "-o", rescan, "--json")
-        back = [f for f in json.loads(rescan.read_text())["findings"]
-                if f["status"] == "fail" and f["rule_id"] == "FW-STORAGE-NETWORK" and "gpfs02" in f["hosts"]]
-        assert not back, back
         print(f"\nifca loop: storage->worker after/expected {sorted(round(p['after_of_expected'], 2) for p in worker_paths)}, "
               f"efficiency {eff['before']:.2f} -> {eff['after']:.2f} (x{eff['ratio']:.2f})")
     finally:
