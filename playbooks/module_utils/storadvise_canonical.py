@@ -37,8 +37,8 @@ import re
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGTP]?)(?:i?B)?\s*$", re.I)
 _MULT = {"": 1, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40, "P": 2 ** 50}
-_TRUE = ("1", "true", "yes", "on", "enable", "enabled", "y")
-_FALSE = ("0", "false", "no", "off", "disable", "disabled", "n")
+_TRUE = ("1", "true", "yes", "on", "enable", "enabled")
+_FALSE = ("0", "false", "no", "off", "disable", "disabled")
 
 
 def sysctl_value(value):

@@ -219,3 +219,15 @@ def test_a_persisted_nft_script_is_compared_in_the_probe_s_own_rendering() -> No
         assert hits[0]["text"] == r["text"]
     state = next(p for p in rules if "ct state" in p["line"])
     assert "related,established" in state["line"] and "established,related" in state["text"]
+
+
+def test_gpfs_drift_compares_booleans_with_the_shared_table() -> None:
+    """GPFS-RESTART-PENDING's persisted-vs-active comparison uses the same boolean spellings."""
+    from advisor.analytic_rules.storage import gpfs_drift
+
+    def drift(p: str, a: str) -> list:
+        return gpfs_drift({"effective": {"x": {"value": p}}}, {"active": {"x": {"value": a}}}, ["x"])
+
+    assert drift("yes", "1") == [] and drift("Enabled", "yes") == [] and drift("TRUE", "true") == []
+    assert drift("no", "yes") and drift("Disabled", "1")
+    assert drift("2", "2") == [] and drift("2", "3")
