@@ -14,6 +14,7 @@ from pathlib import Path
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.output_store import OutputStore
 from advisor.probe_selection import SKIPPED, skipped_message
+from advisor.ruleset_canonical import CONTROLLER_STEPS
 from advisor.secret_vars import redact_vars
 from advisor.site import Host, Site
 from advisor.storage_kinds import storage_gate
@@ -99,7 +100,11 @@ def _outcome(probe: Probe, result: CommandResult, stderr_line: str) -> tuple[str
         return ProbeStatus.error.value, {}, msg
     except Exception as exc:  # a parser bug must not stop the scan of the other hosts
         return ProbeStatus.error.value, {}, f"parser failed: {type(exc).__name__}: {exc}".splitlines()[0]
-    return ProbeStatus.ok.value, facts.model_dump(mode="json"), None
+    data = facts.model_dump(mode="json")
+    step = CONTROLLER_STEPS.get(probe.name)
+    if step is not None:
+        data = step(data)  # on the controller, from the parsed facts (advisor.ruleset_canonical)
+    return ProbeStatus.ok.value, data, None
 
 
 def collect_host(site: Site, host: Host, transport_factory: TransportFactory, sample_seconds: float,

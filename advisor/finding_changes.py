@@ -10,7 +10,7 @@ from advisor.change_templates import TemplateError, render_change_groups
 from advisor.errors import RuleDefinitionError
 from advisor.facts import FactSet, ProbeStatus
 from advisor.finding_groups import change_key
-from advisor.findings import Change, ChangeScope
+from advisor.findings import BootValue, Change, ChangeScope
 from advisor.trusted_models import trusted
 
 
@@ -53,16 +53,17 @@ def finding_changes(rule: Any, factset: FactSet, hosts: list[str], fields: dict[
             ident = (*facts, *map(id, facts.values()))
             if ident not in by_facts:
                 runtime, persisted = adapter.current(facts, key)
-                scope = change_scope(adapter, runtime, persisted, target)
-                by_facts[ident] = None if scope is None else (runtime, persisted, scope)
+                boot = adapter.boot(facts, key, persisted)
+                scope = change_scope(adapter, runtime, persisted, target, boot)
+                by_facts[ident] = None if scope is None else (runtime, persisted, scope, boot)
             found = by_facts[ident]
             if found is None:
                 continue
-            runtime, persisted, scope = found
+            runtime, persisted, scope, boot = found
             # built without re-validation: every value is of its field's type (host and key are
             # text, scope a ChangeScope; runtime, persisted and target are Any)
             change = trusted(Change, {"host": host, "adapter": adapter.name, "key": key, "runtime": runtime,
-                                      "persisted": persisted, "target": target, "scope": scope})
+                                      "persisted": persisted, "target": target, "scope": scope, "boot": boot})
             ck = change_key(change)
             if ck not in seen:
                 seen.add(ck)
@@ -85,19 +86,25 @@ def _usable_facts(hf: Any, reads: tuple[str, ...] | None) -> dict[str, Any]:
     return out
 
 
-def change_scope(adapter: Adapter, runtime: Any, persisted: Any, target: Any) -> ChangeScope | None:
-    """What must change for the values seen to reach the target; None when both already equal it."""
+def change_scope(adapter: Adapter, runtime: Any, persisted: Any, target: Any,
+                 boot: BootValue | None = None) -> ChangeScope | None:
+    """What must change for the values seen to reach the target, comparing (by meaning) the runtime
+    value and the boot value (``boot``: the persisted value, else the default when no file sets
+    it; without it, the persisted value); None when both already equal it. A boot value that is
+    the default and already right needs no file: no persisted change is planned for it."""
+    at_boot = boot.value if boot is not None else persisted
     runtime_ok = runtime is not None and adapter.same(runtime, target)
-    persisted_ok = persisted is not None and adapter.same(persisted, target)
-    if runtime_ok and persisted_ok:
+    boot_ok = at_boot is not None and adapter.same(at_boot, target)
+    if runtime_ok and boot_ok:
         return None
-    return ChangeScope.persisted if runtime_ok else ChangeScope.runtime if persisted_ok else ChangeScope.both
+    return ChangeScope.persisted if runtime_ok else ChangeScope.runtime if boot_ok else ChangeScope.both
 
 
-def change_with_scope(adapter: Adapter, host: str, key: str, runtime: Any, persisted: Any, target: Any) -> Change | None:
-    """The change with its scope; None when runtime and persisted values already equal the target."""
-    scope = change_scope(adapter, runtime, persisted, target)
+def change_with_scope(adapter: Adapter, host: str, key: str, runtime: Any, persisted: Any, target: Any,
+                      boot: BootValue | None = None) -> Change | None:
+    """The change with its scope; None when runtime and boot values already equal the target."""
+    scope = change_scope(adapter, runtime, persisted, target, boot)
     if scope is None:
         return None
     return Change(host=host, adapter=adapter.name, key=key, runtime=runtime, persisted=persisted, target=target,
-                  scope=scope)
+                  scope=scope, boot=boot)

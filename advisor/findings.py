@@ -45,13 +45,30 @@ class ChangeScope(str, Enum):
     both = "both"
 
 
+class BootSource(str, Enum):
+    file = "file"
+    default = "default"
+
+
+class BootValue(BaseModel):
+    """The value a setting will have after the next boot (or service restart): what a persisted
+    file sets (``file``), else the kernel's or the service's default (``default``)."""
+
+    value: Any = None
+    source: BootSource
+    #: where it comes from: the file (and how it was read), or the default's documentation
+    origin: str | None = None
+
+
 class Change(BaseModel):
     """One setting a failed finding asks to change on one host (docs/report-schema.md).
 
     ``adapter`` names the module that applies it (advisor.adapters); ``runtime`` and ``persisted``
     are the values the scan saw (None: unknown or not set); ``scope`` says which of the two must
     change: ``runtime`` (the persisted value is already right), ``persisted`` (the running value is
-    right, only the file/config is wrong) or ``both``.
+    right, only the file/config is wrong) or ``both``. ``boot`` is the value the setting gets at
+    the next boot: the persisted value, or the default when no file sets it (None: unknown);
+    ``scope`` compares runtime and boot values with the target, by meaning.
     """
 
     host: str
@@ -61,6 +78,7 @@ class Change(BaseModel):
     persisted: Any = None
     target: Any
     scope: ChangeScope = ChangeScope.both
+    boot: BootValue | None = None
 
 
 class Finding(BaseModel):

@@ -15,6 +15,11 @@ Facts are one flat list of chains and one of rules, whichever backend they came 
   ``expr`` list is rendered back into nft syntax for ``text``; named sets with literal elements
   are inlined into ``addresses``.
 
+Persisted rulesets: the script also prints, read only, the iptables-save files (the firewall
+role's ``firewall_iptables_files``) and the nft script (``firewall_nftables_conf``) a host loads at
+boot, each in a ``persisted <family|nft> <path>`` section; ``parse`` keeps their text in
+``persisted_files``. Their canonical form is computed on the controller (advisor/ruleset_canonical.py).
+
 Double counting: with the nf_tables backend of iptables (``iptables-save`` prints
 ``(nf_tables)`` in its header), the iptables rules live in nft tables ``ip filter``,
 ``ip6 nat``, ... and ``nft -j`` lists them too (partly as opaque ``xt`` expressions). When the
@@ -36,6 +41,7 @@ from probes.firewall_facts import (  # noqa: F401  (re-exported: the probe's fac
     FirewallChain,
     FirewallFacts,
     FirewallRule,
+    PersistedRuleset,
     normalize_network,
 )
 from probes.nftables_json import parse_nft_json
@@ -45,7 +51,33 @@ _TOOLS = (("iptables-save", "iptables-save"), ("ip6tables-save", "ip6tables-save
 _EXIT_RE = re.compile(r"^@@exit (\d+)$")
 
 
-def _firewall_script() -> str:
+#: the iptables-save files loaded at boot, per family (the firewall role's ``firewall_iptables_files``)
+DEFAULT_PERSISTED_IPTABLES = {"ip": ["/etc/iptables/rules.v4", "/etc/sysconfig/iptables"],
+                              "ip6": ["/etc/iptables/rules.v6", "/etc/sysconfig/ip6tables"]}
+PERSISTED_SECTION = "persisted "
+
+
+def persisted_iptables_paths(variables: dict) -> list[tuple[str, str]]:
+    """(family, path) of the iptables-save files a host loads at boot: the firewall role's
+    ``firewall_iptables_files`` variable when the site sets it, else the distributions' paths."""
+    given = variables.get("firewall_iptables_files")
+    files = given if isinstance(given, dict) else DEFAULT_PERSISTED_IPTABLES
+    out = []
+    for family in ("ip", "ip6"):
+        for path in files.get(family) or []:
+            if isinstance(path, str) and path.startswith("/") and "\n" not in path:
+                out.append((family, path))
+    return out
+
+
+def persisted_nft_path(variables: dict) -> str | None:
+    """The nft script a host loads at boot: the firewall role's ``firewall_nftables_conf``, else
+    /etc/nftables.conf (an empty value: not looked at)."""
+    given = variables.get("firewall_nftables_conf", "/etc/nftables.conf")
+    return given if isinstance(given, str) and given.startswith("/") and "\n" not in given else None
+
+
+def _firewall_script(persisted: list[tuple[str, str]] | None = None) -> str:
     lines = [
         "cap() { name=$1; shift; echo \"@@section $name\"; "
         "{ err=$( { \"$@\" 3>&-; echo \"@@exit $?\" >&3; } 2>&1 1>&3 ); } 3>&1; "
@@ -54,6 +86,10 @@ def _firewall_script() -> str:
     ]
     for name, cmd in _TOOLS:
         lines.append(f"if command -v {name} >/dev/null 2>&1; then found=1; cap {name} {cmd}; fi")
+    # the persisted ruleset, read only: its canonical form is computed on the controller
+    for family, path in persisted or []:
+        q = shlex.quote(path)
+        lines.append(f'if [ -f {q} ] && [ -r {q} ]; then echo "@@section {PERSISTED_SECTION}{family} "{q}; cat {q}; echo; fi')
     lines.append(f'[ "$found" = 1 ] || echo "{NOT_APPLICABLE_MARKER} neither iptables-save nor nft found"')
     return "\n".join(lines) + "\n"
 
@@ -188,12 +224,15 @@ class FirewallProbe(Probe):
     facts_model = FirewallFacts
 
     def script(self, ctx: ProbeContext) -> str:
-        return _firewall_script()
+        variables = ctx.vars if ctx is not None else {}
+        nft = persisted_nft_path(variables)
+        return _firewall_script(persisted_iptables_paths(variables) + ([("nft", nft)] if nft else []))
 
     def parse(self, text: str) -> FirewallFacts:
         sections = split_sections(text)
         known = {name for name, _ in _TOOLS}
-        unknown = [s for s in sections if s and s.removesuffix(".stderr") not in known]
+        unknown = [s for s in sections if s and s.removesuffix(".stderr") not in known
+                   and not s.startswith(PERSISTED_SECTION)]
         if unknown:
             raise ProbeParseError(f"firewall: unexpected section {unknown[0][:40]!r}")
         if sections.get("", "").strip():
@@ -221,4 +260,11 @@ class FirewallProbe(Probe):
             facts.rules += rules
             facts.skipped_nft_tables = skipped
         facts.rule_count = len(facts.rules)
+        for name, body in sections.items():
+            if name.startswith(PERSISTED_SECTION):
+                family, _, path = name[len(PERSISTED_SECTION):].partition(" ")
+                if family in ("ip", "ip6") and path:
+                    facts.persisted_files.append(PersistedRuleset(family=family, path=path, text=body))
+                elif family == "nft" and path:
+                    facts.persisted_files.append(PersistedRuleset(backend="nft", family="", path=path, text=body))
         return facts

@@ -46,6 +46,31 @@ class FirewallRule(BaseModel):
     text: str
 
 
+class PersistedRuleset(BaseModel):
+    """A ruleset file the host loads at boot, as read: an iptables-save file (``iptables-restore``
+    input, family ``ip``/``ip6``) or the nft script (``nft -f`` input, backend ``nft``)."""
+
+    backend: str = "iptables"
+    family: str
+    path: str
+    text: str
+
+
+class PersistedRule(BaseModel):
+    """One rule of a persisted file, in the form the kernel will hold it (``text``, as
+    ``iptables-save`` prints it) and where it comes from (the file's own line)."""
+
+    backend: str = "iptables"
+    family: str
+    table: str
+    chain: str
+    text: str
+    path: str
+    #: 1-based line of the file and that line as written
+    lineno: int
+    line: str
+
+
 class FirewallFacts(BaseModel):
     backends: list[str] = Field(default_factory=list)
     chains: list[FirewallChain] = Field(default_factory=list)
@@ -53,6 +78,16 @@ class FirewallFacts(BaseModel):
     rule_count: int = 0
     #: nft tables left out because they are the iptables-nft tables already read from iptables-save
     skipped_nft_tables: list[str] = Field(default_factory=list)
+    #: the iptables-save files and the nft script loaded at boot that the host has (read by the probe)
+    persisted_files: list[PersistedRuleset] = Field(default_factory=list)
+    #: their rules canonicalised on the controller (advisor.ruleset_canonical); empty until then
+    persisted_rules: list[PersistedRule] = Field(default_factory=list)
+    #: how ``persisted_rules`` were canonicalised: ``scratch-netns`` (loaded with iptables-restore
+    #: into a scratch user+network namespace, read back with iptables-save) or ``python`` (the
+    #: documented normaliser, playbooks/module_utils/storadvise_canonical.py); None: not yet
+    persisted_canonicaliser: str | None = None
+    #: why the scratch namespace could not be used (when the normaliser was)
+    persisted_canonicaliser_note: str | None = None
 
 
 def normalize_network(text: str) -> str | None:

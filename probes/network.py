@@ -121,6 +121,9 @@ class SysctlFacts(BaseModel):
     files_masked: list[str] = Field(default_factory=list)
     #: files that exist but could not be read
     files_unreadable: list[str] = Field(default_factory=list)
+    #: the values this host's network namespace boots with where no file sets a key (the host's
+    #: ``sysctl_boot_values_file``, e.g. a lab host's recorded values); only the keys of ``sysctls``
+    boot_defaults: dict[str, str] = Field(default_factory=dict)
 
 
 def _ints(value: str | None) -> list[int] | None:
@@ -143,6 +146,12 @@ _REQUESTED_SECTION = "requested"
 _MODE_RE = re.compile(r"^[0-7]{3,4}$")
 
 
+#: host variable: a JSON file {key: value} of the values the host's network namespace boots with
+#: when no file sets a key (a lab host: its namespace's values recorded at creation)
+BOOT_VALUES_VAR = "sysctl_boot_values_file"
+_BOOT_SECTION = "boot-values"
+
+
 def sysctl_keys(requested: list[str] | tuple[str, ...] = ()) -> list[str]:
     """The keys the probe reads: the base set, then the requested ones (dotted form, each once; a
     name that cannot be a sysctl key is left out)."""
@@ -153,12 +162,16 @@ def sysctl_keys(requested: list[str] | tuple[str, ...] = ()) -> list[str]:
     return list(out)
 
 
-def _sysctl_script(requested: list[str] | tuple[str, ...] = ()) -> str:
+def _sysctl_script(requested: list[str] | tuple[str, ...] = (), boot_values_file: str | None = None) -> str:
     dirs = " ".join(SYSCTL_DIRS)
     keys = sysctl_keys(requested)
     tracked = " ".join(shlex.quote(k) for k in keys)
     listed = "\n".join(keys)
-    return f"""\
+    boot = ""
+    if boot_values_file:
+        q = shlex.quote(boot_values_file)
+        boot = f'if [ -r {q} ]; then echo "@@section {_BOOT_SECTION}"; cat {q}; echo; fi\n'
+    return boot + f"""\
 seen_dirs=" "
 for d in {dirs}; do
   [ -d "$d" ] || continue
@@ -225,7 +238,7 @@ def parse_sysctl_output(text: str) -> SysctlFacts:
             links[link] = target.strip()
         elif name.startswith(_UNREADABLE_SECTION):
             unreadable.append(name[len(_UNREADABLE_SECTION):].strip())
-        elif name not in ("runtime", _PROCSYS_SECTION, _REQUESTED_SECTION, ""):
+        elif name not in ("runtime", _PROCSYS_SECTION, _REQUESTED_SECTION, _BOOT_SECTION, ""):
             raise ProbeParseError(f"network.sysctl output has an unknown section {name!r}")
         elif name == "" and body.strip():
             raise ProbeParseError("network.sysctl output has text before its first section")
@@ -319,7 +332,14 @@ def parse_sysctl_output(text: str) -> SysctlFacts:
                         SysctlConflict(file=cl.file, lineno=cl.lineno, line=cl.line, value=cl.value, masked=cl.file in masked)
                     )
         out[key] = setting
-    return SysctlFacts(sysctls=out, files_read=applied, files_masked=masked, files_unreadable=unreadable)
+    boot: dict[str, str] = {}
+    if sections.get(_BOOT_SECTION, "").strip():
+        values = load_host_json(sections[_BOOT_SECTION], "network.sysctl boot values")
+        if not isinstance(values, dict):
+            raise ProbeParseError("network.sysctl boot values: not a JSON object {key: value}")
+        boot = {k: normalize_sysctl_value(str(v)) for k, v in values.items() if k in out and v is not None}
+    return SysctlFacts(sysctls=out, files_read=applied, files_masked=masked, files_unreadable=unreadable,
+                       boot_defaults=boot)
 
 
 def _procsys_mounts(body: str | None) -> dict[str, bool]:
@@ -355,7 +375,9 @@ class NetworkSysctlProbe(Probe):
     keyed_facts = "sysctls"
 
     def script(self, ctx: ProbeContext) -> str:
-        return _sysctl_script(ctx.requested.get(self.name, ()))
+        given = ctx.vars.get(BOOT_VALUES_VAR)
+        return _sysctl_script(ctx.requested.get(self.name, ()),
+                              given if isinstance(given, str) and given.startswith("/") else None)
 
     def parse(self, text: str) -> SysctlFacts:
         return parse_sysctl_output(text)

@@ -13,37 +13,18 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from advisor.findings import Change
+from advisor.findings import BootSource, BootValue, Change
+from advisor.shipped_code import canonical
 
 #: probe name -> that probe's facts (plain data) on one host; a probe that did not run is absent
 HostProbeFacts = Mapping[str, dict[str, Any]]
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGTP]?)i?B?\s*$", re.I)
-_MULT = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40, "P": 2**50}
-_BOOL = {"true": "1", "false": "0", "yes": "1", "no": "0", "on": "1", "off": "0", "enable": "1", "disable": "0"}
-
-
-def same_value(a: Any, b: Any) -> bool:
-    """Values equal as text (blanks and case ignored), as booleans, as integers or as sizes
-    (1G == 1024M). None equals only None."""
-    if a is None or b is None:
-        return a is None and b is None
-    if isinstance(a, bool) or isinstance(b, bool):
-        a, b = str(a).lower(), str(b).lower()
-    sa, sb = " ".join(str(a).split()).lower(), " ".join(str(b).split()).lower()
-    if sa == sb:
-        return True
-    if sa in _BOOL and sb in _BOOL:
-        return _BOOL[sa] == _BOOL[sb]
-    ma, mb = _SIZE.match(sa), _SIZE.match(sb)
-    if ma and mb:
-        return float(ma.group(1)) * _MULT[ma.group(2).upper()] == float(mb.group(1)) * _MULT[mb.group(2).upper()]
-    return False
+#: values compared by meaning (playbooks/module_utils/storadvise_canonical.py, shared with the roles)
+same_value = canonical.same_value
 
 
 def size_value(v: Any) -> float | None:
-    m = _SIZE.match(str(v)) if v is not None else None
-    return float(m.group(1)) * _MULT[m.group(2).upper()] if m else None
+    return canonical.size_bytes(v)
 
 
 def int_fields(v: Any) -> list[int] | None:
@@ -69,6 +50,20 @@ class Adapter:
     def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:
         """(runtime, persisted) values of ``key`` as the scan saw them; None where unknown."""
         raise NotImplementedError
+
+    def default_value(self, facts: HostProbeFacts, key: str) -> tuple[Any, str] | None:
+        """(value, source) the setting has at boot when no file sets it: the kernel's or the
+        service's default. None: unknown (the default of the default)."""
+        return None
+
+    def boot(self, facts: HostProbeFacts, key: str, persisted: Any) -> BootValue | None:
+        """The value ``key`` gets at the next boot: the persisted value, else the default."""
+        if persisted is not None:
+            return BootValue(value=persisted, source=BootSource.file)
+        found = self.default_value(facts, key)
+        if found is None:
+            return None
+        return BootValue(value=found[0], source=BootSource.default, origin=found[1])
 
     def same(self, a: Any, b: Any) -> bool:
         return same_value(a, b)

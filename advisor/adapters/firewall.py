@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.adapters.base import Adapter, HostProbeFacts
-from advisor.findings import Change
+from advisor.findings import BootSource, BootValue, Change
+from advisor.ruleset_canonical import SCRATCH, same_rule
 
 PROBE = "firewall"
 RULE_FIELDS = ("backend", "family", "table", "chain", "text", "handle")
@@ -18,6 +19,14 @@ def rule_key(rule: Mapping[str, Any]) -> str:
     """``<backend> [<family>] <table> <chain>: <rule text>`` — one rule, as the scan saw it."""
     where = " ".join(str(rule.get(k)) for k in ("backend", "family", "table", "chain") if rule.get(k))
     return f"{where}: {rule.get('text')}"
+
+
+def persisted_source(facts: HostProbeFacts, rule: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The persisted rule (its file and line) that gives ``rule`` at boot, compared by meaning."""
+    for p in (facts.get(PROBE) or {}).get("persisted_rules") or []:
+        if same_rule(p, rule):
+            return p
+    return None
 
 
 def _find(facts: HostProbeFacts, key: str) -> dict[str, Any] | None:
@@ -35,9 +44,25 @@ class FirewallAdapter(Adapter):
     probes = (PROBE,)
 
     def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:
+        """Runtime: ``present``/``absent``. Persisted: the file line that loads the rule at boot
+        (``path:line: text``), matched by meaning (advisor.ruleset_canonical); None: not found
+        in the files the probe read (another loader may still hold it)."""
         if PROBE not in facts:
             return None, None
-        return ("present" if _find(facts, key) else "absent"), None
+        rule = _find(facts, key)
+        if rule is None:
+            return "absent", None
+        source = persisted_source(facts, rule)
+        return "present", None if source is None else f"{source['path']}:{source['lineno']}: {source['line']}"
+
+    def boot(self, facts: HostProbeFacts, key: str, persisted: Any) -> BootValue | None:
+        if persisted is None:
+            return None
+        fw = facts.get(PROBE) or {}
+        how = ("loaded into a scratch network namespace and read back" if fw.get("persisted_canonicaliser") == SCRATCH
+               else "matched by the pure-Python normaliser" + (f" ({fw['persisted_canonicaliser_note']})"
+                                                                if fw.get("persisted_canonicaliser_note") else ""))
+        return BootValue(value="present", source=BootSource.file, origin=f"{persisted} ({how})")
 
     def cannot_change(self, facts: HostProbeFacts, change: Change, host_vars: Mapping[str, Any]) -> str | None:
         if _find(facts, change.key) is None:
@@ -52,7 +77,12 @@ class FirewallAdapter(Adapter):
         for c in changes:
             r = _find(facts, c.key)
             if r is not None:
-                rules.append({k: r.get(k) for k in RULE_FIELDS if r.get(k) is not None})
+                entry = {k: r.get(k) for k in RULE_FIELDS if r.get(k) is not None}
+                source = persisted_source(facts, r)
+                if source is not None:
+                    # the file line the role takes out, whatever its spelling (matched by meaning here)
+                    entry["persisted"] = [{"path": source["path"], "line": source["line"]}]
+                rules.append(entry)
         return {"firewall_remove_rules": rules}
 
 

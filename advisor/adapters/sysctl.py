@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.adapters.base import Adapter, HostProbeFacts
-from advisor.findings import Change
+from advisor.findings import BootSource, Change, ChangeScope
+from advisor.kernel_defaults import sysctl_default
 
 PROBE = "network.sysctl"
 
@@ -31,6 +32,14 @@ class SysctlAdapter(Adapter):
     def normalize_target(self, key: str, target: Any) -> Any:
         return " ".join(str(target).split())
 
+    def default_value(self, facts: HostProbeFacts, key: str) -> tuple[Any, str] | None:
+        """The host's own boot default when it reports one (a lab host: its namespace's values at
+        creation), else the kernel's documented default (advisor.kernel_defaults)."""
+        own = ((facts.get(PROBE) or {}).get("boot_defaults") or {}).get(key)
+        if own is not None:
+            return own, "the host's recorded boot values"
+        return sysctl_default(key)
+
     def cannot_change(self, facts: HostProbeFacts, change: Change, host_vars: Mapping[str, Any]) -> str | None:
         key = change.key
         if PROBE not in facts:
@@ -46,7 +55,13 @@ class SysctlAdapter(Adapter):
         return None
 
     def role_vars(self, changes: list[Change], facts: HostProbeFacts, host_vars: Mapping[str, Any]) -> dict[str, Any]:
-        return {"network_tuning_sysctls": {c.key: str(c.target) for c in changes}}
+        out: dict[str, Any] = {"network_tuning_sysctls": {c.key: str(c.target) for c in changes}}
+        # boot value already right (the default, no file sets the key): set now, write no file
+        runtime_only = sorted(c.key for c in changes if c.scope == ChangeScope.runtime
+                              and c.boot is not None and c.boot.source == BootSource.default)
+        if runtime_only:
+            out["network_tuning_runtime_only"] = runtime_only
+        return out
 
 
 ADAPTER = SysctlAdapter()

@@ -12,6 +12,7 @@ from typing import Any
 
 from advisor.findings import Finding, FindingStatus
 from advisor.rule_engine import RuleContext, analytic_rule
+from advisor.shipped_code import canonical
 from advisor.units import parse_size_bytes
 
 MMLSCONFIG = "gpfs.mmlsconfig"
@@ -29,7 +30,6 @@ DEFAULT_DRIFT_ATTRIBUTES = [
     "maxFilesToCache", "maxStatCache", "nsdMaxWorkerThreads", "nsdMinWorkerThreads",
     "ignorePrefetchLUNCount", "nsdbufspace", "maxReceiverThreads",
 ]
-_BOOL_WORDS = {"yes": "1", "no": "0", "true": "1", "false": "0", "enable": "1", "disable": "0"}
 
 
 # ------------------------------------------------------------------------------------------
@@ -48,8 +48,10 @@ def _same_value(persisted: dict[str, Any], active: dict[str, Any]) -> bool | Non
             except ValueError:
                 return None
         return int(persisted["bytes"]) == int(ab)
-    if pv.lower() in _BOOL_WORDS or av.lower() in _BOOL_WORDS:
-        return _BOOL_WORDS.get(pv.lower(), pv.lower()) == _BOOL_WORDS.get(av.lower(), av.lower())
+    bp, ba = canonical.bool_value(pv), canonical.bool_value(av)
+    if (bp is not None and not pv.isdigit()) or (ba is not None and not av.isdigit()):
+        # a boolean word on either side (yes, TRUE, Enabled ...): compared as booleans (storadvise_canonical)
+        return bp == ba if bp is not None and ba is not None else pv.lower() == av.lower()
     if pv.isdigit() and av.isdigit():
         return int(pv) == int(av)
     if pv[:-1].isdigit() and pv[-1:].upper() in ("K", "M", "G") and av.isdigit():

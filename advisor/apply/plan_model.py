@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.errors import StoradviseError
-from advisor.findings import ChangeScope
+from advisor.findings import BootValue, ChangeScope
 
 SCOPE_TEXT = {
     ChangeScope.both: "runtime and persisted",
@@ -35,6 +35,8 @@ class PlannedChange:
     target: Any
     scope: ChangeScope
     rule_ids: list[str]
+    #: the value at the next boot: the persisted one (``file``) or the default (``default``); None: unknown
+    boot: BootValue | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"host": self.host, "adapter": self.adapter, "role": self.role, "key": self.key,
@@ -42,7 +44,8 @@ class PlannedChange:
                 "target": self.target, "scope": self.scope.value,
                 # the names plan.json had before runtime/persisted/target (kept for readers of it)
                 "old": self.persisted if self.scope == ChangeScope.persisted else self.runtime, "new": self.target,
-                "rules": self.rule_ids}
+                "rules": self.rule_ids,
+                "boot": None if self.boot is None else self.boot.model_dump(mode="json")}
 
 
 @dataclass

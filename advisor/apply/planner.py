@@ -89,7 +89,7 @@ def build_plan(report: ScanReport, site: Site, source: str = "scan", min_severit
         if adapter is None:
             _cannot(plan, None, asks[0][0], rules, f"no adapter {adapter_name!r} is registered (known: {', '.join(registry)})")
             continue
-        change = _resolve(plan, adapter, asks)
+        change = _resolve(plan, adapter, asks, facts.get(host) or {})
         if change is None:
             plan.notices.append(f"{host}: {adapter.label(key)} is already {asks[0][0].target} at runtime and in "
                                 f"its persisted configuration ({', '.join(rules)}): nothing to change")
@@ -104,7 +104,7 @@ def build_plan(report: ScanReport, site: Site, source: str = "scan", min_severit
             continue
         pc = PlannedChange(host=host, adapter=adapter.name, role=adapter.role, key=key, setting=adapter.label(key),
                            runtime=change.runtime, persisted=change.persisted, target=change.target,
-                           scope=change.scope, rule_ids=rules)
+                           scope=change.scope, rule_ids=rules, boot=change.boot)
         planned.setdefault(host, {}).setdefault(adapter.name, []).append(pc)
         plan.changes.append(pc)
 
@@ -112,7 +112,7 @@ def build_plan(report: ScanReport, site: Site, source: str = "scan", min_severit
         for name, pcs in by_adapter.items():
             adapter = registry[name]
             changes = [Change(host=host, adapter=name, key=p.key, runtime=p.runtime, persisted=p.persisted,
-                              target=p.target, scope=p.scope) for p in pcs]
+                              target=p.target, scope=p.scope, boot=p.boot) for p in pcs]
             plan.host_vars.setdefault(host, {})[adapter.role] = adapter.role_vars(
                 changes, facts.get(host) or {}, host_settings(site_hosts[host]))
             notice = adapter.notice(host, changes, host_settings(site_hosts[host]))
@@ -148,10 +148,13 @@ def _waived_now(f: Finding, site: Site, today: dt.date | None) -> bool:
                                  for h in f.hosts)
 
 
-def _resolve(plan: Plan, adapter: Adapter, asks: list[tuple[Change, Finding]]) -> Change | None:
+def _resolve(plan: Plan, adapter: Adapter, asks: list[tuple[Change, Finding]], facts: dict) -> Change | None:
     """One target for a slot several rules ask for: the adapter's larger safe value, else the most
-    severe rule's. Returns the change with its scope recomputed (None: nothing to change)."""
+    severe rule's. Returns the change with its scope recomputed from the runtime and boot values
+    (None: nothing to change). A change without a boot value (a scan made before boot values, or
+    a rule that did not ask its adapter) gets it from the host's facts here."""
     first = asks[0][0]
+    boot = first.boot if first.boot is not None else adapter.boot(facts, first.key, first.persisted)
     targets = [(adapter.normalize_target(c.key, c.target), f) for c, f in asks]
     distinct = []
     for t, f in targets:
@@ -169,7 +172,7 @@ def _resolve(plan: Plan, adapter: Adapter, asks: list[tuple[Change, Finding]]) -
         asked = "; ".join(f"{f.rule_id} asks {t}" for t, f in distinct)
         plan.notices.append(f"{first.host}: {adapter.label(first.key)}: {asked}; planned {chosen} ({how})")
         target = chosen
-    return change_with_scope(adapter, first.host, first.key, first.runtime, first.persisted, target)
+    return change_with_scope(adapter, first.host, first.key, first.runtime, first.persisted, target, boot)
 
 
 def _why_not(adapter: Adapter, change: Change, site: Site, host: Host, facts: dict, waived_by_rule: str | None,

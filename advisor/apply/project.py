@@ -173,6 +173,14 @@ def _cell(v: Any) -> str:
     return str(v).replace("|", "\\|").replace("\n", " ")
 
 
+def _persisted_cell(c: Any) -> str:
+    """The persisted value, or the boot default when no file sets it: ``default (1)``."""
+    boot = getattr(c, "boot", None)
+    if c.persisted is None and boot is not None and boot.source.value == "default":
+        return f"default ({_cell(boot.value)})"
+    return _cell(c.persisted)
+
+
 def plan_markdown(plan: Plan, out: Path) -> str:
     from advisor.apply.plan_model import SCOPE_TEXT
 
@@ -188,7 +196,7 @@ def plan_markdown(plan: Plan, out: Path) -> str:
                   "| --- | --- | --- | --- | --- | --- | --- |"]
         for c in plan.changes:
             if c.host == host:
-                lines.append(f"| {c.role} | {_cell(c.setting)} | {_cell(c.runtime)} | {_cell(c.persisted)} | "
+                lines.append(f"| {c.role} | {_cell(c.setting)} | {_cell(c.runtime)} | {_persisted_cell(c)} | "
                              f"{_cell(c.target)} | {SCOPE_TEXT[c.scope]} | {', '.join(c.rule_ids)} |")
         lines.append("")
     if plan.cannot_apply:

@@ -62,6 +62,9 @@ def site_document(rec: LabRecord, sc: Scenario) -> dict[str, Any]:
         # the apply roles keep their backups per host; lab hosts share the real /var/lib
         extra = {k: v for e, spec in sc.emulated() for k, v in e.site_host_vars(rec, spec, sc, h.name).items()}
         entry["vars"] = {"storadvise_backup_dir": str(d / "backup" / h.name), **persisted_ruleset_vars(d / "hosts" / h.name),
+                         # the namespace's values at creation (lab reboot's baseline): the boot value
+                         # of a key no file sets (network.sysctl facts boot_defaults)
+                         "sysctl_boot_values_file": str(d / "hosts" / h.name / "sysctl-defaults.json"),
                          "network_tuning_editable_prefixes": list(LAB_SYSCTL_EDITABLE),
                          # block_tuning's udev rule in the host's own directory (an emulation may say where)
                          "block_tuning_udev_rules_file": str(d / "hosts" / h.name / "etc" / "udev" / "rules.d"

@@ -61,6 +61,7 @@ hosts:
         :OUTPUT ACCEPT [0:0]
         -A INPUT -p tcp -m tcp --dport 22 -j ACCEPT
         -A INPUT -s {{ addr:st1 }}/32 -p tcp -m tcp --dport 1191 -j DROP
+        -A INPUT -s {{ addr:st1 }}/32 -p tcp -m hashlimit --hashlimit-above 60000/sec --hashlimit-burst 4000 --hashlimit-mode srcip --hashlimit-name gpfs -j DROP
         COMMIT
 gpfs:
   cluster_name: gpfs.applyreboot.lab
@@ -92,6 +93,11 @@ def nft_drop(name: str) -> bool:
 
 def ipt_drop(name: str) -> bool:
     return "--dport 1191 -j DROP" in in_ns(name, "st2", "iptables", "-w", "-S", "INPUT")
+
+
+def ipt_limit(name: str) -> bool:
+    """The ifca rule: the file says 60000/sec, the kernel holds it as 62500/sec (issue 24)."""
+    return "--hashlimit-above 62500/sec" in in_ns(name, "st2", "iptables", "-w", "-S", "INPUT")
 
 
 def reboot(name: str, host: str) -> dict:
@@ -151,6 +157,11 @@ def test_apply_isolates_a_refusal_and_fixes_survive_reboot(lab_registry: Path, t
         plan = tmp_path / "plan"
         cp = run([BIN / "storadvise", "plan", "--site", name, "--scan", tmp_path / "before.json", "--out", plan])
         assert cp.returncode in (0, 2), cp.stderr
+        # the rate-limit rule, persisted as 60000/sec and read at runtime as 62500/sec, is matched by
+        # meaning: PLAN.md shows its persisted source line, and the role gets that line to take out
+        plan_md = (plan / "PLAN.md").read_text()
+        row = next(ln for ln in plan_md.splitlines() if "62500/sec" in ln)
+        assert f"{etc2 / 'iptables' / 'rules.v4'}:7: " in row and "--hashlimit-above 60000/sec" in row, row
         # one impossible setting on each host among the good ones
         for h in ("st1", "st2"):
             hv_path = plan / "host_vars" / f"{h}.yml"
@@ -185,6 +196,8 @@ def test_apply_isolates_a_refusal_and_fixes_survive_reboot(lab_registry: Path, t
         assert not [l for l in nft_text.splitlines() if "1191" in l and not l.strip().startswith("#")]
         ipt_text = (etc2 / "iptables" / "rules.v4").read_text()
         assert not [l for l in ipt_text.splitlines() if "1191" in l and not l.strip().startswith("#")]
+        assert not [l for l in ipt_text.splitlines() if "hashlimit" in l and not l.strip().startswith("#")], ipt_text
+        assert not ipt_limit(name)
         assert "-A INPUT -p tcp -m tcp --dport 22 -j ACCEPT" in ipt_text
 
         again = run([PLAYBOOK, "apply-tuning.yml"], cwd=plan)
@@ -195,7 +208,7 @@ def test_apply_isolates_a_refusal_and_fixes_survive_reboot(lab_registry: Path, t
         for h in ("st1", "st2"):
             reboot(name, h)
             assert sack(name, h) == "1"
-        assert not nft_drop(name) and not ipt_drop(name)
+        assert not nft_drop(name) and not ipt_drop(name) and not ipt_limit(name)
         assert scan_faults(name, tmp_path / "after.json") == set()
 
         # rollback puts the rules and the files back; after a reboot the faults are there again

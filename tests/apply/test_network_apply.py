@@ -71,7 +71,8 @@ def test_plan_writes_the_project(world):
     sack = [c for c in summary["changes"] if c["setting"] == "net.ipv4.tcp_sack"]
     assert sack == [{"host": "st01", "adapter": "sysctl", "role": "network_tuning", "key": "net.ipv4.tcp_sack",
                      "setting": "net.ipv4.tcp_sack", "runtime": "0", "persisted": "0", "target": "1", "scope": "both",
-                     "old": "0", "new": "1", "rules": ["NET-TCP-SACK"]}]
+                     "old": "0", "new": "1", "rules": ["NET-TCP-SACK"],
+                     "boot": {"value": "0", "source": "file", "origin": None}}]
     assert "| network_tuning | net.ipv4.tcp_sack | 0 | 0 | 1 | runtime and persisted | NET-TCP-SACK |" in (d / "PLAN.md").read_text()
 
 

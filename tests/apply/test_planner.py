@@ -240,3 +240,31 @@ def test_a_change_only_a_symptom_analysis_proposed_and_no_cause_holds_is_set_asi
                                                                             ["MESH-ASYMMETRY"])]
     assert ("st01", "net.ipv4.tcp_wmem") in planned(plan)  # NET-TCP-BUFFER-MAX: hygiene, planned
     assert plan.as_dict()["set_aside"] == plan.set_aside
+
+
+def test_a_persisted_change_is_planned_only_when_the_boot_value_is_wrong():
+    """ifca: MESH-LOSS asks tcp_sack=1 on workers whose runtime is 1 and where no file sets it.
+    The boot value is the kernel default (1, Documentation/networking/ip-sysctl.rst): no row.
+    Where a file sets it to 0, the file is wrong: a persisted-only change, shown with its file value;
+    a runtime fault whose boot value is the default shows "default (1)" and changes the runtime only."""
+    from advisor.apply.project import plan_markdown
+
+    loss = Finding(rule_id="MESH-LOSS", hosts=["st01", "st02"], status=FindingStatus.fail, severity=Severity.high,
+                   changes=[Change(host=h, adapter="sysctl", key="net.ipv4.tcp_sack", runtime="1", persisted=None,
+                                   target="1", scope="persisted") for h in ("st01", "st02")])
+    s2 = healthy()
+    s2["net.ipv4.tcp_sack"] = sysctl("1", persisted="0")
+    plan = build_plan(scan(site(), {"st01": healthy(), "st02": s2}, [loss]), site(), today=TODAY)
+    assert ("st01", "net.ipv4.tcp_sack") not in planned(plan)
+    assert planned(plan)[("st02", "net.ipv4.tcp_sack")] == ("1", "persisted")
+    assert plan.changes[0].boot.model_dump(mode="json") == {"value": "0", "source": "file", "origin": None}
+
+    s1 = healthy()
+    s1["net.ipv4.tcp_sack"] = sysctl("0")
+    plan = build_plan(scan(site(), {"st01": s1}), site(), today=TODAY)
+    assert planned(plan) == {("st01", "net.ipv4.tcp_sack"): ("1", "runtime")}
+    c = plan.changes[0]
+    assert c.as_dict()["boot"]["source"] == "default" and c.as_dict()["boot"]["value"] == "1"
+    assert "| net.ipv4.tcp_sack | 0 | default (1) | 1 | runtime only" in plan_markdown(plan, "/x")
+    # the role sets it now and writes no file for it
+    assert plan.host_vars["st01"]["network_tuning"]["network_tuning_runtime_only"] == ["net.ipv4.tcp_sack"]

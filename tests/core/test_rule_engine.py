@@ -109,10 +109,12 @@ def test_check_rule_statuses_and_grouping(tmp_path):
     fail = by[FindingStatus.fail]
     assert fail.hosts == ["gpfs01", "gpfs02"]  # grouped: same observation on two hosts
     assert fail.observed == "0" and fail.expected == 1
-    # one change per host, with the value the scan saw and what must change
+    # one change per host, with the value the scan saw and what must change: no file sets the key,
+    # so its boot value is the kernel default (1, already right): only the runtime value changes
     assert [(c.host, c.adapter, c.key, c.runtime, c.persisted, c.target, c.scope.value) for c in fail.changes] == [
-        ("gpfs01", "sysctl", "net.ipv4.tcp_sack", "0", None, "1", "both"),
-        ("gpfs02", "sysctl", "net.ipv4.tcp_sack", "0", None, "1", "both")]
+        ("gpfs01", "sysctl", "net.ipv4.tcp_sack", "0", None, "1", "runtime"),
+        ("gpfs02", "sysctl", "net.ipv4.tcp_sack", "0", None, "1", "runtime")]
+    assert {(c.boot.value, c.boot.source.value) for c in fail.changes} == {("1", "default")}
     assert fail.remediation.role == "network_tuning"
     assert any(e.startswith("gpfs01:") for e in fail.evidence)
     assert by[FindingStatus.passed].hosts == ["wn01"]

@@ -227,3 +227,24 @@ def test_script_in_a_namespace_with_iptables_and_nft(netns):
     assert nft.addresses == ["198.18.0.0/24"] and nft.interfaces == ["st0"]
     policies = {(c.backend, c.chain): c.policy for c in facts.chains}
     assert policies[("iptables", "INPUT")] == "DROP" and policies[("nft", "in")] == "ACCEPT"
+
+
+def test_the_persisted_iptables_files_are_read_and_parsed_as_text():
+    """The files a host loads at boot (the firewall role's firewall_iptables_files, default the
+    distributions' paths) are read by the probe, verbatim: the controller canonicalises them."""
+    real = FIXTURES / "firewall_persisted" / "rules.v4-soulsymphonies-debian-setup"
+    nft = FIXTURES / "firewall_persisted" / "debian-nftables.conf"
+    ctx = CTX.model_copy(update={"vars": {"firewall_iptables_files": {"ip": [str(real)], "ip6": ["/nonexistent/rules.v6"]},
+                                          "firewall_nftables_conf": str(nft)}})
+    script = FirewallProbe().script(ctx)
+    assert str(real) in script and "/etc/iptables/rules.v4" not in script
+    assert "/etc/iptables/rules.v4" in FirewallProbe().script(CTX)
+    reads = "\n".join(ln for ln in script.splitlines() if "@@section persisted" in ln)  # the file reads alone
+    persisted = subprocess.run(["/bin/sh", "-c", reads], capture_output=True, text=True).stdout
+    save = (FW / "iptables-save-nft-backend.txt").read_text()
+    out = f"@@section iptables-save\n{save}\n@@exit 0\n" + persisted[persisted.index("@@section persisted"):]
+    facts = FirewallProbe().parse(out)
+    assert [(f.backend, f.family, f.path) for f in facts.persisted_files] == [("iptables", "ip", str(real)),
+                                                                              ("nft", "", str(nft))]
+    assert facts.persisted_files[0].text.strip() == real.read_text().strip()
+    assert facts.persisted_rules == [] and facts.persisted_canonicaliser is None  # the controller's part

@@ -481,3 +481,24 @@ def test_sysctl_script_runtime_values_with_few_processes(tmp_path):
     calls = log.read_text().split()
     assert calls.count("tr") == tabbed  # no key here is written with a slash
     assert calls.count("tr") < len(runtime)
+
+
+def test_boot_values_file_gives_the_host_its_own_defaults(tmp_path):
+    """A lab host's namespace values recorded at creation (``sysctl_boot_values_file``, as
+    `lab reboot` restores them) are its boot values where no file sets a key; the sysctl adapter
+    prefers them to the kernel documentation's default."""
+    from advisor.adapters.sysctl import ADAPTER
+
+    boot = tmp_path / "sysctl-defaults.json"
+    boot.write_text('{"net.ipv4.tcp_sack": "1", "net.ipv4.tcp_wmem": "4096\\t16384\\t4194304", "net.not.tracked": "7"}\n')
+    ctx = CTX.model_copy(update={"vars": {"sysctl_boot_values_file": str(boot)}})
+    out = subprocess.run(["sh", "-c", NetworkSysctlProbe().script(ctx)], capture_output=True, text=True, timeout=30, check=True)
+    facts = NetworkSysctlProbe().parse(out.stdout)
+    assert facts.boot_defaults == {"net.ipv4.tcp_sack": "1", "net.ipv4.tcp_wmem": "4096 16384 4194304"}
+    data = {"network.sysctl": facts.model_dump(mode="json")}
+    assert ADAPTER.default_value(data, "net.ipv4.tcp_wmem") == ("4096 16384 4194304", "the host's recorded boot values")
+    # no file, no recorded value: the kernel documentation's default, where it is a fixed value
+    assert ADAPTER.default_value({}, "net.ipv4.tcp_sack")[0] == "1"
+    assert ADAPTER.default_value({}, "net.ipv4.tcp_wmem") is None  # its maximum depends on the RAM
+    with pytest.raises(ProbeParseError, match="boot values"):
+        NetworkSysctlProbe().parse(out.stdout.replace('"net.ipv4.tcp_sack": "1"', '"net.ipv4.tcp_sack": '))

@@ -13,7 +13,11 @@ description:
   - nft rules are named by family, table, chain and text; the handle is looked up at run time by
     the text (C(nft -a list chain)) and the rule deleted by handle.
   - A rule is matched by equality after normalisation (whitespace, quotes, counters, default burst,
-    /32 on a single address), never by a substring.
+    /32 on a single address), never by a substring. In a persisted iptables file, a line is also
+    matched by meaning (the rates, bursts and spellings iptables rewrites when it stores a rule,
+    module_utils storadvise_canonical), or as the line the plan names in the rule's C(persisted)
+    list ({path, line}: found on the controller by loading the file into a scratch network
+    namespace and reading it back).
   - The rule is also taken out of the ruleset persisted for boot (the nft script and its includes,
     iptables-save files, firewalld direct.xml), so that a reboot does not bring it back.
   - A rule of firewalld's own nft table (C(inet firewalld)) is removed only when a zone file under
@@ -23,7 +27,7 @@ description:
     before the removal; C(state=rollback) re-inserts the rules and restores the files.
 options:
   rules:
-    description: Rules to remove (backend, family, table, chain, text).
+    description: Rules to remove (backend, family, table, chain, text; optionally persisted, the [{path, line}] of the file lines that load the rule at boot).
     type: list
     elements: dict
     default: []

@@ -78,9 +78,11 @@ import os
 import re
 
 try:  # a project's module_utils (a plan directory's ansible.cfg), else the installed collection's
+    from ansible.module_utils.storadvise_canonical import same_value
     from ansible.module_utils.storadvise_state import (load_backup, record_change, record_failure, retire_backup,
                                                        run_backed_module, save_backup)
 except ImportError:
+    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_canonical import same_value
     from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_state import (
         load_backup, record_change, record_failure, retire_backup, run_backed_module, save_backup)
 
@@ -98,12 +100,8 @@ def size(v):
 
 
 def same(a, b):
-    if a is None or b is None:
-        return a is b
-    if str(a).strip().lower() == str(b).strip().lower():
-        return True
-    sa, sb = size(a), size(b)
-    return sa is not None and sa == sb
+    """By meaning (1G == 1024M, TRUE == yes): the comparison the plan was made with."""
+    return same_value(a, b)
 
 
 def tool(p, name):

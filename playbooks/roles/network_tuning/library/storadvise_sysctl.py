@@ -32,6 +32,12 @@ options:
     type: list
     elements: str
     default: [/etc/, /run/]
+  runtime_only:
+    description: Parameters of C(sysctls) set at run time only, not written to C(sysctl_file), because
+      their boot value is already right (no file sets them and the kernel default is the value).
+    type: list
+    elements: str
+    default: []
   backup_file:
     description: JSON file recording the replaced values.
     type: path
@@ -70,11 +76,13 @@ import os
 import re
 
 try:  # a project's module_utils (a plan directory's ansible.cfg), else the installed collection's
+    from ansible.module_utils.storadvise_canonical import sysctl_value
     from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change,
                                                        record_failure, restore_text, retire_backup,
                                                        run_backed_module, save_backup)
     from ansible.module_utils.storadvise_sysctl_keys import is_sysctl_key, normalize_sysctl_key, sysctl_proc_path
 except ImportError:
+    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_canonical import sysctl_value
     from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_state import (
         atomic_write, load_backup, read_text, record_change, record_failure, restore_text, retire_backup,
         run_backed_module, save_backup)
@@ -94,7 +102,7 @@ def norm_key(k):
 
 
 def norm_value(v):
-    return " ".join(str(v).split())
+    return sysctl_value(v)
 
 
 def proc_path(key):
@@ -249,7 +257,13 @@ def apply(module, p):
             record_failure(result, k, why)
             continue
         sysctls[k], runtime[k] = v, cur
-    own_before, own_after, to_disable, cannot, file_changes = persistence(sysctls, own, conf_paths, p["editable_prefixes"])
+    runtime_only = {norm_key(k) for k in p["runtime_only"] or []}
+
+    def persisted(values):
+        return {k: v for k, v in values.items() if k not in runtime_only}
+
+    own_before, own_after, to_disable, cannot, file_changes = persistence(persisted(sysctls), own, conf_paths,
+                                                                          p["editable_prefixes"])
     result["cannot_change"] = cannot
     result["disabled_lines"] = disabled_lines(to_disable)
     runtime_changes = {k: {"old": runtime[k], "new": v} for k, v in sysctls.items() if runtime[k] != v}
@@ -290,7 +304,8 @@ def apply(module, p):
             del sysctls[k]
             refused = True
     if refused:
-        own_before, own_after, to_disable, cannot, file_changes = persistence(sysctls, own, conf_paths, p["editable_prefixes"])
+        own_before, own_after, to_disable, cannot, file_changes = persistence(persisted(sysctls), own, conf_paths,
+                                                                              p["editable_prefixes"])
         result["cannot_change"] = cannot
         result["disabled_lines"] = disabled_lines(to_disable)
         result["changed_sysctls"] = {k: c for k, c in runtime_changes.items() if k in sysctls}
@@ -401,6 +416,7 @@ def main():
     run_backed_module(
         dict(
             sysctls=dict(type="dict", default={}),
+            runtime_only=dict(type="list", elements="str", default=[]),
             sysctl_file=dict(type="path", default="/etc/sysctl.d/90-storadvise.conf"),
             conf_paths=dict(type="list", elements="path", default=None),
             editable_prefixes=dict(type="list", elements="str", default=["/etc/", "/run/"]),

@@ -55,10 +55,12 @@ files:
 import re
 
 try:  # a project's module_utils (a plan directory's ansible.cfg), else the installed collection's
+    from ansible.module_utils.storadvise_canonical import xrootd_directive
     from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change,
                                                        record_failure, restore_text, retire_backup,
                                                        run_backed_module, save_backup)
 except ImportError:
+    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_canonical import xrootd_directive
     from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_state import (
         atomic_write, load_backup, read_text, record_change, record_failure, restore_text, retire_backup,
         run_backed_module, save_backup)
@@ -67,7 +69,10 @@ _DIRECTIVE = re.compile(r"^[A-Za-z][A-Za-z0-9_.]{0,63}\Z")
 
 
 def set_directive(lines, name, args):
-    """Replace the last active line of ``name``; returns (lines, found)."""
+    """Replace the last active directive ``name`` (its line and the ``\\`` continuation lines
+    after it) with ``name args``; returns (lines, found). A directive that already says ``args``
+    by meaning (spacing, a trailing comment, continuation lines: storadvise_canonical) is kept
+    as written."""
     idx = None
     for i, line in enumerate(lines):
         words = line.split()
@@ -75,9 +80,14 @@ def set_directive(lines, name, args):
             idx = i
     if idx is None:
         return lines, False
+    end = idx
+    while end + 1 < len(lines) and lines[end].split("#", 1)[0].rstrip().endswith("\\"):
+        end += 1
+    if xrootd_directive("\n".join(lines[idx:end + 1])) == xrootd_directive("%s %s" % (name, args)):
+        return lines, True
     lines = list(lines)
     indent = lines[idx][: len(lines[idx]) - len(lines[idx].lstrip())]
-    lines[idx] = "%s%s %s" % (indent, name, args)
+    lines[idx:end + 1] = ["%s%s %s" % (indent, name, args)]
     return lines, True
 
 
