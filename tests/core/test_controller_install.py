@@ -69,7 +69,9 @@ class NoTestExtras:
         if name.split(".")[0] in self.blocked:
             raise ImportError(f"{{name}} is a test extra, not installed on a production controller")
 sys.meta_path.insert(0, NoTestExtras())
-sys.path = [p for p in sys.path if not p.startswith({repo!r})]
+# the checkout's own source (the editable install's path), not a virtualenv that lives inside it
+sys.path = [p for p in sys.path if not (p.rstrip("/") == {repo!r}
+                                        or (p.startswith({repo!r} + "/") and "site-packages" not in p))]
 sys.path.insert(0, {wheel!r})
 import advisor
 assert advisor.__file__.startswith({wheel!r}), advisor.__file__
