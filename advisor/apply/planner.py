@@ -16,6 +16,7 @@ from typing import Any
 from advisor.adapters import Adapter, adapters
 from advisor.finding_changes import change_with_scope
 from advisor.findings import SEVERITY_ORDER, Change, Finding, FindingStatus, Severity
+from advisor.apply.plan_input import PlanScan
 from advisor.apply.plan_model import Plan, PlanError, PlannedChange
 from advisor.report.model import ScanReport
 from advisor.site import Host, Site
@@ -25,7 +26,7 @@ __all__ = ["Plan", "PlanError", "PlannedChange", "build_plan", "check_report_mat
 Slot = tuple[str, str, str]  # (host, adapter, key)
 
 
-def check_report_matches(report: ScanReport, site: Site, source: str) -> None:
+def check_report_matches(report: ScanReport | PlanScan, site: Site, source: str) -> None:
     if report.site != site.name:
         raise PlanError(f"{source}: the scan is of site {report.site!r}, not {site.name!r}; scan this site first")
 
@@ -35,9 +36,10 @@ def host_settings(host: Host) -> dict[str, Any]:
     return {**host.vars, "inventory_name": host.name}
 
 
-def build_plan(report: ScanReport, site: Site, source: str = "scan", min_severity: str = "low",
+def build_plan(report: ScanReport | PlanScan, site: Site, source: str = "scan", min_severity: str = "low",
                today: dt.date | None = None) -> Plan:
-    """The plan for the report's FAILED findings at or above ``min_severity``."""
+    """The plan for the report's FAILED findings at or above ``min_severity``. ``report``: a
+    ScanReport, or the PlanScan of advisor.apply.plan_input (the same attributes, read from a file)."""
     check_report_matches(report, site, source)
     if min_severity not in SEVERITY_ORDER:
         raise PlanError(f"--min-severity {min_severity!r}: one of {', '.join(SEVERITY_ORDER)}")
@@ -112,7 +114,7 @@ def build_plan(report: ScanReport, site: Site, source: str = "scan", min_severit
     return plan
 
 
-def _refused_hosts(report: ScanReport, site: Site) -> dict[str, str]:
+def _refused_hosts(report: ScanReport | PlanScan, site: Site) -> dict[str, str]:
     site_names = {h.name for h in site.hosts}
     named = {h for f in report.findings if f.status == FindingStatus.fail for h in f.hosts + [c.host for c in f.changes]}
     out: dict[str, str] = {}
