@@ -83,32 +83,44 @@ def plan(
 
 
 def _render_plan(the_plan, out_dir: Path) -> None:
+    """The plan on the console, identical changes across hosts folded as in PLAN.md."""
     from rich.table import Table
+
+    from advisor.apply.plan_markdown import group_changes
+    from advisor.report.host_ranges import hosts_text
 
     def cell(v) -> str:
         return "?" if v is None else str(v)
 
     if the_plan.changes:
         t = Table(header_style="bold", title=f"plan for site {the_plan.site}")
-        for c in ("host", "role", "setting", "runtime", "persisted", "target", "changes", "why"):
+        for c in ("hosts", "role", "setting", "runtime", "persisted", "target", "changes", "why"):
             t.add_column(c)
-        for c in the_plan.changes:
-            t.add_row(c.host, c.role, str(c.setting), cell(c.runtime), cell(c.persisted), cell(c.target),
-                      c.scope.value, ", ".join(c.rule_ids))
+        for g in group_changes(the_plan):
+            t.add_row(hosts_text(g.hosts, limit=6), g.role, ", ".join(g.settings), cell(g.runtime), cell(g.persisted),
+                      cell(g.target), g.scope.value, ", ".join(g.rule_ids))
         out.print(t)
     else:
         out.print("nothing to apply: no failed finding names a change this site can make")
-    for c in the_plan.cannot_apply:
-        out.print(f"[yellow]cannot apply here:[/yellow] {c['host']} {c['setting']} -> {c['target']}: {c['reason']}")
+    for (setting, target, reason), hosts in _hosts_of(the_plan.cannot_apply, ("setting", "target", "reason")):
+        out.print(f"[yellow]cannot apply here:[/yellow] {hosts_text(hosts, limit=6)} {setting} -> {target}: {reason}")
     if the_plan.below_min_severity:
         out.print(f"left out below --min-severity {the_plan.min_severity}: "
                   + ", ".join(sorted({b['rule'] for b in the_plan.below_min_severity})))
-    for m in the_plan.manual:
-        out.print(f"[yellow]by hand:[/yellow] {m['rule']} on {', '.join(m['hosts'])}: {m['text']}")
-    for r in the_plan.refused:
-        err.print(f"[red]left out:[/red] {r['host']}: {r['reason']}")
+    for (rule, text), hosts in _hosts_of(the_plan.manual, ("rule", "text")):
+        out.print(f"[yellow]by hand:[/yellow] {rule} on {hosts_text(hosts, limit=6)}: {text}")
+    for (reason,), hosts in _hosts_of(the_plan.refused, ("reason",)):
+        err.print(f"[red]left out:[/red] {hosts_text(hosts, limit=6)}: {reason}")
     out.print(f"wrote {out_dir} (PLAN.md). Review: cd {out_dir} && ansible-playbook apply-tuning.yml --check --diff ; "
               "apply: ansible-playbook apply-tuning.yml")
+
+
+def _hosts_of(entries: list[dict], fields: tuple[str, ...]) -> list[tuple[tuple, list[str]]]:
+    """Entries (with ``host`` or ``hosts``) that say the same ``fields``, once each with their hosts."""
+    out: dict[tuple, list[str]] = {}
+    for e in entries:
+        out.setdefault(tuple(e.get(f) for f in fields), []).extend(e["hosts"] if "hosts" in e else [e["host"]])
+    return list(out.items())
 
 
 def verify(

@@ -73,12 +73,12 @@ class RawProbeFacts(Mapping):
     ``decoded`` is shared by the hosts of one report: the same text is decoded once (adapters
     only read facts)."""
 
-    def __init__(self, raw: dict[str, msgspec.Raw], decoded: dict[bytes, Any]) -> None:
+    def __init__(self, raw: dict[str, bytes], decoded: dict[bytes, Any]) -> None:
         self._raw = raw
         self._decoded = decoded
 
     def __getitem__(self, probe: str) -> Any:
-        text = bytes(self._raw[probe])
+        text = self._raw[probe]
         if text not in self._decoded:
             self._decoded[text] = msgspec.json.decode(text)
         return self._decoded[text]
@@ -114,9 +114,16 @@ def load_plan_scan(path: str | Path) -> PlanScan:
     except msgspec.DecodeError as exc:
         raise StoradviseError(f"{p}: not JSON: {exc}") from None
     _check_version(p, report.schema_version)
+    # each probe's raw text copied out once per distinct text (identical workers share one), so
+    # the file's buffer, which every msgspec.Raw points into, is freed when this returns
+    texts: dict[bytes, bytes] = {}
     decoded: dict[bytes, Any] = {}
     for h in report.hosts:
-        h.facts = RawProbeFacts(h.facts, decoded)  # type: ignore[assignment]
+        own = {}
+        for probe, raw in h.facts.items():
+            text = bytes(raw)
+            own[probe] = texts.setdefault(text, text)
+        h.facts = RawProbeFacts(own, decoded)  # type: ignore[assignment]
     return report
 
 
