@@ -16,10 +16,11 @@ was in host_vars.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 GROUP_PREFIX = "storadvise_changeset_"
 
@@ -40,8 +41,8 @@ class VarsLayout:
     host_vars: dict[str, dict[str, Any]]
 
 
-def _canon(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))
+def _canon(value: Any) -> bytes:
+    return msgspec.json.encode(value, order="sorted", enc_hook=str)
 
 
 def split_vars(plan_vars: Mapping[str, Mapping[str, Any]],
@@ -49,8 +50,8 @@ def split_vars(plan_vars: Mapping[str, Mapping[str, Any]],
     """``plan_vars``: host -> its flat role variables. ``inventory_names``: host -> the variable
     names its inventory entry sets (never shared through a group)."""
     inventory_names = inventory_names or {}
-    canon: dict[str, dict[str, str]] = {}
-    holders: dict[tuple[str, str], int] = {}
+    canon: dict[str, dict[str, bytes]] = {}
+    holders: dict[tuple[str, bytes], int] = {}
     for host, variables in plan_vars.items():
         canon[host] = {k: _canon(v) for k, v in variables.items()}
         for pair in canon[host].items():

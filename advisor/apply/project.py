@@ -24,6 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from advisor.apply.ansible_data import dump_data, vars_as_data
 from advisor.apply.changesets import VarsLayout, split_vars
 from advisor.apply.plan_markdown import plan_markdown
@@ -141,7 +143,9 @@ def write_project(plan: Plan, site: Site, out: Path) -> dict[str, Any]:
         summary = redact_vars(plan.as_dict())
         summary["changesets"] = [{"group": cs.name, "hosts": cs.hosts, "vars": list(cs.vars)}
                                  for cs in layout.changesets]
-        (out / PROJECT_MARK).write_text(json.dumps(summary, indent=2, default=str) + "\n")
+        # msgspec: json's indenting encoder is pure Python (seconds for the 10,000 hosts of a plan)
+        (out / PROJECT_MARK).write_bytes(msgspec.json.format(msgspec.json.encode(summary, enc_hook=str), indent=2)
+                                         + b"\n")
         (out / "PLAN.md").write_text(plan_markdown(plan, out))
     except OSError as exc:
         raise StoradviseError(f"{out}: cannot write the plan: {exc.strerror or exc}") from None
