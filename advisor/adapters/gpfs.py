@@ -34,10 +34,12 @@ class GpfsAdapter(Adapter):
         return f"gpfs {key}"
 
     def role_vars(self, changes: list[Change], facts: HostProbeFacts, host_vars: Mapping[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "gpfs_config": {c.key: str(c.target) for c in changes},
-            "gpfs_tuning_node_name": host_vars.get("gpfs_node") or host_vars["inventory_name"],
-        }
+        out: dict[str, Any] = {"gpfs_config": {c.key: str(c.target) for c in changes}}
+        node = host_vars.get("gpfs_node") or host_vars["inventory_name"]
+        if node != host_vars["inventory_name"]:
+            # only where it differs: the role takes the inventory name otherwise, so hosts with
+            # the same changes share one group_vars file (advisor.apply.changesets)
+            out["gpfs_tuning_node_name"] = node
         pending = sorted(c.key for c in changes if c.scope == ChangeScope.runtime)
         if pending:
             out["gpfs_tuning_pending_attrs"] = pending

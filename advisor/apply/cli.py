@@ -53,9 +53,9 @@ def plan(
     here" and never reach Ansible. Exit 0 when written, 3 when hosts were left out (unreachable at
     scan time), 1 on errors.
     """
+    from advisor.apply.plan_input import load_plan_scan
     from advisor.apply.planner import build_plan
     from advisor.apply.project import write_project
-    from advisor.report.model import load_report
     from advisor.scan import open_scan
     from advisor.site_file import required_site
 
@@ -69,7 +69,7 @@ def plan(
         changed = options.changed()
         if changed:
             raise UsageError(f"{', '.join(changed)} go(es) with a scan made now; --scan gives a scan already made")
-        report = load_report(scan)
+        report = load_plan_scan(scan)  # only what the plan reads: a 10,000-host scan is ~400 MB
         source = str(scan)
     else:
         target = open_scan(options, the_site)
@@ -84,7 +84,9 @@ def plan(
         summary["scan"] = str(scan)
     summary["directory"] = str(out_dir)
     if json_out:
-        print(json.dumps(summary, indent=2, default=str))
+        import msgspec  # json's indenting encoder is pure Python: seconds for a 10,000-host plan
+
+        print(msgspec.json.format(msgspec.json.encode(summary, enc_hook=str), indent=2).decode())
     else:
         _render_plan(the_plan, out_dir)
     raise typer.Exit(3 if the_plan.refused else 0)
@@ -109,8 +111,12 @@ def _render_plan_causes(the_plan) -> None:
 
 
 def _render_plan(the_plan, out_dir: Path) -> None:
+    """The plan on the console, identical changes across hosts folded as in PLAN.md; the causes first."""
     from rich.markup import escape
     from rich.table import Table
+
+    from advisor.apply.plan_causes import groups_by_cause
+    from advisor.report.host_ranges import hosts_text
 
     _render_plan_causes(the_plan)
 
@@ -119,28 +125,36 @@ def _render_plan(the_plan, out_dir: Path) -> None:
 
     if the_plan.changes:
         t = Table(header_style="bold", title=f"plan for site {the_plan.site}")
-        for c in ("host", "role", "setting", "runtime", "persisted", "target", "changes", "why"):
+        for c in ("hosts", "role", "setting", "runtime", "persisted", "target", "changes", "why"):
             t.add_column(c, overflow="fold")  # a narrow terminal folds a long key, never cuts it
-        for c in the_plan.changes:
-            t.add_row(c.host, c.role, str(c.setting), cell(c.runtime), cell(c.persisted), cell(c.target),
-                      c.scope.value, ", ".join(c.rule_ids))
+        for g in groups_by_cause(the_plan):
+            t.add_row(hosts_text(g.hosts, limit=6), g.role, ", ".join(g.settings), cell(g.runtime), cell(g.persisted),
+                      cell(g.target), g.scope.value, ", ".join(g.rule_ids))
         out.print(t)
     else:
         out.print("nothing to apply: no failed finding names a change this site can make")
-    for c in the_plan.cannot_apply:
-        out.print(f"[yellow]cannot apply here:[/yellow] {c['host']} {c['setting']} -> {c['target']}: {c['reason']}")
+    for (setting, target, reason), hosts in _hosts_of(the_plan.cannot_apply, ("setting", "target", "reason")):
+        out.print(f"[yellow]cannot apply here:[/yellow] {hosts_text(hosts, limit=6)} {setting} -> {target}: {reason}")
     if the_plan.below_min_severity:
         out.print(f"left out below --min-severity {the_plan.min_severity}: "
                   + ", ".join(sorted({b['rule'] for b in the_plan.below_min_severity})))
-    for m in the_plan.manual:
-        out.print(f"[yellow]by hand:[/yellow] {m['rule']} on {', '.join(m['hosts'])}: {m['text']}")
+    for (rule, text), hosts in _hosts_of(the_plan.manual, ("rule", "text")):
+        out.print(f"[yellow]by hand:[/yellow] {rule} on {hosts_text(hosts, limit=6)}: {text}")
     for n in the_plan.notices:
         if n.startswith("not checked"):  # probes left out by --probes/--skip-probes
             out.print(f"[yellow]{escape(n)}[/yellow]")
-    for r in the_plan.refused:
-        err.print(f"[red]left out:[/red] {r['host']}: {r['reason']}")
+    for (reason,), hosts in _hosts_of(the_plan.refused, ("reason",)):
+        err.print(f"[red]left out:[/red] {hosts_text(hosts, limit=6)}: {reason}")
     out.print(f"wrote {out_dir} (PLAN.md). Review: cd {out_dir} && ansible-playbook apply-tuning.yml --check --diff ; "
               "apply: ansible-playbook apply-tuning.yml")
+
+
+def _hosts_of(entries: list[dict], fields: tuple[str, ...]) -> list[tuple[tuple, list[str]]]:
+    """Entries (with ``host`` or ``hosts``) that say the same ``fields``, once each with their hosts."""
+    out: dict[tuple, list[str]] = {}
+    for e in entries:
+        out.setdefault(tuple(e.get(f) for f in fields), []).extend(e["hosts"] if "hosts" in e else [e["host"]])
+    return list(out.items())
 
 
 def verify(

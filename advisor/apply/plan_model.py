@@ -54,7 +54,8 @@ class Plan:
     scan_started_at: str
     #: the ordered roles of the registered adapters (apply-tuning.yml's order)
     role_order: list[str] = field(default_factory=lambda: registered_roles())
-    #: host -> role -> variables (what host_vars/<host>.yml holds)
+    #: host -> role -> variables (written as the group_vars of the host's change set and its
+    #: host_vars, advisor.apply.changesets)
     host_vars: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     changes: list[PlannedChange] = field(default_factory=list)
     #: changes that never reach Ansible: {host, adapter, key, target, rules, reason}

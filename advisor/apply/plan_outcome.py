@@ -17,6 +17,7 @@ def predicted_outcome(report: ScanReport, changes: list[PlannedChange]) -> tuple
     for cause in report.causes:
         mine = [planned[(ch.host, ch.adapter, ch.key)] for ch in cause.changes if (ch.host, ch.adapter, ch.key) in planned]
         causes.append({"id": cause.id, "title": cause.title, "kind": cause.kind, "hosts": cause.hosts,
+                       "action": cause.action,
                        "gain": cause.gain, "planned": [{"host": c.host, "adapter": c.adapter, "key": c.key,
                                                         "target": c.target} for c in mine],
                        "not_planned": len(cause.changes) - len(mine),

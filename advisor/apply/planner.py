@@ -15,7 +15,8 @@ from typing import Any
 
 from advisor.adapters import Adapter, adapters
 from advisor.finding_changes import change_with_scope
-from advisor.findings import SEVERITY_ORDER, Change, Finding, FindingStatus, Severity
+from advisor.findings import SEVERITY_ORDER, BootValue, Change, Finding, FindingStatus, Severity
+from advisor.apply.plan_input import PlanScan
 from advisor.apply.plan_model import Plan, PlanError, PlannedChange
 from advisor.apply.plan_outcome import predicted_outcome
 from advisor.diagnosis.report import ensure_diagnosis
@@ -28,7 +29,7 @@ __all__ = ["Plan", "PlanError", "PlannedChange", "build_plan", "check_report_mat
 Slot = tuple[str, str, str]  # (host, adapter, key)
 
 
-def check_report_matches(report: ScanReport, site: Site, source: str) -> None:
+def check_report_matches(report: ScanReport | PlanScan, site: Site, source: str) -> None:
     if report.site != site.name:
         raise PlanError(f"{source}: the scan is of site {report.site!r}, not {site.name!r}; scan this site first")
 
@@ -38,14 +39,19 @@ def host_settings(host: Host) -> dict[str, Any]:
     return {**host.vars, "inventory_name": host.name}
 
 
-def build_plan(report: ScanReport, site: Site, source: str = "scan", min_severity: str = "low",
+def build_plan(report: ScanReport | PlanScan, site: Site, source: str = "scan", min_severity: str = "low",
                today: dt.date | None = None) -> Plan:
-    """The plan for the report's FAILED findings at or above ``min_severity``."""
+    """The plan for the report's FAILED findings at or above ``min_severity``. ``report``: a
+    ScanReport, or the PlanScan of advisor.apply.plan_input (the same attributes, read from a file)."""
     check_report_matches(report, site, source)
     if min_severity not in SEVERITY_ORDER:
         raise PlanError(f"--min-severity {min_severity!r}: one of {', '.join(SEVERITY_ORDER)}")
     report = ensure_diagnosis(report)
     set_aside = {(s.host, s.adapter, s.key): s for s in report.set_aside}
+    # symptoms a cause explains are the causes' business (PLAN.md "Causes"), not a by-hand line each;
+    # a measured state that is its own cause (a failing disk) stays one
+    covered = {(e.rule_id, e.subject, tuple(e.hosts)) for c in report.causes
+               if c.kind == "change" or len(c.explains) > 1 for e in c.explains}
     registry = adapters()
     plan = Plan(site=site.name, scan_started_at=report.started_at, min_severity=min_severity)
     left_out = skipped_probes(report)
@@ -73,8 +79,9 @@ def build_plan(report: ScanReport, site: Site, source: str = "scan", min_severit
                                             "subject": f.subject})
             continue
         if not f.changes:
-            plan.manual.append({"rule": f.rule_id, "hosts": f.hosts, "severity": f.severity.value,
-                                "subject": f.subject, "text": f.remediation.text})
+            if (f.rule_id, f.subject, tuple(f.hosts)) not in covered:
+                plan.manual.append({"rule": f.rule_id, "hosts": f.hosts, "severity": f.severity.value,
+                                    "subject": f.subject, "text": f.remediation.text})
             continue
         for c in f.changes:
             wanted.setdefault((c.host, c.adapter, c.key), []).append((c, f))
@@ -128,7 +135,7 @@ def build_plan(report: ScanReport, site: Site, source: str = "scan", min_severit
     return plan
 
 
-def _refused_hosts(report: ScanReport, site: Site) -> dict[str, str]:
+def _refused_hosts(report: ScanReport | PlanScan, site: Site) -> dict[str, str]:
     site_names = {h.name for h in site.hosts}
     named = {h for f in report.findings if f.status == FindingStatus.fail for h in f.hosts + [c.host for c in f.changes]}
     out: dict[str, str] = {}
@@ -155,6 +162,8 @@ def _resolve(plan: Plan, adapter: Adapter, asks: list[tuple[Change, Finding]], f
     a rule that did not ask its adapter) gets it from the host's facts here."""
     first = asks[0][0]
     boot = first.boot if first.boot is not None else adapter.boot(facts, first.key, first.persisted)
+    if isinstance(boot, dict):  # read by the typed scan decoder (advisor/apply/plan_input.py)
+        boot = BootValue.model_validate(boot)
     targets = [(adapter.normalize_target(c.key, c.target), f) for c, f in asks]
     distinct = []
     for t, f in targets:

@@ -2,8 +2,10 @@
 
 DIR/
   ansible.cfg            inventory, roles_path, module_utils; host key checking on
-  inventory.yml          the affected hosts with their connection settings, one group per role
-  host_vars/<host>.yml   the role variables the plan sets for that host
+  inventory.yml          the affected hosts with their connection settings, one group per role,
+                         one group per change set shared by several hosts (storadvise_changeset_<n>)
+  group_vars/<group>.yml the role variables a change set's hosts share (advisor.apply.changesets)
+  host_vars/<host>.yml   the role variables only that host has
   apply-tuning.yml       copied from the shipped playbooks/ (with roles/ and module_utils/)
   rollback.yml
   roles/  module_utils/
@@ -22,7 +24,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from advisor.apply.ansible_data import dump_data, vars_as_data
+from advisor.apply.changesets import VarsLayout, split_vars
+from advisor.apply.plan_markdown import plan_markdown
 from advisor.apply.planner import Plan
 from advisor.errors import StoradviseError
 from advisor.resources import playbooks_dir
@@ -92,7 +98,7 @@ def _prepare_dir(out: Path) -> None:
         raise StoradviseError(f"{out}: directory is not empty and holds no storadvise plan; choose a new one (nothing was overwritten)")
     try:
         out.mkdir(parents=True, exist_ok=True)
-        for name in SHIPPED + ["host_vars", "inventory.yml", "ansible.cfg", "PLAN.md", PROJECT_MARK]:
+        for name in SHIPPED + ["host_vars", "group_vars", "inventory.yml", "ansible.cfg", "PLAN.md", PROJECT_MARK]:
             p = out / name
             if p.is_dir() and not p.is_symlink():
                 shutil.rmtree(p)
@@ -125,22 +131,39 @@ def write_project(plan: Plan, site: Site, out: Path) -> dict[str, Any]:
                                            f"host {name}")
             for role in plan.roles_of(name):
                 groups.setdefault(group_name(role), {"hosts": {}})["hosts"][name] = None
+        layout = split_vars({name: plan.flat_vars(name) for name in plan.hosts},
+                            {name: set(all_hosts[name]) for name in plan.hosts})
+        for cs in layout.changesets:
+            groups[cs.name] = {"hosts": dict.fromkeys(cs.hosts)}
         inventory = {"all": {"hosts": all_hosts, "children": groups}}
         _write_private(out / "inventory.yml",
             "# Written by storadvise plan for site " + site.name + ": the hosts the plan changes.\n"
             "# Every string is !unsafe: values from hosts and site files are data, never templates.\n" + dump_data(inventory))
-        hv_dir = out / "host_vars"
-        hv_dir.mkdir()
-        for name in plan.hosts:
-            _write_private(hv_dir / f"{name}.yml",
-                f"# storadvise plan for {name} (site {site.name}); see PLAN.md for old -> new and why.\n"
-                + dump_data(vars_as_data(plan.flat_vars(name), f"plan for {name}")))
+        _write_vars(out, site.name, layout)
         summary = redact_vars(plan.as_dict())
-        (out / PROJECT_MARK).write_text(json.dumps(summary, indent=2, default=str) + "\n")
+        summary["changesets"] = [{"group": cs.name, "hosts": cs.hosts, "vars": list(cs.vars)}
+                                 for cs in layout.changesets]
+        # msgspec: json's indenting encoder is pure Python (seconds for the 10,000 hosts of a plan)
+        (out / PROJECT_MARK).write_bytes(msgspec.json.format(msgspec.json.encode(summary, enc_hook=str), indent=2)
+                                         + b"\n")
         (out / "PLAN.md").write_text(plan_markdown(plan, out))
     except OSError as exc:
         raise StoradviseError(f"{out}: cannot write the plan: {exc.strerror or exc}") from None
     return summary
+
+
+def _write_vars(out: Path, site: str, layout: VarsLayout) -> None:
+    """group_vars/<changeset>.yml once per change set, host_vars/<host>.yml only for what differs."""
+    (out / "group_vars").mkdir()
+    for cs in layout.changesets:
+        _write_private(out / "group_vars" / f"{cs.name}.yml",
+            f"# storadvise plan (site {site}): the variables {len(cs.hosts)} hosts share; see PLAN.md for "
+            "old -> new and why.\n" + dump_data(vars_as_data(cs.vars, f"plan for {cs.name}")))
+    (out / "host_vars").mkdir()
+    for name, variables in sorted(layout.host_vars.items()):
+        _write_private(out / "host_vars" / f"{name}.yml",
+            f"# storadvise plan for {name} (site {site}): what only this host gets; see PLAN.md for old -> new "
+            "and why.\n" + dump_data(vars_as_data(variables, f"plan for {name}")))
 
 
 def _add_plugin_roles(out: Path) -> None:
@@ -165,59 +188,3 @@ def _add_plugin_roles(out: Path) -> None:
         play = (f"- name: {json.dumps('Roll back ' + name)}\n  hosts: {group_name(name)}\n  gather_facts: false\n"
                 f"  roles:\n    - role: {name}\n      vars:\n        {name}_state: rollback\n\n")
         (out / "rollback.yml").write_text(rb[:at] + play + rb[at:])
-
-
-def _cell(v: Any) -> str:
-    if v is None:
-        return "?"
-    return str(v).replace("|", "\\|").replace("\n", " ")
-
-
-def _persisted_cell(c: Any) -> str:
-    """The persisted value, or the boot default when no file sets it: ``default (1)``."""
-    boot = getattr(c, "boot", None)
-    if c.persisted is None and boot is not None and boot.source.value == "default":
-        return f"default ({_cell(boot.value)})"
-    return _cell(c.persisted)
-
-
-def plan_markdown(plan: Plan, out: Path) -> str:
-    from advisor.apply.plan_model import SCOPE_TEXT
-
-    lines = [f"# storadvise plan: site {plan.site}", "",
-             f"From the scan started {plan.scan_started_at}. Review, then apply:", "",
-             "```", f"cd {out}", "ansible-playbook apply-tuning.yml --check --diff   # what would change",
-             "ansible-playbook apply-tuning.yml                  # apply",
-             "ansible-playbook rollback.yml                      # put the recorded old values back", "```", ""]
-    if not plan.hosts:
-        lines += ["Nothing to apply: no failed finding names a change this site can make.", ""]
-    for host in plan.hosts:
-        lines += [f"## {host}", "", "| role | setting | runtime | persisted | target | what changes | why |",
-                  "| --- | --- | --- | --- | --- | --- | --- |"]
-        for c in plan.changes:
-            if c.host == host:
-                lines.append(f"| {c.role} | {_cell(c.setting)} | {_cell(c.runtime)} | {_persisted_cell(c)} | "
-                             f"{_cell(c.target)} | {SCOPE_TEXT[c.scope]} | {', '.join(c.rule_ids)} |")
-        lines.append("")
-    if plan.cannot_apply:
-        lines += ["## Cannot apply here", "", "Never sent to Ansible:", "",
-                  "| host | setting | target | why | rules |", "| --- | --- | --- | --- | --- |"]
-        for c in plan.cannot_apply:
-            lines.append(f"| {c['host']} | {_cell(c['setting'])} | {_cell(c['target'])} | {_cell(c['reason'])} | "
-                         f"{', '.join(c['rules'])} |")
-        lines.append("")
-    if plan.notices:
-        lines += ["## Notices", ""] + [f"- {n}" for n in plan.notices] + [""]
-    if plan.manual:
-        lines += ["## Not automated (do by hand)", ""]
-        for m in plan.manual:
-            lines.append(f"- {m['rule']} on {', '.join(m['hosts'])}" + (f" ({m['subject']})" if m.get("subject") else "")
-                         + f": {m['text']}")
-        lines.append("")
-    if plan.below_min_severity:
-        lines += [f"## Left out: below --min-severity {plan.min_severity}", ""]
-        lines += [f"- {b['rule']} ({b['severity']}) on {', '.join(b['hosts'])}" + (f" ({b['subject']})" if b.get("subject") else "")
-                  for b in plan.below_min_severity] + [""]
-    if plan.refused:
-        lines += ["## Hosts left out", ""] + [f"- {r['host']}: {r['reason']}" for r in plan.refused] + [""]
-    return "\n".join(lines)

@@ -149,6 +149,10 @@ def test_gpfs_adapter_runtime_from_mmdiag_persisted_from_mmlsconfig_and_groups()
                for h, v in (("st01", "1G"), ("st02", "1G"), ("st03", "2G"))}
     a.finish(members)
     assert members["st01"]["gpfs_tuning_group"] == ["st01", "st02"] and members["st02"]["gpfs_tuning_runner"] == "st01"
+    # the node name is written only where it is not the inventory name (identical hosts share their vars)
+    assert not [h for h, v in members.items() if "gpfs_tuning_node_name" in v]
+    same = a.role_vars([change("gpfs", "pagepool", "1G", host="st04")], facts, {"inventory_name": "st04", "gpfs_node": "st04"})
+    assert same == {"gpfs_config": {"pagepool": "1G"}}
     assert members["st03"]["gpfs_tuning_group"] == ["st03"]
 
 

@@ -23,8 +23,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.apply.ansible_data import dump_data, load_data
+from advisor.apply.ansible_data import dump_data
 from advisor.lab.records import host_ns
+from tests.apply.conftest import plan_vars
 from tests.lab.conftest import lab_cli, lab_registry, require_root  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.root]
@@ -165,7 +166,7 @@ def test_apply_isolates_a_refusal_and_fixes_survive_reboot(lab_registry: Path, t
         # one impossible setting on each host among the good ones
         for h in ("st1", "st2"):
             hv_path = plan / "host_vars" / f"{h}.yml"
-            hv = load_data(hv_path.read_text())
+            hv = plan_vars(plan, h)  # what its change set shares (group_vars) and what only it has
             assert hv["network_tuning_sysctls"]["net.ipv4.tcp_sack"] in (1, "1")
             assert hv["firewall_remove_rules"]
             hv["network_tuning_sysctls"]["net.core.wmem_max"] = "16777216"

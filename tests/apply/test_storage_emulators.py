@@ -60,7 +60,9 @@ def world():
         site = load_site(str(host.site_file(host.dir / "site.yml", ["storage", "san-controller"])))
         plan = Plan(site="applytest", scan_started_at="-")
         plan.host_vars["st01"] = {
-            "gpfs_tuning": {"gpfs_config": {"pagepool": "1G", "maxblocksize": "4M"}, "gpfs_tuning_node_name": "st01",
+            # no gpfs_tuning_node_name: the plan writes it only where the GPFS node name is not the
+            # inventory name, and the role names the member by its inventory name (-N st01 below)
+            "gpfs_tuning": {"gpfs_config": {"pagepool": "1G", "maxblocksize": "4M"},
                             "gpfs_tuning_runner": "st01", "gpfs_tuning_group": ["st01"],
                             "gpfs_tuning_bin_dir": str(dirs["gpfs"])},
             "san_cache": {"san_logical_drives": {d: {"cacheReadPrefetch": "TRUE", "modificationPriority": "low",

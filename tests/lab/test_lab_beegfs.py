@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.apply.conftest import plan_vars_text
 from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "beegfs.yml"
@@ -58,7 +59,7 @@ def test_beegfs_loop(lab_registry: Path, tmp_path: Path) -> None:
         plan = tmp_path / "plan"
         cp = _cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
-        hv = (plan / "host_vars" / "wn01.yml").read_text()
+        hv = plan_vars_text(plan, "wn01")
         assert "'tuneFileCacheType': !unsafe 'buffered'" in hv and "'connMaxInternodeNum': !unsafe '12'" in hv
         assert "takes effect at the next BeeGFS client mount" in (plan / "PLAN.md").read_text()
 

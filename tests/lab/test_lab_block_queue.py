@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.apply.conftest import plan_vars_text
 from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root
 
 BIN = Path(sys.executable).parent
@@ -70,7 +71,7 @@ def test_nr_requests_and_queue_depth_fixed_on_emulated_disks(lab_registry: Path,
         plan = tmp_path / "plan"
         cp = _cli("plan", "--site", name, "--scan", str(before), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
-        hv = (plan / "host_vars" / "st01.yml").read_text()
+        hv = plan_vars_text(plan, "st01")
         assert "block_tuning_devices" in hv and "nr_requests" in hv and "queue_depth" in hv, hv
         _playbook(plan, "apply-tuning.yml")
         sysfs = state / "hosts" / "st01" / "emu" / "disks" / "sys-block"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.apply.conftest import plan_vars_text
 from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "cephfs.yml"
@@ -83,8 +84,8 @@ def test_cephfs_loop(lab_registry: Path, tmp_path: Path) -> None:
         mons = ",".join(up["hosts"][h]["address"] for h in ("st01", "st02"))
         fstab = f"{mons}:/ /mnt/cephfs ceph name=admin,noatime,_netdev 0 0"
         assert any(fstab in m["text"] for m in planned["manual"] if m["rule"] == "MOUNT-CEPH-FUSE"), planned["manual"]
-        assert "client_oc': !unsafe 'true'" in (plan / "host_vars" / "wn01.yml").read_text()
-        assert "ceph_client" not in (plan / "host_vars" / "st01.yml").read_text()
+        assert "client_oc': !unsafe 'true'" in plan_vars_text(plan, "wn01")
+        assert "ceph_client" not in plan_vars_text(plan, "st01")
         assert "takes effect at the next ceph-fuse mount" in (plan / "PLAN.md").read_text()
 
         ap = _playbook(plan, "apply-tuning.yml")

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from advisor.lab.emulators.dcache import domain_state, runs_current_files
+from tests.apply.conftest import plan_vars_text
 from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, ssh
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "dcache.yml"
@@ -84,7 +85,7 @@ def test_dcache_loop(lab_registry: Path, tmp_path: Path) -> None:
         plan = tmp_path / "plan"
         cp = _cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
-        hv = (plan / "host_vars" / "pool01.yml").read_text()
+        hv = plan_vars_text(plan, "pool01")
         assert "dcache_layout_settings" in hv and "dcache_setup_settings" in hv and "dcache_restart: false" in hv
         md = (plan / "PLAN.md").read_text()
         assert "takes effect at next domain restart" in md and "dCache pool pool01_1: mover set max active" in md

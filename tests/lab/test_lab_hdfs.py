@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from probes.hdfs import parse_balancer_log
+from tests.apply.conftest import plan_vars_text
 from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, ssh
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "hdfs.yml"
@@ -60,7 +61,7 @@ def test_hdfs_balancer_loop(lab_registry: Path, tmp_path: Path) -> None:
         plan = tmp_path / "plan"
         cp = _cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
-        hv = (plan / "host_vars" / "dn01.yml").read_text()
+        hv = plan_vars_text(plan, "dn01")
         assert "'dfs.datanode.balance.max.concurrent.moves': !unsafe '50'" in hv
         assert "'dfs.balancer.dispatcherThreads': !unsafe '200'" in hv
         assert "takes effect when the DataNodes and the balancer start again" in (plan / "PLAN.md").read_text()

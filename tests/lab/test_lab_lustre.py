@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.apply.conftest import plan_vars_text
 from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "lustre.yml"
@@ -59,7 +60,7 @@ def test_lustre_loop(lab_registry: Path, tmp_path: Path) -> None:
         plan = tmp_path / "plan"
         cp = _cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
-        hv = (plan / "host_vars" / "wn02.yml").read_text()
+        hv = plan_vars_text(plan, "wn02")
         assert "lustre_params" in hv and ".max_read_ahead_mb': !unsafe '256'" in hv
 
         ap = _playbook(plan, "apply-tuning.yml")

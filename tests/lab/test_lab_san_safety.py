@@ -67,7 +67,7 @@ def test_mirroring_off_gets_no_write_cache_change(lab_registry: Path, tmp_path: 
         cp = _cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(out), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
         # the variables the plan hands to the roles (the roles' own defaults document every keyword)
-        written = "\n".join(p.read_text() for p in (out / "host_vars").rglob("*") if p.is_file())
+        written = "\n".join(p.read_text() for d in ("host_vars", "group_vars") for p in (out / d).rglob("*") if p.is_file())
         assert "writeCacheEnabled" not in written
         assert "readCacheEnabled" not in written  # nothing else was wrong with the drives either
     finally:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.apply.conftest import plan_vars_text
 from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "xrootd.yml"
@@ -65,7 +66,7 @@ def test_xrootd_server_loop(lab_registry: Path, tmp_path: Path) -> None:
         plan = tmp_path / "plan"
         cp = _cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
-        hv = (plan / "host_vars" / "xrd01.yml").read_text()
+        hv = plan_vars_text(plan, "xrd01")
         assert "xrootd_instances" in hv and "mint 4 maxt 2048 avlt 8 idle 60" in hv and "restart.sh" in hv
         md = (plan / "PLAN.md").read_text()
         assert "xrootd origin: xrd.sched maxt" in md and "XROOTD-OPEN-FILES-LIMIT on xrd01" in md

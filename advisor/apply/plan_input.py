@@ -1,0 +1,180 @@
+"""What ``storadvise plan --scan FILE`` reads of a scan report, and nothing more.
+
+A scan JSON of 10,000 hosts is ~400 MB, nearly all of it the hosts' ``facts``. The planner reads
+of it the site, the start time, each host's name, reachability and errors, the failed findings'
+rule, hosts, severity, subject, remediation text and changes, and (only through the adapters)
+the facts of the hosts it plans changes for. This module decodes exactly that with typed
+msgspec structs: every other field is skipped by the decoder, and each probe's facts stay raw
+JSON until an adapter asks for them (decoded once per distinct text, so 10,000 identical workers
+cost one decode). The structs have the attribute names of advisor.report.model and
+advisor.findings, so advisor.apply.planner reads either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from advisor.errors import StoradviseError
+from advisor.findings import ChangeScope, FindingStatus, Severity
+from advisor.report.model import SCHEMA_VERSION
+
+
+class PlanChange(msgspec.Struct):
+    host: str
+    adapter: str
+    key: str
+    target: Any
+    runtime: Any = None
+    persisted: Any = None
+    scope: ChangeScope = ChangeScope.both
+    #: advisor.findings.BootValue as plain data (the planner validates the ones it plans)
+    boot: dict[str, Any] | None = None
+
+
+class PlanRemediation(msgspec.Struct):
+    text: str = ""
+
+
+class PlanFinding(msgspec.Struct):
+    rule_id: str
+    status: FindingStatus
+    severity: Severity
+    title: str = ""
+    evidence: list[str] = []
+    hosts: list[str] = []
+    remediation: PlanRemediation = msgspec.field(default_factory=PlanRemediation)
+    changes: list[PlanChange] = []
+    subject: str | None = None
+    message: str | None = None
+
+
+class PlanHost(msgspec.Struct):
+    name: str
+    reachable: bool
+    address: str | None = None
+    errors: list[str] = []
+    #: probe name -> why it did not run (a probe --skip-probes left out: advisor.probe_selection)
+    probe_messages: dict[str, str] = {}
+    #: probe name -> its facts: raw JSON as decoded, then (load_plan_scan) a RawProbeFacts mapping
+    facts: dict[str, msgspec.Raw] = {}
+
+
+class PlanScan(msgspec.Struct):
+    site: str
+    started_at: str
+    hosts: list[PlanHost]
+    findings: list[PlanFinding]
+    schema_version: str = SCHEMA_VERSION
+    #: what the planner's prediction reads (advisor/apply/plan_outcome.py)
+    mesh: dict[str, Any] | None = None
+    efficiency: dict[str, Any] | None = None
+    #: the diagnosis (advisor.diagnosis.model), as plain data until load_plan_scan validates it
+    causes: list[Any] = []
+    hygiene: list[Any] = []
+    unexplained: list[Any] = []
+    set_aside: list[Any] = []
+    plan_prediction: list[Any] = []
+
+    def with_diagnosis(self, d: Any) -> "PlanScan":
+        self.causes, self.hygiene, self.unexplained, self.set_aside, self.plan_prediction = (
+            d.causes, d.hygiene, d.unexplained, d.set_aside, d.plan_prediction)
+        return self
+
+
+class _Head(msgspec.Struct):
+    schema_version: Any = None
+
+
+class RawProbeFacts(Mapping):
+    """One host's ``facts``: probe name -> facts, each decoded from its raw JSON on first use.
+    ``decoded`` is shared by the hosts of one report: the same text is decoded once (adapters
+    only read facts)."""
+
+    def __init__(self, raw: dict[str, bytes], decoded: dict[bytes, Any]) -> None:
+        self._raw = raw
+        self._decoded = decoded
+
+    def __getitem__(self, probe: str) -> Any:
+        text = self._raw[probe]
+        if text not in self._decoded:
+            self._decoded[text] = msgspec.json.decode(text)
+        return self._decoded[text]
+
+    def __contains__(self, probe: object) -> bool:
+        return probe in self._raw
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
+_DECODER = msgspec.json.Decoder(PlanScan)
+
+
+def load_plan_scan(path: str | Path) -> PlanScan:
+    """The parts of a scan JSON (``storadvise scan --json``) the planner reads; a one-line
+    StoradviseError for a file that is missing, not JSON, not a scan report or of another schema."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise StoradviseError(f"{p}: scan report not found") from None
+    except OSError as exc:
+        raise StoradviseError(f"{p}: cannot read scan report: {exc.strerror or exc}") from None
+    try:
+        report = _DECODER.decode(data)
+    except msgspec.ValidationError as exc:
+        _check_schema(p, data)
+        raise StoradviseError(f"{p}: invalid scan report: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise StoradviseError(f"{p}: not JSON: {exc}") from None
+    _check_version(p, report.schema_version)
+    _validate_diagnosis(p, report)
+    # each probe's raw text copied out once per distinct text (identical workers share one), so
+    # the file's buffer, which every msgspec.Raw points into, is freed when this returns
+    texts: dict[bytes, bytes] = {}
+    decoded: dict[bytes, Any] = {}
+    for h in report.hosts:
+        own = {}
+        for probe, raw in h.facts.items():
+            text = bytes(raw)
+            own[probe] = texts.setdefault(text, text)
+        h.facts = RawProbeFacts(own, decoded)  # type: ignore[assignment]
+    return report
+
+
+def _check_schema(p: Path, data: bytes) -> None:
+    try:
+        head = msgspec.json.decode(data, type=_Head)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        raise StoradviseError(f"{p}: not a storadvise scan report (not a JSON object)") from None
+    if head.schema_version is None:
+        raise StoradviseError(f"{p}: not a storadvise scan report (no schema_version)")
+    _check_version(p, head.schema_version)
+
+
+def _check_version(p: Path, version: Any) -> None:
+    if str(version).split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+        raise StoradviseError(f"{p}: scan report schema {version} is not supported (this storadvise reads {SCHEMA_VERSION})")
+
+
+def _validate_diagnosis(p: Path, report: PlanScan) -> None:
+    """The diagnosis keys as the diagnosis stage's own models (a few causes: cheap)."""
+    from pydantic import ValidationError
+
+    from advisor.diagnosis.model import Diagnosis
+
+    try:
+        d = Diagnosis.model_validate({"causes": report.causes, "hygiene": report.hygiene,
+                                      "unexplained": report.unexplained, "set_aside": report.set_aside,
+                                      "plan_prediction": report.plan_prediction})
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        raise StoradviseError(f"{p}: invalid scan report at {'.'.join(str(x) for x in e['loc'])}: {e['msg']}") from None
+    report.with_diagnosis(d)
