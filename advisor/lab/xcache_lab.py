@@ -216,6 +216,31 @@ class XCacheLab(LabEmulation):
                 raise StoradviseError(f"host {host}: xrootd {name} (pid {inner} in the host) is not running")
             rec.add_pid(pid, f"xrootd-{name}", host)
 
+    def reboot(self, host_dir: Path, host: str) -> str | None:
+        """A rebooted host starts its xrootd instance again from its configuration file as it is now
+        (restart.sh in the host's namespaces, as the unit at boot); the new pid is recorded."""
+        from advisor.lab.hosts import enter_host, outer_pid
+        from advisor.lab.records import append_pid, read_pids
+
+        sd = host_dir / "xrootd"
+        script = sd / "restart.sh"
+        if not script.is_file():
+            return None
+        name = "origin" if (sd / "origin.cfg").is_file() else "xcache"
+        lab = host_dir.parent.parent
+        boot = [pid for pid, what, h in read_pids(lab) if what == "sshd" and h == host]
+        if not boot:
+            raise RuntimeError(f"no boot process recorded for {host}")
+        cp = subprocess.run([*enter_host(boot[-1]), "/bin/sh", str(script)], capture_output=True, text=True, timeout=40)
+        if cp.returncode:
+            raise RuntimeError(cp.stderr.strip() or f"xrootd {name} did not start")
+        inner = int((sd / "adm" / "instance.pid").read_text().strip())
+        pid = outer_pid(boot[-1], inner)
+        if pid is None:
+            raise RuntimeError(f"xrootd {name} (pid {inner} in the host) is not running after its start")
+        append_pid(lab, pid, f"xrootd-{name}", host)
+        return f"xrootd {name} started again from {name}.cfg (pid {pid})"
+
     def site_host_vars(self, rec: Any, spec: XCacheSpec, scenario: Any, host: str) -> dict[str, Any]:
         if host == spec.origin.host:
             sd = state_dir(rec.dir, host)

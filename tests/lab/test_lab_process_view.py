@@ -4,7 +4,8 @@ A site with an XRootD origin (started with at most 1024 open files) and an XCach
 and door nodes that run no xrootd: over real OpenSSH each host's ``ps`` lists only its own processes
 (sshd is its pid 1); XROOTD-OPEN-FILES-LIMIT fires on the hosts that run xrootd and is not applicable
 on the dCache nodes; the pids the lab records are the machine's (not the hosts' own numbers), and
-``down`` leaves no process behind. Real namespaces, sshd and xrootd; needs root (CI is root)."""
+a reboot of the origin's host starts xrootd again (a new pid, on that host only); ``down`` leaves no
+process behind. Real namespaces, sshd and xrootd; needs root (CI is root)."""
 
 from __future__ import annotations
 
@@ -85,7 +86,16 @@ def test_each_host_sees_only_its_processes(lab_registry: Path, tmp_path: Path) -
         assert "xrd01" in by_status.get("fail", set()), by_status
         assert by_status.get("fail", set()) <= {"xrd01", "cache01"}, by_status
         assert {"pool01", "door01"} <= by_status.get("not_applicable", set()), by_status
-        recorded = [pid for pid, _w, _h in pids]
+        # a reboot of the origin's host starts xrootd again from its file: a new pid, recorded as the machine's,
+        # seen on that host only
+        rb = json.loads(lab_cli(["reboot", "xrd01", "--name", name, "--json"]).stdout)
+        assert rb["emulations_rebooted"] == ["xcache"] and "origin" in rb["emulations"]["xcache"], rb
+        new = [(int(p), w) for p, w, h in (l.split() for l in (d / "pids").read_text().splitlines())
+               if h == "xrd01" and w == "xrootd-origin"]
+        assert len(new) == 2 and _comm(new[-1][0]) == "xrootd" and _comm(new[0][0]) != "xrootd", new
+        assert "xrootd" in ssh(d, hosts["xrd01"]["address"], "ps -eo comm=").stdout.split()
+        assert "xrootd" not in ssh(d, hosts["pool01"]["address"], "ps -eo comm=").stdout.split()
+        recorded = [pid for pid, _w, _h in pids] + [p for p, _w in new]
     finally:
         lab_cli(["down", "--name", name], check=False)
     assert no_traces(lab_traces(name)), lab_traces(name)
