@@ -23,8 +23,8 @@ when ``unshare`` dies. The boot script, run in those namespaces only:
 4. bind-mounts an empty file over /root/.bashrc (this machine's bashrc runs ``pyenv init``);
 5. builds a private tmpfs for /run (with /run/sshd and the lab's state dir bound back at its
    own path) and moves it over /run;
-6. starts ``iperf3 -s`` in the background and execs sshd in the foreground, so the pid that
-   ``up`` spawned *is* sshd's pid.
+6. starts ``iperf3 -s`` in the background and execs sshd in the foreground, so the host's pid 1
+   *is* its sshd (``up`` records the ``unshare`` process above it).
 """
 
 from __future__ import annotations
