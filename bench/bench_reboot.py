@@ -213,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
             d.mkdir()
             row = Shape(label, scenario, d, progress=lambda m: print(m, file=sys.stderr, flush=True)).run()
             rows.append(row)
-            print(f"{label}: {'ok' if row['ok'] else 'FAIL'} in {row['seconds']}s", file=sys.stderr, flush=True)
+            print(f"{label}: {'ok' if row['ok'] else 'FAIL'} in {row['seconds']}s"
+                  + "".join(f"\n  {p}" for p in row["problems"]), file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(registry, ignore_errors=True)
     print(json.dumps(rows, indent=2) if args.json else table(rows))
