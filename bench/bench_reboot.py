@@ -3,13 +3,15 @@
 For each shape (a shipped scenario, or a scenario generated from a seed with ``storadvise lab generate``),
 in a lab registry of its own (removed at the end):
 
-  1. ``lab up``; ``scan`` without the mesh and the active efficiency test (before);
+  1. ``lab up``; ``scan`` without the mesh and the active efficiency test (before); ``lab reboot`` of
+     every host and ``scan`` (before, rebooted: a runtime-only drift of the scenario is gone);
   2. ``plan`` from that scan; real ``ansible-playbook apply-tuning.yml`` in the plan directory;
   3. ``apply-tuning.yml`` a second time: its recap must say changed=0 on every host;
   4. ``scan`` again (applied): the findings the apply fixed are those failing before and not now;
   5. ``lab reboot`` of every host; ``scan`` (rebooted): no fixed finding may fail again;
   6. ``rollback.yml``; ``lab reboot`` of every host; ``scan`` (rolled back): the failing findings must
-     be the ones before, compared by meaning (rule, host, subject; not by text or order).
+     be the ones of the rebooted before state, compared by meaning (rule, host, subject; not by text
+     or order).
 
 The comparisons hold the findings of the rules the plan's changes name (plan.json): measured findings
 no change touches (disk latency and utilisation under this machine's load) come and go on their own.
@@ -123,6 +125,10 @@ class Shape:
             cp = _cli("plan", "--site", self.name, "--scan", self.dir / "before.json", "--out", plan, "--json")
             if cp.returncode not in (0, 2) or not (plan / "apply-tuning.yml").exists():
                 raise RuntimeError(f"plan failed ({cp.returncode}): {cp.stderr.strip()[-400:]}")
+            # the before state as a boot leaves it (a runtime-only drift of the scenario is gone after a
+            # reboot, with or without the apply): what rollback + reboot must give back
+            self.reboot_all(hosts)
+            baseline = failing(self.scan("before-rebooted"))
             self.progress(f"{self.label}: apply")
             ap = self.apply(plan, "apply-tuning.yml")
             row["apply_rc"] = ap.returncode
@@ -139,6 +145,8 @@ class Shape:
             touched = planned_rules(plan)
             row["planned_rules"] = len(touched)
             fb = {f for f in fb if f[0] in touched}
+            baseline = {f for f in baseline if f[0] in touched}
+            row["erased_by_reboot"] = [f"{r}@{h}" for r, h, _s in sorted(fb - baseline)]
             fa = failing(self.scan("applied"))
             fixed = fb - fa
             row["fixed"] = len(fixed)
@@ -158,7 +166,7 @@ class Shape:
                 row["problems"].append(f"rollback exit {rb.returncode}: {(rb.stdout + rb.stderr).strip()[-300:]}")
             self.reboot_all(hosts)
             fbk = {f for f in failing(self.scan("rolledback")) if f[0] in touched}
-            missing, extra = sorted(fb - fbk), sorted(fbk - fb)
+            missing, extra = sorted(baseline - fbk), sorted(fbk - baseline)
             row["rollback_same"] = not missing and not extra
             if missing or extra:
                 row["problems"].append("after rollback + reboot, not the before state: "
