@@ -419,7 +419,11 @@ def _wait_ready(rec: LabRecord, sc: Scenario, procs: dict, timeout: float = 30.0
                 pf = hdir / "iperf3.pid"
                 if not pf.exists() or not pf.read_text().strip().isdigit():
                     continue
-                rec.add_pid(int(pf.read_text().strip()), "iperf3", hn)
+                # boot.sh wrote the pid the host sees (its own PID namespace); record the machine's
+                outer = hostmod.outer_pid(p.pid, int(pf.read_text().strip()))
+                if outer is None:
+                    continue
+                rec.add_pid(outer, "iperf3", hn)
             pending.discard(hn)
         if pending:
             if time.monotonic() > deadline:

@@ -37,10 +37,14 @@ class LabEmulation:
         """Write the tools' wrappers for one host; returns {path in the host: directory to bind there}."""
         raise NotImplementedError
 
-    def reboot(self, host_dir: Path, host: str) -> bool:
-        """What a reboot of ``host`` does to the emulated system (``lab reboot``), when the host carries
-        its tools; True when it did something. Default: nothing."""
-        return False
+    def reboot(self, host_dir: Path, host: str) -> str | None:
+        """Rebuild the emulated system on ``host`` from its persisted state, as a reboot of the host
+        would (``lab reboot``): runtime-only values go, what the files or the system's own persisted
+        configuration hold comes back. Returns one sentence saying what the reboot did (also when the
+        system's whole state is persisted and nothing changes: the emulation says so), or None when the
+        host does not carry the emulation. Each emulation declares its own: the reboot core (advisor/lab/
+        reboot.py) names no system. Raise RuntimeError when the rebuild fails."""
+        return None
 
     def site_host_settings(self, spec: Any, scenario: Any, host: str) -> dict[str, Any]:
         """What the lab's site file records about ``host`` (the storage kind's host settings)."""

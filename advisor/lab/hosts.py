@@ -1,8 +1,14 @@
 """What runs inside a lab host: keys, sshd config, private mounts, the boot script and its processes.
 
-Each host is a network namespace plus, for its processes, a private mount and UTS namespace
-(``ip netns exec NS unshare --mount --uts --propagation private -- /bin/sh boot.sh``). The boot
-script, run in those namespaces only:
+Each host is a network namespace plus, for its processes, a private mount, UTS and PID namespace
+(``ip netns exec NS unshare --mount --uts --pid --fork --kill-child --mount-proc --propagation private
+-- /bin/sh boot.sh``): the host's processes see only each other in their own ``/proc``, as on a real
+machine, so a probe of processes, limits or services on one host never sees another host's daemons.
+The pid ``up`` records for the host ("sshd") is the ``unshare`` process, outside the host's PID
+namespace (in its mount, UTS and network namespaces); its only child, the boot script exec'ed into
+sshd, is the host's pid 1 (``host_init_pid``). Killing either by pid takes the whole host down: the
+kernel kills every process of a PID namespace whose init dies, and ``--kill-child`` kills the init
+when ``unshare`` dies. The boot script, run in those namespaces only:
 
 1. sets the host name (UTS namespace);
 2. mounts the emulator directories (and files) where the real tools live. A mountpoint that does not exist
@@ -17,12 +23,13 @@ script, run in those namespaces only:
 4. bind-mounts an empty file over /root/.bashrc (this machine's bashrc runs ``pyenv init``);
 5. builds a private tmpfs for /run (with /run/sshd and the lab's state dir bound back at its
    own path) and moves it over /run;
-6. starts ``iperf3 -s`` in the background and execs sshd in the foreground, so the pid that
-   ``up`` spawned *is* sshd's pid.
+6. starts ``iperf3 -s`` in the background and execs sshd in the foreground, so the host's pid 1
+   *is* its sshd (``up`` records the ``unshare`` process above it).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -153,11 +160,56 @@ def spawn_host(ns: str, hdir: Path) -> subprocess.Popen:
     log = open(hdir / "boot.log", "ab")
     try:
         return subprocess.Popen(
-            ["ip", "netns", "exec", ns, "unshare", "--mount", "--uts", "--propagation", "private", "--",
-             "/bin/sh", str(hdir / "boot.sh")],
+            ["ip", "netns", "exec", ns, "unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child",
+             "--mount-proc", "--propagation", "private", "--", "/bin/sh", str(hdir / "boot.sh")],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
         )
     finally:
         log.close()
 
 
+
+
+def host_init_pid(boot_pid: int) -> int | None:
+    """The host's pid 1 (sshd), as the root namespace numbers it: the only child of the ``unshare``
+    process whose pid ``up`` recorded; None when the host is down."""
+    try:
+        kids = Path(f"/proc/{boot_pid}/task/{boot_pid}/children").read_text().split()
+    except OSError:
+        return None
+    return int(kids[0]) if kids else None
+
+
+def enter_host(boot_pid: int) -> list[str]:
+    """argv prefix that runs a command inside a lab host: its network, mount, UTS and PID namespaces
+    (what the host's own sshd sessions see), entered from its pid 1."""
+    init = host_init_pid(boot_pid)
+    if init is None:
+        raise RuntimeError(f"the host of boot process {boot_pid} is down (no pid 1)")
+    return ["nsenter", "-t", str(init), "-m", "-n", "-u", "-p", "--"]
+
+
+def outer_pid(boot_pid: int, inner_pid: int) -> int | None:
+    """The root namespace's pid of the process a lab host knows as ``inner_pid`` (a pid file written
+    inside the host), or None when no such process runs there. By pid only: /proc/*/status's NSpid."""
+    init = host_init_pid(boot_pid)
+    if init is None:
+        return None
+    try:
+        pidns = os.stat(f"/proc/{init}/ns/pid").st_ino
+    except OSError:
+        return None
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if os.stat(d / "ns" / "pid").st_ino != pidns:
+                continue
+            for line in (d / "status").read_text().splitlines():
+                if line.startswith("NSpid:"):
+                    if int(line.split()[-1]) == inner_pid:
+                        return int(d.name)
+                    break
+        except (OSError, ValueError):
+            continue
+    return None

@@ -18,12 +18,11 @@ iperf3 keep running, its addresses and links stay):
    ``<host dir>/etc/firewalld/zones/*.xml`` into ``table inet firewalld`` (the translation the
    firewall role matches with: playbooks/module_utils/storadvise_firewalld_zones.py). These are the
    files the firewall role edits in the lab (role variables set in the lab's site file).
-3. **emulated storage systems**: each lab emulation's ``reboot`` hook (advisor/lab/emulation.py);
-   the GPFS emulation runs ``mmshutdown`` and ``mmstartup`` of the node, so persisted attributes that
-   waited for a restart become active.
-
-Block devices are emulated only by the ``disks`` emulation (plain files under its /sys/block, kept
-across a reboot, and mounts that stay); there is no udev state to reload.
+3. **emulated systems**: each lab emulation the host carries rebuilds itself from its persisted state
+   (its ``reboot`` hook, advisor/lab/emulation.py: a node restarting its daemons, a client mounting
+   again, a service started from its configuration file, block queues reset and udev rules applied, or
+   a declaration that the system's state is all persisted); this module names no system. The report
+   lists the sections (``emulations_rebooted``) and what each did (``emulations``).
 """
 
 from __future__ import annotations
@@ -142,7 +141,7 @@ def reboot_host(rec: LabRecord, host: str) -> dict:
     if ns not in nx.list_netns():
         raise StoradviseError(f"host {host} of lab {rec.name}: namespace {ns} is gone; run lab up --recreate")
     report: dict = {"lab": rec.name, "host": host, "sysctls_reset": 0, "sysctls_loaded": {}, "sysctls_refused": [],
-                    "firewall_files": [], "emulations_rebooted": []}
+                    "firewall_files": [], "emulations_rebooted": [], "emulations": {}}
     # 1. sysctls: defaults, then the persisted files
     try:
         defaults = json.loads((hdir / DEFAULTS_FILE).read_text())
@@ -174,13 +173,15 @@ def reboot_host(rec: LabRecord, host: str) -> dict:
         if cp.returncode != 0:
             raise StoradviseError(f"host {host}: loading its firewalld zone files failed: {(cp.stderr or cp.stdout).strip()[-300:]}")
         report["firewall_files"] += [str(p) for p, _z, _t in zones]
-    # 3. emulated storage systems (advisor/lab/emulation.py): e.g. the GPFS node restarts
+    # 3. emulated systems (advisor/lab/emulation.py): each declares its own rebuild
     from advisor.lab.emulation import lab_emulations
 
     for section, emulation in sorted(lab_emulations().items()):
         try:
-            if emulation.reboot(hdir, host):
+            did = emulation.reboot(hdir, host)
+            if did:
                 report["emulations_rebooted"].append(section)
+                report["emulations"][section] = did if isinstance(did, str) else "rebooted"
         except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
             raise StoradviseError(f"host {host}: {section} emulation: {exc}") from None
     return report

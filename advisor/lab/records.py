@@ -113,13 +113,18 @@ class LabRecord:
 
     # -- processes -------------------------------------------------------
     def add_pid(self, pid: int, what: str, host: str) -> None:
-        with open(self.dir / "pids", "a") as f:
-            f.write(f"{pid} {what} {host}\n")
-            f.flush()
-            os.fsync(f.fileno())
+        append_pid(self.dir, pid, what, host)
 
     def pids(self) -> list[tuple[int, str, str]]:
         return read_pids(self.dir)
+
+
+def append_pid(d: Path, pid: int, what: str, host: str) -> None:
+    """Record a process of the lab in directory ``d`` the moment it is started (``down`` kills it)."""
+    with open(d / "pids", "a") as f:
+        f.write(f"{pid} {what} {host}\n")
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def read_pids(d: Path) -> list[tuple[int, str, str]]:

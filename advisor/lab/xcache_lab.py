@@ -1,8 +1,9 @@
 """The ``xcache:`` section of a lab scenario: a real XCache (Debian's xrootd with libXrdPss and
 libXrdPfc) on a cache host, in front of a real origin xrootd data server on a storage host.
 
-Both run in their lab host's network *and* mount namespaces (entered with ``nsenter`` from the
-host's boot process), as the unprivileged ``xrootd`` user, from a state directory in the lab
+Both run in their lab host's network, mount, UTS and PID namespaces (entered with ``nsenter`` from the
+host's pid 1, advisor.lab.hosts.enter_host), so only that host's processes see them, as the
+unprivileged ``xrootd`` user, from a state directory in the lab
 directory (visible inside the host at the same path). Each host gets a control script
 ``<state>/restart.sh`` that stops the instance by the pid in its pid file and starts it again,
 waiting for "initialization completed" in its log: the lab's stand-in for ``systemctl restart
@@ -183,6 +184,7 @@ class XCacheLab(LabEmulation):
 
     def start(self, rec: Any, spec: XCacheSpec, scenario: Any) -> None:
         """Write both instances' configuration and start them (origin first) in their hosts."""
+        from advisor.lab.hosts import enter_host, outer_pid
         from advisor.lab.records import read_pids
 
         addrs = {h: info["address"] for h, info in rec.hosts.items()}
@@ -202,12 +204,42 @@ class XCacheLab(LabEmulation):
             hosts = sd / "etc-hosts"
             hosts.write_text("127.0.0.1 localhost\n" + "".join(f"{a} {h}\n" for h, a in sorted(addrs.items())))
             hosts.chmod(0o644)
-            cp = subprocess.run(["nsenter", "-t", str(boot[host]), "-m", "-n", "-u", "/bin/sh", "-c",
+            cp = subprocess.run([*enter_host(boot[host]), "/bin/sh", "-c",
                                  f"mount -n --bind {shlex.quote(str(hosts))} /etc/hosts && exec /bin/sh {shlex.quote(str(script))}"],
                                 capture_output=True, text=True, timeout=40)
             if cp.returncode:
                 raise StoradviseError(f"host {host}: {cp.stderr.strip() or f'xrootd {name} did not start'}")
-            rec.add_pid(int((sd / "adm" / "instance.pid").read_text().strip()), f"xrootd-{name}", host)
+            # the pid file holds the pid the host sees (its own PID namespace); the lab records the machine's
+            inner = int((sd / "adm" / "instance.pid").read_text().strip())
+            pid = outer_pid(boot[host], inner)
+            if pid is None:
+                raise StoradviseError(f"host {host}: xrootd {name} (pid {inner} in the host) is not running")
+            rec.add_pid(pid, f"xrootd-{name}", host)
+
+    def reboot(self, host_dir: Path, host: str) -> str | None:
+        """A rebooted host starts its xrootd instance again from its configuration file as it is now
+        (restart.sh in the host's namespaces, as the unit at boot); the new pid is recorded."""
+        from advisor.lab.hosts import enter_host, outer_pid
+        from advisor.lab.records import append_pid, read_pids
+
+        sd = host_dir / "xrootd"
+        script = sd / "restart.sh"
+        if not script.is_file():
+            return None
+        name = "origin" if (sd / "origin.cfg").is_file() else "xcache"
+        lab = host_dir.parent.parent
+        boot = [pid for pid, what, h in read_pids(lab) if what == "sshd" and h == host]
+        if not boot:
+            raise RuntimeError(f"no boot process recorded for {host}")
+        cp = subprocess.run([*enter_host(boot[-1]), "/bin/sh", str(script)], capture_output=True, text=True, timeout=40)
+        if cp.returncode:
+            raise RuntimeError(cp.stderr.strip() or f"xrootd {name} did not start")
+        inner = int((sd / "adm" / "instance.pid").read_text().strip())
+        pid = outer_pid(boot[-1], inner)
+        if pid is None:
+            raise RuntimeError(f"xrootd {name} (pid {inner} in the host) is not running after its start")
+        append_pid(lab, pid, f"xrootd-{name}", host)
+        return f"xrootd {name} started again from {name}.cfg (pid {pid})"
 
     def site_host_vars(self, rec: Any, spec: XCacheSpec, scenario: Any, host: str) -> dict[str, Any]:
         if host == spec.origin.host:

@@ -38,8 +38,15 @@ def test_scaling_over_real_xrootd_and_xcache(lab_registry: Path, tmp_path: Path)
         d = lab_registry / name
         site = yaml.safe_load((lab_registry / "sites" / f"{name}.yml").read_text())
         addr = {h["name"]: h["address"] for h in site["hosts"]}
+        from advisor.lab.hosts import outer_pid
+        from advisor.lab.records import read_pids
+
         for host in ("xrd01", "cache01"):
-            pids.append(int((d / "hosts" / host / "xrootd" / "adm" / "instance.pid").read_text()))
+            # the pid file holds the host's own number (its own PID namespace): the machine's pid of it
+            boot = [p for p, w, h in read_pids(d) if w == "sshd" and h == host][-1]
+            pid = outer_pid(boot, int((d / "hosts" / host / "xrootd" / "adm" / "instance.pid").read_text()))
+            assert pid is not None
+            pids.append(pid)
         plot = tmp_path / "scaling.png"
         cp = subprocess.run([str(BIN / "storadvise"), "efficiency", "test", "--site", name, "--clients", "1,2,4,8",
                              "--protocol", "xrootd,xcache", "--nodes", "2", "--mb", "8", "--plot", str(plot), "--json"],

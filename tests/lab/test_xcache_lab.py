@@ -38,6 +38,18 @@ def _alive(pid: int) -> bool:
     return nx.pid_alive(pid)  # a zombie waiting for its reaper is not alive
 
 
+def _machine_pid(d: Path, host: str) -> int:
+    """The machine's pid of the host's xrootd (its pid file holds the host's own number: own PID namespace)."""
+    from advisor.lab.hosts import outer_pid
+    from advisor.lab.records import read_pids
+
+    boot = [p for p, w, h in read_pids(d) if w == "sshd" and h == host][-1]
+    inner = int((d / "hosts" / host / "xrootd" / "adm" / "instance.pid").read_text())
+    pid = outer_pid(boot, inner)
+    assert pid is not None, f"{host}: no process {inner} in the host"
+    return pid
+
+
 def _effective(log: Path) -> str:
     """The last "Config effective ... pfc configuration" block XrdPfc logged at start."""
     text = log.read_text(errors="replace")
@@ -54,8 +66,8 @@ def test_xcache_scenario_loop(lab_registry: Path, tmp_path: Path) -> None:
         site = yaml.safe_load((lab_registry / "sites" / f"{name}.yml").read_text())
         addr = {h["name"]: h["address"] for h in site["hosts"]}
         cache_sd, origin_sd = d / "hosts" / "cache01" / "xrootd", d / "hosts" / "xrd01" / "xrootd"
-        old = int((cache_sd / "adm" / "instance.pid").read_text())
-        origin = int((origin_sd / "adm" / "instance.pid").read_text())
+        old = _machine_pid(d, "cache01")
+        origin = _machine_pid(d, "xrd01")
         pids += [old, origin]
         assert _alive(old) and _alive(origin)
         # a worker reads through the cache; the cache keeps the file (its .cinfo, read in the cache host)
@@ -81,7 +93,7 @@ def test_xcache_scenario_loop(lab_registry: Path, tmp_path: Path) -> None:
             "--min-severity", "medium")
         ap = run(shutil.which("ansible-playbook", path=str(BIN)), "apply-tuning.yml", cwd=tmp_path / "plan")
         assert "RUNNING HANDLER [xcache : Restart the XCache instance with the site's command]" in ap.stdout
-        new = int((cache_sd / "adm" / "instance.pid").read_text())
+        new = _machine_pid(d, "cache01")
         pids.append(new)
         assert new != old and not _alive(old) and _alive(new)
         eff = _effective(cache_sd / "log" / "xcache" / "xrootd.log")

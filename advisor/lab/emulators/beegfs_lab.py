@@ -68,4 +68,11 @@ class BeegfsLab(LabEmulation):
         return {"/etc/beegfs": etc}
 
 
+    def reboot(self, host_dir: Path, host: str) -> str | None:
+        """The client module reads beegfs-client.conf at mount: the file is the client's whole state."""
+        if not (host_dir / "emu" / "beegfs" / "etc" / "beegfs-client.conf").is_file():
+            return None
+        return "the BeeGFS client mounts again with its beegfs-client.conf (no runtime-only state)"
+
+
 EMULATION = BeegfsLab()

@@ -125,4 +125,15 @@ class CephLab(LabEmulation):
                                       f"{(cp.stderr or cp.stdout).strip()[-300:]}")
 
 
+    def reboot(self, host_dir: Path, host: str) -> str | None:
+        """A client reads /etc/ceph/ceph.conf when ceph-fuse mounts: the file is its state (the mount entry
+        stays in the host's mount namespace); the cluster does not reboot with a host."""
+        d = host_dir / "emu" / "ceph"
+        if (d / "etc" / "ceph.conf").is_file():
+            return "the Ceph client mounts again with its ceph.conf (no runtime-only state)"
+        if (d / "bin" / "ceph").is_file():
+            return "the Ceph cluster (OSDs, health) does not reboot with a host: unchanged"
+        return None
+
+
 EMULATION = CephLab()

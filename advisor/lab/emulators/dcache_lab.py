@@ -77,7 +77,7 @@ class DcacheLab(LabEmulation):
         root = host_root(state_dir, host_dir.name)
         return {BIN_DIR: d, "/etc/dcache": root / "etc", "/var/lib/dcache": root / "lib"}
 
-    def reboot(self, host_dir: Path, host: str) -> bool:
+    def reboot(self, host_dir: Path, host: str) -> str | None:
         """A rebooted node starts its domains: they read the files as they are now."""
         import subprocess
 
@@ -85,11 +85,11 @@ class DcacheLab(LabEmulation):
 
         tool = host_dir / "emu" / "dcache" / RESTART_TOOL
         if not tool.exists():
-            return False
+            return None
         cp = subprocess.run(["env", f"STORADVISE_LAB_HOST={host}", str(tool)], capture_output=True, text=True, timeout=60)
         if cp.returncode != 0:
             raise RuntimeError(f"{RESTART_TOOL} on {host} failed: {(cp.stderr or cp.stdout).strip()[-300:]}")
-        return True
+        return "every dCache domain of the node started again, reading its layout and pool setup files"
 
     def site_host_settings(self, spec: DcacheEmulation, scenario: Any, host: str) -> dict[str, Any]:
         return {"dcache_restart_domains": "true"} if spec.restart_domains and host in self.hosts(spec, scenario) else {}

@@ -116,6 +116,37 @@ def write_sysfs(root: Path, st: dict[str, Any]) -> None:
         (root / name / "size").write_text(str(15628053168) + "\n")
 
 
+def apply_udev_rules(root: Path, texts: list[str]) -> int:
+    """Apply the ``ATTR{queue/X}="V"`` / ``ATTR{device/X}="V"`` assignments of block udev rules to the
+    emulated /sys/block under ``root``, as their add events would at boot (rules files in order, later
+    assignments win); ``KERNEL==`` patterns are shell globs (udev(7)). Returns how many were written."""
+    import fnmatch
+    import re
+
+    disks = sorted(p.name for p in root.iterdir() if p.is_dir())
+    n = 0
+    for text in texts:
+        for line in text.splitlines():
+            if line.lstrip().startswith("#") or 'SUBSYSTEM=="block"' not in line:
+                continue
+            m = re.search(r'KERNEL=="([^"]+)"', line)
+            if not m:
+                continue
+            for disk in (x for x in disks if fnmatch.fnmatchcase(x, m.group(1))):
+                for sub, key, value in re.findall(r'ATTR\{(queue|device)/(\w+)\}="([^"]*)"', line):
+                    f = root / disk / sub / key
+                    if not f.is_file():
+                        continue
+                    if key == "scheduler":
+                        offered = f.read_text().replace("[", "").replace("]", "").split()
+                        if value not in offered:
+                            continue  # the kernel refuses a scheduler it does not offer
+                        value = " ".join(f"[{x}]" if x == value else x for x in offered)
+                    f.write_text(value + "\n")
+                    n += 1
+    return n
+
+
 def _smart_document(name: str, d: dict[str, Any], argv: list[str]) -> tuple[dict[str, Any], int]:
     failing = "smart" in d["signs"]
     status = (EXIT_DISK_FAILING | EXIT_ERROR_LOG) if failing else 0

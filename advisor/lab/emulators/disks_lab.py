@@ -150,4 +150,22 @@ class DisksLab(LabEmulation):
             rec.add_pid(p.pid, "diskstats-feed", host)
 
 
+    def reboot(self, host_dir: Path, host: str) -> str | None:
+        """A rebooted host's block queues start at the kernel's (the emulation's boot) values; then udev's
+        add events apply the host's rules (``etc/udev/rules.d/*.rules``, where the block_tuning role writes
+        its rule). The disks' mounts stay in the host's mount namespace."""
+        from advisor.lab.emulators.common import read_json
+        from advisor.lab.emulators.disks import apply_udev_rules, write_sysfs
+
+        d = host_dir / "emu" / "disks"
+        st = read_json(host_dir.parent.parent / "emu" / "disks" / f"{host}.json")
+        if st is None or not (d / "sys-block").is_dir():
+            return None
+        write_sysfs(d / "sys-block", st)
+        rules = sorted((host_dir / "etc" / "udev" / "rules.d").glob("*.rules"))
+        applied = apply_udev_rules(d / "sys-block", [r.read_text(errors="replace") for r in rules])
+        return (f"block queues back at their boot values, then {applied} udev rule setting(s) applied"
+                f" from {len(rules)} rules file(s)")
+
+
 EMULATION = DisksLab()

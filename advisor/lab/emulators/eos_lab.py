@@ -72,4 +72,11 @@ class EosLab(LabEmulation):
         return {BIN_DIR: d}
 
 
+    def reboot(self, host_dir: Path, host: str) -> str | None:
+        """The MGM keeps file system and space settings in its configuration: they survive its restart."""
+        if not (host_dir / "emu" / "eos" / "bin" / "eos").exists():
+            return None
+        return "the EOS MGM restarts with its saved configuration (fs and space settings unchanged)"
+
+
 EMULATION = EosLab()

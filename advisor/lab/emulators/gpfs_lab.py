@@ -62,19 +62,19 @@ class GpfsLab(LabEmulation):
                           f"emulates GPFS {tool} for the storadvise lab")
         return {BIN_DIR: d}
 
-    def reboot(self, host_dir: Path, host: str) -> bool:
+    def reboot(self, host_dir: Path, host: str) -> str | None:
         """A rebooted node restarts GPFS: values persisted without -i become active."""
         import subprocess
 
         d = host_dir / "emu" / "gpfs"
         if not (d / "mmstartup").exists():
-            return False
+            return None
         for tool in ("mmshutdown", "mmstartup"):
             cp = subprocess.run(["env", f"STORADVISE_LAB_HOST={host}", str(d / tool), "-N", host],
                                 capture_output=True, text=True, timeout=60)
             if cp.returncode != 0:
                 raise RuntimeError(f"{tool} -N {host} failed: {(cp.stderr or cp.stdout).strip()[-300:]}")
-        return True
+        return f"mmshutdown -N {host}; mmstartup -N {host}: the node runs the cluster's persisted configuration"
 
     def site_host_settings(self, spec: GpfsEmulation, scenario: Any, host: str) -> dict[str, Any]:
         return {"gpfs_node": host} if host in self.hosts(spec, scenario) else {}

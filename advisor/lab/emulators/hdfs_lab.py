@@ -67,4 +67,21 @@ class HdfsLab(LabEmulation):
         return {BIN_DIR: d / "bin", "/etc/hadoop/conf": d / "conf"}
 
 
+    def reboot(self, host_dir: Path, host: str) -> str | None:
+        """A rebooted host restarts its DataNode: a bandwidth set with ``dfsadmin -setBalancerBandwidth``
+        (runtime only, kept in ``<state>/hdfs/<host>.json``) is gone; hdfs-site.xml (persisted) rules again."""
+        from advisor.lab.emulators.common import locked, read_json, write_json
+
+        if not (host_dir / "emu" / "hdfs" / "bin" / "hdfs").exists():
+            return None
+        state = host_dir.parent.parent / "emu"
+        with locked(state):
+            f = state / "hdfs" / f"{host}.json"
+            data = read_json(f) or {}
+            if "bandwidth" in data:
+                del data["bandwidth"]
+                write_json(f, data)
+        return "the DataNode restarted: a dfsadmin -setBalancerBandwidth value is gone, hdfs-site.xml rules"
+
+
 EMULATION = HdfsLab()

@@ -59,7 +59,7 @@ class LustreLab(LabEmulation):
                       state_dir, "the lab's reboot: the emulated Lustre client mounts again at its boot values")
         return {BIN_DIR: d}
 
-    def reboot(self, host_dir: Path, host: str) -> bool:
+    def reboot(self, host_dir: Path, host: str) -> str | None:
         """A rebooted client mounts again: values set with lctl set_param are gone."""
         import subprocess
 
@@ -67,11 +67,11 @@ class LustreLab(LabEmulation):
 
         tool = host_dir / "emu" / "lustre" / REMOUNT_TOOL
         if not tool.exists():
-            return False
+            return None
         cp = subprocess.run(["env", f"STORADVISE_LAB_HOST={host}", str(tool)], capture_output=True, text=True, timeout=60)
         if cp.returncode != 0:
             raise RuntimeError(f"{REMOUNT_TOOL} on {host} failed: {(cp.stderr or cp.stdout).strip()[-300:]}")
-        return True
+        return "the Lustre client mounted again: lctl set_param values are gone, boot values (set_param -P) rule"
 
 
 EMULATION = LustreLab()

@@ -69,4 +69,12 @@ class SanLab(LabEmulation):
         return {"san_controllers": list(spec.controllers)} if host == spec.host else {}
 
 
+    def reboot(self, host_dir: Path, host: str) -> str | None:
+        """The array keeps its logical drives' settings in its controllers: a management host's reboot
+        changes nothing there."""
+        if not (host_dir / "emu" / "smcli" / "SMcli").exists():
+            return None
+        return "the SAN array does not reboot with its management host: its settings are unchanged"
+
+
 EMULATION = SanLab()

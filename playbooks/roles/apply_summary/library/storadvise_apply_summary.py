@@ -29,6 +29,12 @@ options:
     description: The run was in check mode (the changes are those that would be made).
     type: bool
     default: false
+  plan_file:
+    description:
+      - The plan's plan.json (its C(changes), each with host, role and setting). For an apply, a role
+        that gave no result on a host (the host went down, was unreachable, or the play stopped on it)
+        or failed as a whole lists the plan's changes of that host and role under C(unfinished).
+    type: path
 author: storadvise
 """
 
@@ -45,6 +51,10 @@ failed_hosts:
   description: Hosts with at least one failure.
   type: list
   returned: always
+unfinished_hosts:
+  description: Hosts with planned changes that a role never finished (apply only).
+  type: list
+  returned: always
 """
 
 import json
@@ -52,6 +62,23 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+
+
+def planned_changes(path):
+    """host -> role -> [{setting, new}] from the plan's plan.json (empty when there is none)."""
+    out = {}
+    if not path or not os.path.isfile(path):
+        return out
+    try:
+        with open(path) as f:
+            changes = json.load(f).get("changes") or []
+    except (OSError, ValueError):
+        return out
+    for c in changes:
+        if isinstance(c, dict) and c.get("host") and c.get("role"):
+            out.setdefault(c["host"], {}).setdefault(c["role"], []).append(
+                {"setting": c.get("setting") or c.get("key"), "new": c.get("new", c.get("target"))})
+    return out
 
 
 def outcome(entry):
@@ -77,14 +104,21 @@ def main():
         run=dict(type="str", default="apply"),
         summary_file=dict(type="path"),
         check=dict(type="bool", default=False),
+        plan_file=dict(type="path"),
     ), supports_check_mode=True)
     p = module.params
+    planned = planned_changes(p["plan_file"]) if p["run"] == "apply" else {}
     hosts = {}
     for entry in p["results"]:
         changed, failed = outcome(entry)
         h = hosts.setdefault(entry["host"], {"changed": [], "failed": []})
         h["changed"] += [dict(c, role=entry["role"]) for c in changed]
         h["failed"] += [dict(f, role=entry["role"]) for f in failed]
+        if any(f["setting"] == "(whole role)" for f in failed):
+            # the role never finished on this host: every change the plan gave it may be undone
+            todo = planned.get(entry["host"], {}).get(entry["role"], [])
+            if todo:
+                h.setdefault("unfinished", []).extend(dict(c, role=entry["role"]) for c in todo)
     verb = "would change" if p["check"] else "changed"
     lines = []
     for host in sorted(hosts):
@@ -94,10 +128,14 @@ def main():
             lines.append("  %s %s: %s %s -> %s" % (verb, c["role"], c.get("setting"), c.get("old"), c.get("new")))
         for f in h["failed"]:
             lines.append("  FAILED %s %s: %s" % (f["role"], f.get("setting"), f.get("why")))
+        for u in h.get("unfinished", []):
+            lines.append("  UNFINISHED %s %s -> %s" % (u["role"], u.get("setting"), u.get("new")))
     failed_hosts = sorted(h for h in hosts if hosts[h]["failed"])
+    unfinished_hosts = sorted(h for h in hosts if hosts[h].get("unfinished"))
     count = sum(len(h["failed"]) for h in hosts.values())
     summary = {"run": p["run"], "check_mode": p["check"], "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-               "failed_count": count, "failed_hosts": failed_hosts, "hosts": hosts}
+               "failed_count": count, "failed_hosts": failed_hosts, "unfinished_hosts": unfinished_hosts,
+               "hosts": hosts}
     if p["summary_file"]:
         try:
             tmp = p["summary_file"] + ".tmp"
@@ -107,7 +145,8 @@ def main():
             os.rename(tmp, p["summary_file"])
         except OSError as exc:
             module.warn("could not write %s: %s" % (p["summary_file"], exc))
-    module.exit_json(changed=False, lines=lines, failed_count=count, failed_hosts=failed_hosts, hosts=hosts)
+    module.exit_json(changed=False, lines=lines, failed_count=count, failed_hosts=failed_hosts,
+                     unfinished_hosts=unfinished_hosts, hosts=hosts)
 
 
 if __name__ == "__main__":
