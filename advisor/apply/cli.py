@@ -12,6 +12,7 @@ from rich.console import Console
 
 from advisor.errors import UsageError
 from advisor.findings import SEVERITY_ORDER
+from advisor.report.safe_text import markup_text as m_
 from advisor.scan_options import ScanOptions
 from advisor.scan_flags import scan_options
 
@@ -86,28 +87,30 @@ def _render_plan(the_plan, out_dir: Path) -> None:
     from rich.table import Table
 
     def cell(v) -> str:
-        return "?" if v is None else str(v)
+        return "?" if v is None else m_(v)
 
     if the_plan.changes:
-        t = Table(header_style="bold", title=f"plan for site {the_plan.site}")
+        t = Table(header_style="bold", title=f"plan for site {m_(the_plan.site)}")
         for c in ("host", "role", "setting", "runtime", "persisted", "target", "changes", "why"):
             t.add_column(c)
         for c in the_plan.changes:
-            t.add_row(c.host, c.role, str(c.setting), cell(c.runtime), cell(c.persisted), cell(c.target),
-                      c.scope.value, ", ".join(c.rule_ids))
+            t.add_row(m_(c.host), m_(c.role), m_(c.setting), cell(c.runtime), cell(c.persisted), cell(c.target),
+                      c.scope.value, m_(", ".join(c.rule_ids)))
         out.print(t)
     else:
         out.print("nothing to apply: no failed finding names a change this site can make")
     for c in the_plan.cannot_apply:
-        out.print(f"[yellow]cannot apply here:[/yellow] {c['host']} {c['setting']} -> {c['target']}: {c['reason']}")
+        out.print(f"[yellow]cannot apply here:[/yellow] {m_(c['host'])} {m_(c['setting'])} -> {m_(c['target'])}: "
+                  f"{m_(c['reason'])}")
     if the_plan.below_min_severity:
         out.print(f"left out below --min-severity {the_plan.min_severity}: "
-                  + ", ".join(sorted({b['rule'] for b in the_plan.below_min_severity})))
+                  + m_(", ".join(sorted({b['rule'] for b in the_plan.below_min_severity}))))
     for m in the_plan.manual:
-        out.print(f"[yellow]by hand:[/yellow] {m['rule']} on {', '.join(m['hosts'])}: {m['text']}")
+        out.print(f"[yellow]by hand:[/yellow] {m_(m['rule'])} on {m_(', '.join(m['hosts']))}: {m_(m['text'])}")
     for r in the_plan.refused:
-        err.print(f"[red]left out:[/red] {r['host']}: {r['reason']}")
-    out.print(f"wrote {out_dir} (PLAN.md). Review: cd {out_dir} && ansible-playbook apply-tuning.yml --check --diff ; "
+        err.print(f"[red]left out:[/red] {m_(r['host'])}: {m_(r['reason'])}")
+    out.print(f"wrote {m_(out_dir)} (PLAN.md). Review: cd {m_(out_dir)} && "
+              "ansible-playbook apply-tuning.yml --check --diff ; "
               "apply: ansible-playbook apply-tuning.yml")
 
 
@@ -191,22 +194,22 @@ def _render_verify(result: dict) -> None:
     s = result["summary"]
     colour = {"fixed": "green", "still_failing": "red", "new": "red"}
     if result["findings"]:
-        t = Table(header_style="bold", title=f"site {result['site']}: findings before -> after")
+        t = Table(header_style="bold", title=f"site {m_(result['site'])}: findings before -> after")
         for c in ("outcome", "rule", "host", "subject", "severity", "before", "after"):
             t.add_column(c)
         for r in result["findings"]:
             b, a = r["before"], r["after"]
-            t.add_row(f"[{colour[r['outcome']]}]{r['outcome'].replace('_', ' ')}[/]", r["rule_id"], r["host"],
-                      r["subject"] or "", r["severity"],
-                      "-" if b is None else f"{b['status']} ({b['observed']})",
-                      "-" if a is None else f"{a['status']} ({a['observed']})")
+            t.add_row(f"[{colour[r['outcome']]}]{r['outcome'].replace('_', ' ')}[/]", m_(r["rule_id"]), m_(r["host"]),
+                      m_(r["subject"] or ""), r["severity"],
+                      "-" if b is None else f"{b['status']} ({m_(b['observed'])})",
+                      "-" if a is None else f"{a['status']} ({m_(a['observed'])})")
         out.print(t)
     if result["paths"]:
         t = Table(header_style="bold", title="throughput before -> after")
         for c in ("path", "before", "after", "after/before", "after/expected"):
             t.add_column(c)
         for p in result["paths"]:
-            t.add_row(f"{p['src']} -> {p['dst']}", _fmt_bps((p["before"] or {}).get("measured_bps")),
+            t.add_row(m_(f"{p['src']} -> {p['dst']}"), _fmt_bps((p["before"] or {}).get("measured_bps")),
                       _fmt_bps((p["after"] or {}).get("measured_bps")),
                       "-" if p["ratio_after_before"] is None else f"{p['ratio_after_before']:.2f}",
                       "-" if p["after_of_expected"] is None else f"{p['after_of_expected']:.0%}")
