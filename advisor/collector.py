@@ -163,7 +163,8 @@ def collect_site_facts(site: Site, transport_factory: TransportFactory, *, paral
     if not targets:
         return factset
     store = OutputStore()
-    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(targets)))) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, min(parallel, len(targets))))
+    try:
         futures = {
             pool.submit(collect_host, site, h, transport_factory, sample_seconds, probes, sink, store): h
             for h in targets
@@ -176,6 +177,12 @@ def collect_site_facts(site: Site, transport_factory: TransportFactory, *, paral
                 status = "unreachable: " + hf.errors[0] if not hf.reachable else \
                     f"{sum(1 for r in hf.probes.values() if r.status == ProbeStatus.ok)} probes ok"
                 progress(h.name, True, status)
+    except BaseException:
+        # interrupted (SIGTERM, Ctrl-C) or failed: start no other host, and do not wait here for
+        # the hosts under way (the command line bounds how long it waits for them)
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     factset.hosts = {h.name: factset.hosts[h.name] for h in targets}
     # the facts live as long as the scan and hold no reference cycles to reclaim: leave them out
     # of the cyclic collector's full passes (over 10,000 hosts those passes cost more than the rules)
