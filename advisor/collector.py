@@ -11,8 +11,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from advisor.atomic_files import write_atomic
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.output_store import OutputStore
+from advisor.path_component import path_component
 from advisor.secret_vars import redact_vars
 from advisor.site import Host, Site
 from advisor.trusted_models import trusted
@@ -216,11 +218,13 @@ def write_manifest(directory: Path, site: Site, started_at: str, hosts: dict[str
         "collected_at": started_at,
         "hosts": {name: {"reachable": h.reachable, "errors": h.errors} for name, h in hosts.items()},
     }
-    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    # the site's variables (secrets redacted) and host names: for the owner only
+    write_atomic(directory / MANIFEST, json.dumps(manifest, indent=2) + "\n", mode=0o600)
     for name, h in hosts.items():
-        hd = directory / "hosts" / name
+        hd = directory / "hosts" / path_component(name, "host name")
         hd.mkdir(parents=True, exist_ok=True)
-        (hd / "host.json").write_text(json.dumps({"reachable": h.reachable, "errors": h.errors}, indent=2) + "\n")
+        write_atomic(hd / "host.json", json.dumps({"reachable": h.reachable, "errors": h.errors}, indent=2) + "\n",
+                     mode=0o600)
 
 
 def now_iso() -> str:

@@ -15,7 +15,6 @@ DIR/
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
 import sys
@@ -24,7 +23,9 @@ from typing import Any
 
 from advisor.apply.ansible_data import dump_data, vars_as_data
 from advisor.apply.planner import Plan
+from advisor.atomic_files import write_atomic
 from advisor.errors import StoradviseError
+from advisor.path_component import path_component
 from advisor.resources import playbooks_dir
 from advisor.secret_vars import redact_vars
 from advisor.site import Host, Site
@@ -79,10 +80,7 @@ def connection_vars(host: Host, local: bool = False) -> dict[str, Any]:
 
 def _write_private(path: Path, text: str) -> None:
     """Write a file only its owner can read (inventory and host vars may hold become passwords)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
+    write_atomic(path, text, mode=0o600)
 
 
 def _prepare_dir(out: Path) -> None:
@@ -132,12 +130,12 @@ def write_project(plan: Plan, site: Site, out: Path) -> dict[str, Any]:
         hv_dir = out / "host_vars"
         hv_dir.mkdir()
         for name in plan.hosts:
-            _write_private(hv_dir / f"{name}.yml",
+            _write_private(hv_dir / f"{path_component(name, 'host name')}.yml",
                 f"# storadvise plan for {name} (site {site.name}); see PLAN.md for old -> new and why.\n"
                 + dump_data(vars_as_data(plan.flat_vars(name), f"plan for {name}")))
         summary = redact_vars(plan.as_dict())
-        (out / PROJECT_MARK).write_text(json.dumps(summary, indent=2, default=str) + "\n")
-        (out / "PLAN.md").write_text(plan_markdown(plan, out))
+        _write_private(out / PROJECT_MARK, json.dumps(summary, indent=2, default=str) + "\n")
+        write_atomic(out / "PLAN.md", plan_markdown(plan, out))
     except OSError as exc:
         raise StoradviseError(f"{out}: cannot write the plan: {exc.strerror or exc}") from None
     return summary

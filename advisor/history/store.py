@@ -87,6 +87,9 @@ class HistoryStore:
             raise StoradviseError(f"{self.path}: no scan history here (scans are stored by 'storadvise scan')")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            # created for the owner only (its scans hold host names, addresses and values); SQLite
+            # gives the -wal and -shm files the database's mode
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
             self.db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")

@@ -31,6 +31,8 @@ import re
 from pathlib import Path
 from urllib.parse import quote
 
+from advisor.atomic_files import write_atomic
+from advisor.path_component import path_component
 from advisor.transport.base import Command, CommandResult, HostUnreachable, Transport
 from advisor.transport.capture_files import read_captured
 from advisor.transport.capture_objects import CaptureObjectError, CaptureObjects
@@ -60,9 +62,7 @@ def host_dir(directory: str | os.PathLike, host_name: str) -> Path:
 
 
 def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(text.encode("utf-8", "surrogateescape"))
-    os.replace(tmp, path)
+    write_atomic(path, text.encode("utf-8", "surrogateescape"), mode=0o600)
 
 
 def write_capture(
@@ -79,7 +79,7 @@ def write_capture(
     empty script).
     """
     objects = objects or CaptureObjects(directory)
-    d = host_dir(directory, host_name)
+    d = host_dir(directory, path_component(host_name, "host name"))
     d.mkdir(parents=True, exist_ok=True)
     scripts = {c.key: c for c in commands}
     outputs = {}
