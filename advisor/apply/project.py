@@ -26,6 +26,7 @@ from advisor.apply.planner import Plan
 from advisor.atomic_files import write_atomic
 from advisor.errors import StoradviseError
 from advisor.path_component import path_component
+from advisor.report.safe_text import markdown_text
 from advisor.resources import playbooks_dir
 from advisor.secret_vars import redact_vars
 from advisor.site import Host, Site
@@ -138,6 +139,8 @@ def write_project(plan: Plan, site: Site, out: Path) -> dict[str, Any]:
         write_atomic(out / "PLAN.md", plan_markdown(plan, out))
     except OSError as exc:
         raise StoradviseError(f"{out}: cannot write the plan: {exc.strerror or exc}") from None
+    except UnicodeEncodeError as exc:
+        raise StoradviseError(f"{out}: cannot write the plan: text not encodable as UTF-8 at {exc.start}") from None
     return summary
 
 
@@ -168,13 +171,13 @@ def _add_plugin_roles(out: Path) -> None:
 def _cell(v: Any) -> str:
     if v is None:
         return "?"
-    return str(v).replace("|", "\\|").replace("\n", " ")
+    return markdown_text(v)
 
 
 def plan_markdown(plan: Plan, out: Path) -> str:
     from advisor.apply.plan_model import SCOPE_TEXT
 
-    lines = [f"# storadvise plan: site {plan.site}", "",
+    lines = [f"# storadvise plan: site {_cell(plan.site)}", "",
              f"From the scan started {plan.scan_started_at}. Review, then apply:", "",
              "```", f"cd {out}", "ansible-playbook apply-tuning.yml --check --diff   # what would change",
              "ansible-playbook apply-tuning.yml                  # apply",
@@ -182,32 +185,33 @@ def plan_markdown(plan: Plan, out: Path) -> str:
     if not plan.hosts:
         lines += ["Nothing to apply: no failed finding names a change this site can make.", ""]
     for host in plan.hosts:
-        lines += [f"## {host}", "", "| role | setting | runtime | persisted | target | what changes | why |",
+        lines += [f"## {_cell(host)}", "", "| role | setting | runtime | persisted | target | what changes | why |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]
         for c in plan.changes:
             if c.host == host:
-                lines.append(f"| {c.role} | {_cell(c.setting)} | {_cell(c.runtime)} | {_cell(c.persisted)} | "
-                             f"{_cell(c.target)} | {SCOPE_TEXT[c.scope]} | {', '.join(c.rule_ids)} |")
+                lines.append(f"| {_cell(c.role)} | {_cell(c.setting)} | {_cell(c.runtime)} | {_cell(c.persisted)} | "
+                             f"{_cell(c.target)} | {SCOPE_TEXT[c.scope]} | {_cell(', '.join(c.rule_ids))} |")
         lines.append("")
     if plan.cannot_apply:
         lines += ["## Cannot apply here", "", "Never sent to Ansible:", "",
                   "| host | setting | target | why | rules |", "| --- | --- | --- | --- | --- |"]
         for c in plan.cannot_apply:
-            lines.append(f"| {c['host']} | {_cell(c['setting'])} | {_cell(c['target'])} | {_cell(c['reason'])} | "
-                         f"{', '.join(c['rules'])} |")
+            lines.append(f"| {_cell(c['host'])} | {_cell(c['setting'])} | {_cell(c['target'])} | {_cell(c['reason'])} | "
+                         f"{_cell(', '.join(c['rules']))} |")
         lines.append("")
     if plan.notices:
-        lines += ["## Notices", ""] + [f"- {n}" for n in plan.notices] + [""]
+        lines += ["## Notices", ""] + [f"- {_cell(n)}" for n in plan.notices] + [""]
     if plan.manual:
         lines += ["## Not automated (do by hand)", ""]
         for m in plan.manual:
-            lines.append(f"- {m['rule']} on {', '.join(m['hosts'])}" + (f" ({m['subject']})" if m.get("subject") else "")
-                         + f": {m['text']}")
+            lines.append(f"- {_cell(m['rule'])} on {_cell(', '.join(m['hosts']))}"
+                         + (f" ({_cell(m['subject'])})" if m.get("subject") else "") + f": {_cell(m['text'])}")
         lines.append("")
     if plan.below_min_severity:
         lines += [f"## Left out: below --min-severity {plan.min_severity}", ""]
-        lines += [f"- {b['rule']} ({b['severity']}) on {', '.join(b['hosts'])}" + (f" ({b['subject']})" if b.get("subject") else "")
+        lines += [f"- {_cell(b['rule'])} ({b['severity']}) on {_cell(', '.join(b['hosts']))}"
+                  + (f" ({_cell(b['subject'])})" if b.get("subject") else "")
                   for b in plan.below_min_severity] + [""]
     if plan.refused:
-        lines += ["## Hosts left out", ""] + [f"- {r['host']}: {r['reason']}" for r in plan.refused] + [""]
+        lines += ["## Hosts left out", ""] + [f"- {_cell(r['host'])}: {_cell(r['reason'])}" for r in plan.refused] + [""]
     return "\n".join(lines)

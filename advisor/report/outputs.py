@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from advisor.atomic_files import atomic_writer, write_atomic
 from advisor.errors import StoradviseError
 from advisor.report.model import ScanReport
 
@@ -22,11 +23,15 @@ class ReportFiles:
 
 
 def write_text(path: Path, text: str) -> None:
+    """Write a report file atomically (advisor.atomic_files); a failure is one line and leaves no
+    temporary file."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        write_atomic(path, text)
     except OSError as exc:
         raise StoradviseError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    except UnicodeEncodeError as exc:
+        raise StoradviseError(f"{path}: cannot write: text not encodable as UTF-8 at {exc.start}") from None
 
 
 def load_cache_simulation(path: Path) -> dict[str, Any]:
@@ -68,10 +73,12 @@ def write_report_files(report: ScanReport, files: ReportFiles, verify: dict[str,
 
         try:
             files.json.parent.mkdir(parents=True, exist_ok=True)
-            with files.json.open("w") as fh:
+            with atomic_writer(files.json) as fh:
                 write_report_json(report, fh)
         except OSError as exc:
             raise StoradviseError(f"{files.json}: cannot write: {exc.strerror or exc}") from None
+        except UnicodeEncodeError as exc:
+            raise StoradviseError(f"{files.json}: cannot write: text not encodable as UTF-8 at {exc.start}") from None
     if files.junit:
         from advisor.report.junit import junit_xml
 

@@ -34,3 +34,16 @@ def markup_text(value: object) -> str:
     """``value`` to put inside a Rich markup string: control characters made visible and every
     ``[`` that would open a tag escaped, so host text never styles, links or breaks the line."""
     return escape(terminal_text(value))
+
+
+# what Markdown (CommonMark, GitHub's tables) would read as syntax inside a line: code, emphasis,
+# links and images, inline HTML, entities, strikethrough, a table's cell border, escapes; an
+# underscore only between two word characters is literal already (and stays as it is)
+_MARKDOWN = re.compile(r"[\\`*\[\]<>|&~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+
+
+def markdown_text(value: object) -> str:
+    """``value`` as literal text on one line of Markdown (a table cell, a list item, a heading):
+    control characters and newlines made visible (``\\x0a``), then every character Markdown would
+    read as syntax backslash-escaped, so host text never adds a heading, a link or a cell."""
+    return _MARKDOWN.sub(lambda m: "\\" + m.group(), terminal_text(value))
