@@ -113,8 +113,14 @@ class HistoryStore:
     def __enter__(self) -> "HistoryStore":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            self.close()
+        except sqlite3.Error:
+            pass
+        if isinstance(exc, sqlite3.DatabaseError):  # a damaged file: one line, never a traceback
+            raise StoradviseError(f"{self.path}: the scan history is unusable: {exc} "
+                                  f"(damaged? 'sqlite3 {self.path} .recover' may save its scans)") from None
 
     @contextmanager
     def _write(self) -> Iterator[None]:
