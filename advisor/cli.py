@@ -45,8 +45,8 @@ rules_app = typer.Typer(help="Rule packs, profiles and waivers.\n\nExample: stor
 app.add_typer(probe_app, name="probe")
 app.add_typer(rules_app, name="rules")
 
-out = Console()
-err = Console(stderr=True)
+out = Console(emoji=False)  # host text such as ":skull:" is shown as written
+err = Console(stderr=True, emoji=False)
 
 
 def _version(value: bool) -> None:

@@ -16,8 +16,8 @@ from advisor.report.safe_text import markup_text as m_
 from advisor.scan_options import ScanOptions
 from advisor.scan_flags import scan_options
 
-out = Console()
-err = Console(stderr=True)
+out = Console(emoji=False)  # host text such as ":skull:" is shown as written
+err = Console(stderr=True, emoji=False)
 
 
 def _scan(target, options, quiet: bool, label: str, mesh_wanted=None):
