@@ -10,6 +10,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+from advisor.atomic_files import write_atomic
 from advisor.errors import UsageError
 from advisor.findings import SEVERITY_ORDER
 from advisor.report.safe_text import markup_text as m_
@@ -71,7 +72,7 @@ def plan(
     the_plan = build_plan(report, the_site, source, min_severity=min_severity)
     summary = write_project(the_plan, the_site, out_dir)
     if scan is None:
-        (Path(out_dir) / "scan-before.json").write_text(report.model_dump_json(indent=2) + "\n")
+        write_atomic(Path(out_dir) / "scan-before.json", report.model_dump_json(indent=2) + "\n")
         summary["scan"] = str(Path(out_dir) / "scan-before.json")
     else:
         summary["scan"] = str(scan)
