@@ -48,6 +48,10 @@ gathering = explicit
 
 [ssh_connection]
 pipelining = True
+# no connection multiplexing: a command sent through a live master connection (Ansible's default
+# ControlPersist=60s) is never checked against known_hosts again, so a host whose key changed
+# within the minute after a run would be accepted; every run verifies every host's key
+ssh_args = -C -o ControlMaster=no -o ControlPath=none
 """
 
 
