@@ -22,6 +22,7 @@ from advisor.apply.ansible_data import as_data, dump_data, load_data
 from advisor.collector import now_iso, probe_context, probes_for, write_manifest
 from advisor.errors import StoradviseError
 from advisor.facts import HostFacts
+from advisor.path_component import path_component
 from advisor.secret_vars import redact_vars
 from advisor.site import Site
 from advisor.transport.base import Command
@@ -102,6 +103,7 @@ def import_frames(directory: Path, vars_path: Path) -> dict[str, HostFacts]:
     hosts: dict[str, HostFacts] = {}
     objects = CaptureObjects(directory)
     for name, spec in data["hosts"].items():
+        path_component(name, f"{vars_path}: host name")
         hf = HostFacts(name=name)
         commands, results, error = _host_results(name, spec, frames / f"{name}.json")
         if error:

@@ -7,9 +7,11 @@ Exit codes: 0 clean; 1 usage, input or tool error; 2 findings at or above ``--fa
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -46,8 +48,8 @@ rules_app = typer.Typer(**HELP_FORMAT, help="Rule packs, profiles and waivers.\n
 app.add_typer(probe_app, name="probe")
 app.add_typer(rules_app, name="rules")
 
-out = Console()
-err = Console(stderr=True)
+out = Console(emoji=False)  # host text such as ":skull:" is shown as written
+err = Console(stderr=True, emoji=False)
 
 
 def _version(value: bool) -> None:
@@ -420,8 +422,34 @@ class Terminated(KeyboardInterrupt):
     started on hosts are stopped, temporary files removed)."""
 
 
+#: after SIGTERM has unwound the main thread (its cleanup done), how long worker threads get to
+#: finish before the process exits anyway: a worker blocked in a read must not keep it alive
+TERMINATE_GRACE_S = 4.0
+
+
+#: set by SIGTERM: typer turns the interrupt into a plain exit status 130, which says nothing of it
+_terminated = threading.Event()
+
+
 def _on_sigterm(_signum, _frame) -> None:
+    _terminated.set()
     raise Terminated()
+
+
+def _exit_after_grace(code: int) -> None:
+    def _exit() -> None:
+        time.sleep(TERMINATE_GRACE_S)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+    threading.Thread(target=_exit, name="storadvise-terminate", daemon=True).start()
+
+
+def _end_terminated() -> int:
+    err.print("terminated")
+    _exit_after_grace(143)
+    return 143
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -431,6 +459,8 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         result = app(args=args, prog_name="storadvise", standalone_mode=False)
+        if _terminated.is_set():
+            return _end_terminated()
         return int(result or 0)
     except typer.Exit as exc:
         return exc.exit_code
@@ -438,23 +468,26 @@ def main(argv: list[str] | None = None) -> int:
         exc.show(file=sys.stderr)
         return 1
     except typer.Abort as exc:
-        if isinstance(exc.__cause__, Terminated):  # click turns an interrupt into Abort
-            err.print("terminated")
-            return 143
+        if isinstance(exc.__cause__, Terminated) or _terminated.is_set():  # click turns an interrupt into Abort
+            return _end_terminated()
         err.print("aborted")
         return 130
-    except Terminated:
-        err.print("terminated")
-        return 143
     except KeyboardInterrupt:
+        if _terminated.is_set():  # Terminated, or an interrupt while it unwound
+            return _end_terminated()
         err.print("interrupted")
         return 130
-    except StoradviseError as exc:
-        if debug:
-            raise
-        print(f"storadvise: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except Exception as exc:  # an unexpected failure: one line, traceback only with --debug
+    except Exception as exc:
+        # SIGTERM raises where the main thread is, possibly inside a lock's bookkeeping: what
+        # fails while that unwinds is the termination, not an error
+        if _terminated.is_set() and not debug:
+            return _end_terminated()
+        if isinstance(exc, StoradviseError):
+            if debug:
+                raise
+            print(f"storadvise: error: {exc}", file=sys.stderr)
+            return exc.exit_code
+        # an unexpected failure: one line, traceback only with --debug
         if debug:
             raise
         line = str(exc).splitlines()[0] if str(exc) else ""

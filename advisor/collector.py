@@ -11,10 +11,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from advisor.atomic_files import write_atomic
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.output_store import OutputStore
 from advisor.probe_selection import SKIPPED, skipped_message
 from advisor.ruleset_canonical import CONTROLLER_STEPS
+from advisor.path_component import path_component
 from advisor.secret_vars import redact_vars
 from advisor.site import Host, Site
 from advisor.storage_kinds import storage_gate
@@ -185,7 +187,8 @@ def collect_site_facts(site: Site, transport_factory: TransportFactory, *, paral
     if not targets:
         return factset
     store = OutputStore()
-    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(targets)))) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, min(parallel, len(targets))))
+    try:
         futures = {
             pool.submit(collect_host, site, h, transport_factory, sample_seconds, probes, sink, store, requested): h
             for h in targets
@@ -198,6 +201,12 @@ def collect_site_facts(site: Site, transport_factory: TransportFactory, *, paral
                 status = "unreachable: " + hf.errors[0] if not hf.reachable else \
                     f"{sum(1 for r in hf.probes.values() if r.status == ProbeStatus.ok)} probes ok"
                 progress(h.name, True, status)
+    except BaseException:
+        # interrupted (SIGTERM, Ctrl-C) or failed: start no other host, and do not wait here for
+        # the hosts under way (the command line bounds how long it waits for them)
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     factset.hosts = {h.name: factset.hosts[h.name] for h in targets}
     # the facts live as long as the scan and hold no reference cycles to reclaim: leave them out
     # of the cyclic collector's full passes (over 10,000 hosts those passes cost more than the rules)
@@ -232,11 +241,13 @@ def write_manifest(directory: Path, site: Site, started_at: str, hosts: dict[str
         "collected_at": started_at,
         "hosts": {name: {"reachable": h.reachable, "errors": h.errors} for name, h in hosts.items()},
     }
-    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    # the site's variables (secrets redacted) and host names: for the owner only
+    write_atomic(directory / MANIFEST, json.dumps(manifest, indent=2) + "\n", mode=0o600)
     for name, h in hosts.items():
-        hd = directory / "hosts" / name
+        hd = directory / "hosts" / path_component(name, "host name")
         hd.mkdir(parents=True, exist_ok=True)
-        (hd / "host.json").write_text(json.dumps({"reachable": h.reachable, "errors": h.errors}, indent=2) + "\n")
+        write_atomic(hd / "host.json", json.dumps({"reachable": h.reachable, "errors": h.errors}, indent=2) + "\n",
+                     mode=0o600)
 
 
 def now_iso() -> str:

@@ -55,12 +55,15 @@ from advisor.scan_options import ScanOptions
 from advisor.site import Host, Site, give_local_roles
 from advisor.site_file import resolve_site
 from advisor.transport.base import Command, CommandResult, HostUnreachable
+from advisor.transport.capture_files import read_captured
 from advisor.transport.capture_objects import CaptureObjects
 from advisor.transport.captured import CapturedTransport
 from advisor.transport.factory import SshOptions, transport_for
 from probes import all_probes
 
 STAGES = ("collect", "measure", "evaluate")
+#: a manifest names every host of the site once; larger than this it is not one
+MAX_MANIFEST_BYTES = 256 << 20
 
 
 @dataclass
@@ -109,7 +112,12 @@ def load_capture(directory: Path) -> tuple[Site, dict[str, Any]]:
     """The site and manifest of a directory written by ``storadvise collect``."""
     mpath = directory / MANIFEST
     try:
-        manifest = json.loads(mpath.read_text())
+        got = read_captured(directory, (MANIFEST,), limit=MAX_MANIFEST_BYTES)
+        if got is None:
+            raise FileNotFoundError(mpath)
+        if got.truncated:
+            raise StoradviseError(f"{mpath}: larger than {MAX_MANIFEST_BYTES >> 20} MiB; not a capture manifest")
+        manifest = json.loads(got.data)
     except FileNotFoundError:
         raise StoradviseError(f"{directory}: no {MANIFEST}; not a directory written by 'storadvise collect'") from None
     except NotADirectoryError:

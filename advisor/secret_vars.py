@@ -13,10 +13,18 @@ from typing import Any
 
 REDACTED = "<redacted>"
 
-#: variable names that hold secrets: Ansible's own (ansible_password, ansible_become_pass(word),
-#: ansible_ssh_pass, ansible_sudo_pass, ansible_*_passphrase) and any *password*, *secret*, *token*,
-#: *passphrase*, *api_key* or *private_key_pass* a site adds
-_SECRET_NAME = re.compile(r"(?:^|_)pass(?:word|wd|phrase)?(?:$|_)|secret|token|api_?key|credential", re.I)
+#: the one list of what makes a variable name a secret's (matched anywhere in the name, any case);
+#: every writer (capture manifest, collect vars file, plan.json, reports) redacts by it. Ansible's
+#: own (ansible_password, ansible_become_pass(word), ansible_ssh_pass, ansible_*_passphrase,
+#: ansible_ssh_private_key_file is a path, not a key) and what sites add.
+SECRET_NAME_PATTERNS: tuple[str, ...] = (
+    r"password", r"passwd", r"passphrase",
+    r"(?:^|_)pass(?:$|_)",              # become_pass, ssh_pass, db_pass_old; not bypass or passive
+    r"(?:^|_)pw(?:$|_)",                # db_pw, pw
+    r"secret", r"token", r"credential", r"vault", r"api_?key",
+    r"private_?key(?!_?file$|_?path$)",  # a key's text; *_private_key_file names a file
+)
+_SECRET_NAME = re.compile("|".join(f"(?:{p})" for p in SECRET_NAME_PATTERNS), re.I)
 
 
 def is_secret_name(name: object) -> bool:

@@ -10,14 +10,16 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+from advisor.atomic_files import write_atomic
 from advisor.errors import UsageError
 from advisor.findings import SEVERITY_ORDER
 from advisor.option_aliases import ALIAS_HELP, one_of_aliases
+from advisor.report.safe_text import markup_text as m_
 from advisor.scan_options import ScanOptions
 from advisor.scan_flags import scan_options
 
-out = Console()
-err = Console(stderr=True)
+out = Console(emoji=False)  # host text such as ":skull:" is shown as written
+err = Console(stderr=True, emoji=False)
 
 
 def _scan(target, options, quiet: bool, label: str, mesh_wanted=None):
@@ -78,7 +80,7 @@ def plan(
     the_plan = build_plan(report, the_site, source, min_severity=min_severity)
     summary = write_project(the_plan, the_site, out_dir)
     if scan is None:
-        (Path(out_dir) / "scan-before.json").write_text(report.model_dump_json(indent=2) + "\n")
+        write_atomic(Path(out_dir) / "scan-before.json", report.model_dump_json(indent=2) + "\n")
         summary["scan"] = str(Path(out_dir) / "scan-before.json")
     else:
         summary["scan"] = str(scan)
@@ -121,31 +123,33 @@ def _render_plan(the_plan, out_dir: Path) -> None:
     _render_plan_causes(the_plan)
 
     def cell(v) -> str:
-        return "?" if v is None else str(v)
+        return "?" if v is None else m_(v)
 
     if the_plan.changes:
-        t = Table(header_style="bold", title=f"plan for site {the_plan.site}")
+        t = Table(header_style="bold", title=f"plan for site {m_(the_plan.site)}")
         for c in ("hosts", "role", "setting", "runtime", "persisted", "target", "changes", "why"):
             t.add_column(c, overflow="fold")  # a narrow terminal folds a long key, never cuts it
         for g in groups_by_cause(the_plan):
-            t.add_row(hosts_text(g.hosts, limit=6), g.role, ", ".join(g.settings), cell(g.runtime), cell(g.persisted),
-                      cell(g.target), g.scope.value, ", ".join(g.rule_ids))
+            t.add_row(m_(hosts_text(g.hosts, limit=6)), m_(g.role), m_(", ".join(g.settings)), cell(g.runtime),
+                      cell(g.persisted), cell(g.target), g.scope.value, m_(", ".join(g.rule_ids)))
         out.print(t)
     else:
         out.print("nothing to apply: no failed finding names a change this site can make")
     for (setting, target, reason), hosts in _hosts_of(the_plan.cannot_apply, ("setting", "target", "reason")):
-        out.print(f"[yellow]cannot apply here:[/yellow] {hosts_text(hosts, limit=6)} {setting} -> {target}: {reason}")
+        out.print(f"[yellow]cannot apply here:[/yellow] {m_(hosts_text(hosts, limit=6))} {m_(setting)} -> {m_(target)}: "
+                  f"{m_(reason)}")
     if the_plan.below_min_severity:
         out.print(f"left out below --min-severity {the_plan.min_severity}: "
-                  + ", ".join(sorted({b['rule'] for b in the_plan.below_min_severity})))
+                  + m_(", ".join(sorted({b['rule'] for b in the_plan.below_min_severity}))))
     for (rule, text), hosts in _hosts_of(the_plan.manual, ("rule", "text")):
-        out.print(f"[yellow]by hand:[/yellow] {rule} on {hosts_text(hosts, limit=6)}: {text}")
+        out.print(f"[yellow]by hand:[/yellow] {m_(rule)} on {m_(hosts_text(hosts, limit=6))}: {m_(text)}")
     for n in the_plan.notices:
         if n.startswith("not checked"):  # probes left out by --probes/--skip-probes
-            out.print(f"[yellow]{escape(n)}[/yellow]")
+            out.print(f"[yellow]{m_(n)}[/yellow]")
     for (reason,), hosts in _hosts_of(the_plan.refused, ("reason",)):
-        err.print(f"[red]left out:[/red] {hosts_text(hosts, limit=6)}: {reason}")
-    out.print(f"wrote {out_dir} (PLAN.md). Review: cd {out_dir} && ansible-playbook apply-tuning.yml --check --diff ; "
+        err.print(f"[red]left out:[/red] {m_(hosts_text(hosts, limit=6))}: {m_(reason)}")
+    out.print(f"wrote {m_(out_dir)} (PLAN.md). Review: cd {m_(out_dir)} && "
+              "ansible-playbook apply-tuning.yml --check --diff ; "
               "apply: ansible-playbook apply-tuning.yml")
 
 
@@ -245,22 +249,22 @@ def _render_verify(result: dict) -> None:
     s = result["summary"]
     colour = {"fixed": "green", "still_failing": "red", "new": "red", "not_checked": "yellow"}
     if result["findings"]:
-        t = Table(header_style="bold", title=f"site {result['site']}: findings before -> after")
+        t = Table(header_style="bold", title=f"site {m_(result['site'])}: findings before -> after")
         for c in ("outcome", "rule", "host", "subject", "severity", "before", "after"):
             t.add_column(c)
         for r in result["findings"]:
             b, a = r["before"], r["after"]
-            t.add_row(f"[{colour[r['outcome']]}]{r['outcome'].replace('_', ' ')}[/]", r["rule_id"], r["host"],
-                      r["subject"] or "", r["severity"],
-                      "-" if b is None else f"{b['status']} ({b['observed']})",
-                      "-" if a is None else f"{a['status']} ({a['observed']})")
+            t.add_row(f"[{colour[r['outcome']]}]{r['outcome'].replace('_', ' ')}[/]", m_(r["rule_id"]), m_(r["host"]),
+                      m_(r["subject"] or ""), r["severity"],
+                      "-" if b is None else f"{b['status']} ({m_(b['observed'])})",
+                      "-" if a is None else f"{a['status']} ({m_(a['observed'])})")
         out.print(t)
     if result["paths"]:
         t = Table(header_style="bold", title="throughput before -> after")
         for c in ("path", "before", "after", "after/before", "after/expected"):
             t.add_column(c)
         for p in result["paths"]:
-            t.add_row(f"{p['src']} -> {p['dst']}", _fmt_bps((p["before"] or {}).get("measured_bps")),
+            t.add_row(m_(f"{p['src']} -> {p['dst']}"), _fmt_bps((p["before"] or {}).get("measured_bps")),
                       _fmt_bps((p["after"] or {}).get("measured_bps")),
                       "-" if p["ratio_after_before"] is None else f"{p['ratio_after_before']:.2f}",
                       "-" if p["after_of_expected"] is None else f"{p['after_of_expected']:.0%}")

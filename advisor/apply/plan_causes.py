@@ -9,6 +9,7 @@ from advisor.apply.plan_model import Plan
 from advisor.diagnosis.model import Predicted
 from advisor.report.console_causes import prediction_line
 from advisor.report.host_ranges import hosts_text
+from advisor.report.safe_text import markdown_text
 
 
 def _slots(cause: dict) -> set[tuple[str, str, str]]:
@@ -43,7 +44,7 @@ def cause_lines(plan: Plan) -> list[str]:
             line = prediction_line(preds)
         else:
             what, line = "by hand", "after the plan: " + prediction_line(preds, after_key="after_plan")
-        lines.append(f"{i}. **{_md(c['title'])}** on {hosts_text(c['hosts'], limit=8)} ({what}): {_md(line)}")
+        lines.append(f"{i}. **{_md(c['title'])}** on {_md(hosts_text(c['hosts'], limit=8))} ({what}): {_md(line)}")
         if c.get("action"):
             lines.append(f"   - by hand: {_md(c['action'])}")
     return lines + [""]
@@ -56,11 +57,11 @@ def set_aside_lines(plan: Plan) -> list[str]:
     for a in plan.set_aside:
         by.setdefault((a["key"], str(a["target"]), a["reason"]), []).append(a["host"])
     lines = ["## Set aside", "", "Proposed only by an analysis of symptoms that no cause supports; not planned:", ""]
-    lines += [f"- {hosts_text(hosts)}: {_md(key)} -> {_md(target)}: {_md(reason)}"
+    lines += [f"- {_md(hosts_text(hosts))}: {_md(key)} -> {_md(target)}: {_md(reason)}"
               for (key, target, reason), hosts in by.items()]
     return lines + [""]
 
 
 def _md(text: object) -> str:
-    """A line of host or rule text inside Markdown: newlines and pipes made harmless."""
-    return str(text).replace("\r", "\\x0d").replace("\n", "\\x0a").replace("|", "\\|")
+    """Host or rule text inside Markdown: escaped, newlines made visible (advisor/report/safe_text.py)."""
+    return markdown_text(text)

@@ -21,6 +21,7 @@ from typing import Any
 from advisor.apply.plan_model import SCOPE_TEXT, Plan, PlannedChange
 from advisor.findings import ChangeScope
 from advisor.report.host_ranges import fold_hosts, hosts_text
+from advisor.report.safe_text import markdown_text
 
 
 @dataclass
@@ -77,15 +78,16 @@ def change_table(groups: list[ChangeGroup]) -> list[str]:
     lines = ["| hosts | role | setting | runtime | persisted | target | what changes | why |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for g in groups:
-        lines.append(f"| {_cell(hosts_text(g.hosts))} | {g.role} | {_cell(', '.join(g.settings))} | {_cell(g.runtime)} | "
+        lines.append(f"| {_cell(hosts_text(g.hosts))} | {_cell(g.role)} | {_cell(', '.join(g.settings))} | {_cell(g.runtime)} | "
                      f"{g.persisted} | {_cell(g.target)} | {SCOPE_TEXT[g.scope]} | {', '.join(g.rule_ids)} |")
     return lines
 
 
 def _cell(v: Any) -> str:
+    """A value from a host inside PLAN.md: Markdown escaped, newlines made visible (advisor/report/safe_text.py)."""
     if v is None:
         return "?"
-    return str(v).replace("|", "\\|").replace("\n", " ")
+    return markdown_text(v)
 
 
 def persisted_cell(c: PlannedChange) -> str:
@@ -99,7 +101,7 @@ def persisted_cell(c: PlannedChange) -> str:
 def plan_markdown(plan: Plan, out: Path | str, groups: list[ChangeGroup] | None = None) -> str:
     """PLAN.md of ``plan`` written to ``out``; ``groups``: the change rows in the order to show
     them (default ``group_changes(plan)``)."""
-    lines = [f"# storadvise plan: site {plan.site}", "",
+    lines = [f"# storadvise plan: site {_cell(plan.site)}", "",
              f"From the scan started {plan.scan_started_at}. Review, then apply:", "",
              "```", f"cd {out}", "ansible-playbook apply-tuning.yml --check --diff   # what would change",
              "ansible-playbook apply-tuning.yml                  # apply",
@@ -148,7 +150,7 @@ def _notices(plan: Plan) -> list[str]:
             by_text.setdefault(n, set())
     lines = ["## Notices", ""]
     for text, hosts in by_text.items():
-        lines.append(f"- {hosts_text(hosts)}: {text}" if hosts else f"- {text}")
+        lines.append(f"- {_cell(hosts_text(hosts))}: {_cell(text)}" if hosts else f"- {_cell(text)}")
     return lines + [""]
 
 
@@ -166,7 +168,7 @@ def _manual(plan: Plan) -> list[str]:
         return []
     lines = ["## Not automated (do by hand)", ""]
     for m, hosts in _by_hosts(plan.manual, ("rule", "subject", "text")):
-        lines.append(f"- {m['rule']} on {hosts_text(hosts)}" + (f" ({m['subject']})" if m.get("subject") else "")
+        lines.append(f"- {_cell(m['rule'])} on {_cell(hosts_text(hosts))}" + (f" ({_cell(m['subject'])})" if m.get("subject") else "")
                      + f": {m['text']}")
     return lines + [""]
 
@@ -176,7 +178,7 @@ def _below(plan: Plan) -> list[str]:
         return []
     lines = [f"## Left out: below --min-severity {plan.min_severity}", ""]
     for b, hosts in _by_hosts(plan.below_min_severity, ("rule", "severity", "subject")):
-        lines.append(f"- {b['rule']} ({b['severity']}) on {hosts_text(hosts)}"
+        lines.append(f"- {_cell(b['rule'])} ({b['severity']}) on {_cell(hosts_text(hosts))}"
                      + (f" ({b['subject']})" if b.get("subject") else ""))
     return lines + [""]
 
@@ -187,4 +189,5 @@ def _refused(plan: Plan) -> list[str]:
     by_reason: dict[str, list[str]] = {}
     for r in plan.refused:
         by_reason.setdefault(r["reason"], []).append(r["host"])
-    return ["## Hosts left out", ""] + [f"- {hosts_text(hosts)}: {reason}" for reason, hosts in by_reason.items()] + [""]
+    return ["## Hosts left out", ""] + [f"- {_cell(hosts_text(hosts))}: {_cell(reason)}"
+                                        for reason, hosts in by_reason.items()] + [""]

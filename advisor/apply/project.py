@@ -17,7 +17,6 @@ DIR/
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
 import sys
@@ -30,7 +29,10 @@ from advisor.apply.ansible_data import dump_data, vars_as_data
 from advisor.apply.changesets import VarsLayout, split_vars
 from advisor.apply.plan_markdown import plan_markdown
 from advisor.apply.planner import Plan
+from advisor.atomic_files import write_atomic
 from advisor.errors import StoradviseError
+from advisor.path_component import path_component
+from advisor.report.safe_text import markdown_text
 from advisor.resources import playbooks_dir
 from advisor.secret_vars import redact_vars
 from advisor.site import Host, Site
@@ -52,6 +54,10 @@ gathering = explicit
 
 [ssh_connection]
 pipelining = True
+# no connection multiplexing: a command sent through a live master connection (Ansible's default
+# ControlPersist=60s) is never checked against known_hosts again, so a host whose key changed
+# within the minute after a run would be accepted; every run verifies every host's key
+ssh_args = -C -o ControlMaster=no -o ControlPath=none
 """
 
 
@@ -83,12 +89,9 @@ def connection_vars(host: Host, local: bool = False) -> dict[str, Any]:
     return v
 
 
-def _write_private(path: Path, text: str) -> None:
+def _write_private(path: Path, text: str | bytes) -> None:
     """Write a file only its owner can read (inventory and host vars may hold become passwords)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
+    write_atomic(path, text, mode=0o600)
 
 
 def _prepare_dir(out: Path) -> None:
@@ -144,11 +147,13 @@ def write_project(plan: Plan, site: Site, out: Path) -> dict[str, Any]:
         summary["changesets"] = [{"group": cs.name, "hosts": cs.hosts, "vars": list(cs.vars)}
                                  for cs in layout.changesets]
         # msgspec: json's indenting encoder is pure Python (seconds for the 10,000 hosts of a plan)
-        (out / PROJECT_MARK).write_bytes(msgspec.json.format(msgspec.json.encode(summary, enc_hook=str), indent=2)
-                                         + b"\n")
-        (out / "PLAN.md").write_text(plan_markdown(plan, out))
+        _write_private(out / PROJECT_MARK, msgspec.json.format(msgspec.json.encode(summary, enc_hook=str), indent=2)
+                       + b"\n")
+        write_atomic(out / "PLAN.md", plan_markdown(plan, out))
     except OSError as exc:
         raise StoradviseError(f"{out}: cannot write the plan: {exc.strerror or exc}") from None
+    except UnicodeEncodeError as exc:
+        raise StoradviseError(f"{out}: cannot write the plan: text not encodable as UTF-8 at {exc.start}") from None
     return summary
 
 
@@ -161,7 +166,7 @@ def _write_vars(out: Path, site: str, layout: VarsLayout) -> None:
             "old -> new and why.\n" + dump_data(vars_as_data(cs.vars, f"plan for {cs.name}")))
     (out / "host_vars").mkdir()
     for name, variables in sorted(layout.host_vars.items()):
-        _write_private(out / "host_vars" / f"{name}.yml",
+        _write_private(out / "host_vars" / f"{path_component(name, 'host name')}.yml",
             f"# storadvise plan for {name} (site {site}): what only this host gets; see PLAN.md for old -> new "
             "and why.\n" + dump_data(vars_as_data(variables, f"plan for {name}")))
 

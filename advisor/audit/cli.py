@@ -15,8 +15,8 @@ from advisor.findings import SEVERITY_ORDER
 from advisor.option_aliases import ALIAS_HELP
 from advisor.scan import ScanOptions
 
-out = Console()
-err = Console(stderr=True)
+out = Console(emoji=False)  # host text such as ":skull:" is shown as written
+err = Console(stderr=True, emoji=False)
 
 
 def audit(

@@ -134,12 +134,13 @@ def _run(logs, capacity, policy, areas, curve, sample, fmt, year, file_type, csv
         bad_lines = sum(i["bad_lines"] for i in result["inputs"])
         raise StoradviseError(f"{', '.join(logs)}: no read requests found ({bad_lines} bad lines)")
     if output is not None:
+        from advisor.atomic_files import write_atomic
         from advisor.cache.plots import plot_efficiency
 
         try:
             output.parent.mkdir(parents=True, exist_ok=True)
             result["plots"] = plot_efficiency(result, output.with_suffix(""))
-            output.write_text(json.dumps(result, indent=1) + "\n")
+            write_atomic(output, json.dumps(result, indent=1) + "\n")
         except OSError as e:
             raise StoradviseError(f"{output}: cannot write: {e.strerror}") from None
         result["output"] = str(output)

@@ -6,8 +6,15 @@ import numpy as np
 from numba import njit
 
 
+#: the largest byte count a CSV field may hold: the simulator keeps sizes as signed 64-bit
+#: integers, so a larger number (or one of 400 digits) is a bad line, never a wrapped value
+MAX_BYTE_COUNT = (1 << 63) - 1
+
+
 @njit(cache=True)
 def _int(buf, a, b):
+    """A decimal byte count in ``buf[a:b]`` (blanks around it allowed); -1 when it is not one or is
+    above MAX_BYTE_COUNT."""
     while a < b and (buf[a] == 32 or buf[a] == 9):
         a += 1
     while b > a and (buf[b - 1] == 32 or buf[b - 1] == 9 or buf[b - 1] == 13):
@@ -18,6 +25,8 @@ def _int(buf, a, b):
     for i in range(a, b):
         c = buf[i] - 48
         if c < 0 or c > 9:
+            return -1
+        if v > (MAX_BYTE_COUNT - c) // 10:
             return -1
         v = v * 10 + c
     return v

@@ -24,9 +24,10 @@ from numba import njit
 from advisor.cache.csv_fields import _int, _is_read, _time
 from advisor.cache.keytable import fnv1a, lookup_or_insert
 from advisor.cache.trace import CacheInputError, InputIssues, RequestBatch, Trace
+from advisor.report.safe_text import terminal_text
 
-BAD_REASONS = {1: "too few fields", 2: "timestamp: not a number or ISO 8601 time", 3: "size: not a byte count",
-               4: "bytes: not a byte count", 5: "file: empty name"}
+BAD_REASONS = {1: "too few fields", 2: "timestamp: not a number or ISO 8601 time", 3: "size: not a byte count (0 to 2^63-1)",
+               4: "bytes: not a byte count (0 to 2^63-1)", 5: "file: empty name"}
 _OPS_READ = (b"read", b"r", b"get", b"rd", b"")
 
 
@@ -202,7 +203,10 @@ def _header(path: str, cols: CsvColumns) -> tuple[list[str], int]:
     except OSError as e:
         raise CacheInputError(path, e.strerror or "cannot be read") from None
     text = first.decode("utf-8", "replace").rstrip("\r\n")
-    header = [h.strip() for h in next(csv.reader(io.StringIO(text), delimiter=cols.delimiter), [])]
+    try:
+        header = [h.strip() for h in next(csv.reader(io.StringIO(text), delimiter=cols.delimiter), [])]
+    except csv.Error as e:  # a NUL or a lone CR in the first line: a binary file, not a CSV log
+        raise CacheInputError(path, f"not a CSV header row ({e})", line=1) from None
     if not header or header == [""]:
         raise CacheInputError(path, "empty: no header row", line=1)
     return header, len(first)
@@ -216,8 +220,10 @@ def read_csv_log(path: str, trace: Trace, cols: CsvColumns, issues: InputIssues,
     if cols.server and cols.server not in header and cols.server != "server":
         missing.append(cols.server)
     if missing:
+        shown = terminal_text(", ".join(header))
+        shown = shown if len(shown) <= 200 else shown[:199] + "…"
         raise CacheInputError(path, f"no column {', '.join(map(repr, missing))} in the header "
-                                    f"({', '.join(header)}); map columns with --csv-* options", line=1)
+                                    f"({shown}); map columns with --csv-* options", line=1)
     idx = [header.index(c) for c in want]
     idx.append(header.index(cols.server) if cols.server and cols.server in header else -1)
     idx.append(header.index(cols.nbytes) if cols.nbytes else -1)

@@ -11,8 +11,10 @@ WLCG records, milliseconds in the collector's: values above 1e11 are taken as ms
 
 from __future__ import annotations
 
+import math
 from typing import Any, Iterator
 
+from advisor.cache.csv_fields import MAX_BYTE_COUNT
 from advisor.cache.json_records import iter_json_records
 from advisor.cache.trace import BatchBuilder, InputIssues, RequestBatch, Trace, drain
 
@@ -26,14 +28,20 @@ def _first(rec: dict, *names: str) -> Any:
 
 
 def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or v is None:
+    """A finite number (JSON number or numeric string); None for anything else (1e999, NaN, an object)."""
+    if isinstance(v, bool) or v is None or isinstance(v, (dict, list)):
         return None
-    if isinstance(v, (int, float)):
-        return float(v)
     try:
-        return float(str(v))
-    except ValueError:
+        f = float(v) if isinstance(v, (int, float)) else float(str(v))
+    except (ValueError, OverflowError):
         return None
+    return f if math.isfinite(f) else None
+
+
+def _byte_count(v: Any) -> float | None:
+    """A byte count from a record: finite, 0 to MAX_BYTE_COUNT; None otherwise."""
+    f = _num(v)
+    return f if f is not None and 0 <= f <= MAX_BYTE_COUNT else None
 
 
 def epoch_seconds(v: float) -> float:
@@ -46,17 +54,17 @@ def read_wlcg_json(path: str, trace: Trace, issues: InputIssues) -> Iterator[Req
     def lines() -> Iterator[None]:
         for line, rec in iter_json_records(path, issues):
             name = _first(rec, "file_lfn", "filename", "lfn")
-            size = _num(_first(rec, "file_size", "filesize"))
+            size = _byte_count(_first(rec, "file_size", "filesize"))
             if not isinstance(name, str) or not name:
                 issues.bad(line, "no file name (file_lfn / filename)")
                 continue
-            if size is None or size < 0:
-                issues.bad(line, "no file size (file_size / filesize)")
+            if size is None:
+                issues.bad(line, "no file size (file_size / filesize: a byte count, 0 to 2^63-1)")
                 continue
-            rb = _num(_first(rec, "read_bytes", "read_bytes_at_close"))
+            rb = _byte_count(_first(rec, "read_bytes", "read_bytes_at_close"))
             if rb is None:
-                r, rv = _num(rec.get("read")), _num(rec.get("readv"))
-                rb = None if r is None and rv is None else (r or 0) + (rv or 0)
+                r, rv = _byte_count(rec.get("read")), _byte_count(rec.get("readv"))
+                rb = None if r is None and rv is None else min((r or 0) + (rv or 0), MAX_BYTE_COUNT)
             wb = _num(_first(rec, "write_bytes", "write")) or 0
             op = str(rec.get("operation", "")).lower()
             if op.startswith("write") or (not rb and wb > 0):

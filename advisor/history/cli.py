@@ -14,7 +14,7 @@ from advisor.help_format import HELP_FORMAT
 
 app = typer.Typer(**HELP_FORMAT, help="Stored scans: list, show, diff two, trends per path and host, prune.\n\n"
                   "Example: storadvise history list --site ifca", no_args_is_help=True)
-out = Console()
+out = Console(emoji=False)  # host text such as ":skull:" is shown as written
 
 HISTORY_HELP = "Scan history database (default $STORADVISE_HISTORY, else $XDG_DATA_HOME/storadvise/history.db)."
 

@@ -87,6 +87,9 @@ class HistoryStore:
             raise StoradviseError(f"{self.path}: no scan history here (scans are stored by 'storadvise scan')")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            # created for the owner only (its scans hold host names, addresses and values); SQLite
+            # gives the -wal and -shm files the database's mode
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
             self.db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
@@ -110,8 +113,14 @@ class HistoryStore:
     def __enter__(self) -> "HistoryStore":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            self.close()
+        except sqlite3.Error:
+            pass
+        if isinstance(exc, sqlite3.DatabaseError):  # a damaged file: one line, never a traceback
+            raise StoradviseError(f"{self.path}: the scan history is unusable: {exc} "
+                                  f"(damaged? 'sqlite3 {self.path} .recover' may save its scans)") from None
 
     @contextmanager
     def _write(self) -> Iterator[None]:

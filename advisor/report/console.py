@@ -10,6 +10,7 @@ from advisor.findings import FindingStatus
 from advisor.report.console_causes import render_causes
 from advisor.report.host_ranges import hosts_text
 from advisor.report.model import ScanReport
+from advisor.report.safe_text import markup_text, terminal_text
 
 SEVERITY_STYLE = {"critical": "bold white on red", "high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim"}
 STATUS_STYLE = {"fail": "red", "error": "magenta", "waived": "blue", "pass": "green", "not_applicable": "dim"}
@@ -25,8 +26,8 @@ def _short(value, width: int = 40) -> str:
 def render_scan(report: ScanReport, console: Console, verbose: bool = False) -> None:
     s = report.summary
     console.print(
-        f"[bold]storadvise scan[/bold] of site [bold]{report.site}[/bold] — {s.hosts} host(s), "
-        f"profiles {', '.join(report.profiles)}, {report.duration_s:.1f} s"
+        f"[bold]storadvise scan[/bold] of site [bold]{markup_text(report.site)}[/bold] — {s.hosts} host(s), "
+        f"profiles {markup_text(', '.join(report.profiles))}, {report.duration_s:.1f} s"
     )
     render_hosts(report, console, verbose=verbose)
 
@@ -55,7 +56,7 @@ def render_scan(report: ScanReport, console: Console, verbose: bool = False) -> 
     if errors:
         console.print("[magenta]Probes that failed:[/magenta]")
         for (probe, msg), names in errors.items():
-            console.print(f"  {hosts_text(names)}: {probe}: {msg}", highlight=False)
+            console.print(f"  {markup_text(hosts_text(names))}: {markup_text(probe)}: {markup_text(msg)}", highlight=False)
     counts = s.by_status
     console.print(
         f"[bold]{counts.get('fail', 0)} failed[/bold] ("
@@ -108,13 +109,13 @@ def render_hosts(report: ScanReport, console: Console, verbose: bool = False) ->
         for col in ("hosts", "n", "roles", "reachable", "probes ok / n.a. / error", "failed (crit/high/med/low)"):
             table.add_column(col)
         for (roles, unreachable, counts, failed), names in shown:
-            reach = Text("NO: " + _short(unreachable, 60), style="bold red") if unreachable else Text("yes", style="green")
-            table.add_row(hosts_text(names, limit=0 if verbose else 8), str(len(names)), roles, reach,
+            reach = Text("NO: " + terminal_text(_short(unreachable, 60)), style="bold red") if unreachable else Text("yes", style="green")
+            table.add_row(markup_text(hosts_text(names, limit=0 if verbose else 8)), str(len(names)), markup_text(roles), reach,
                           " / ".join(map(str, counts)), " / ".join(map(str, failed)))
         console.print(table)
     if clean and not verbose:
         names = [n for _row, group in clean for n in group]
-        console.print(f"{hosts_text(names, limit=8)}: 0 failed, every probe ran ({len(names)} host(s); "
+        console.print(f"{markup_text(hosts_text(names, limit=8))}: 0 failed, every probe ran ({len(names)} host(s); "
                       f"--verbose lists them)", highlight=False)
 
 
@@ -123,25 +124,26 @@ def render_finding(f, console: Console, max_evidence: int = 4) -> None:
     head = Text()
     head.append(f"{f.severity.value.upper():<8}", style=SEVERITY_STYLE[f.severity.value])
     head.append(f" {f.status.value:<6} ", style=STATUS_STYLE[f.status.value])
-    head.append(f.rule_id, style="bold")
+    head.append(terminal_text(f.rule_id), style="bold")
     if f.subject:
-        head.append(f" [{f.subject}]")
-    head.append(f"  {f.title}", style="dim")
+        head.append(f" [{terminal_text(f.subject)}]")
+    head.append(f"  {terminal_text(f.title)}", style="dim")
     console.print(head)
-    console.print(f"         hosts: {hosts_text(f.hosts, limit=12)}", highlight=False)
+    console.print(f"         hosts: {markup_text(hosts_text(f.hosts, limit=12))}", highlight=False)
     if f.status == FindingStatus.error:
-        console.print(f"         [magenta]{f.message}[/magenta]", highlight=False)
+        console.print(f"         [magenta]{markup_text(f.message)}[/magenta]", highlight=False)
         return
     if f.observed is not None or f.expected is not None:
-        console.print(f"         observed {_short(f.observed, 60)}, expected {_short(f.expected, 60)}", highlight=False)
+        console.print(f"         observed {markup_text(_short(f.observed, 60))}, expected {markup_text(_short(f.expected, 60))}",
+                      highlight=False)
     for line in f.evidence[:max_evidence]:
-        console.print(Text("         " + line, style="dim"))
+        console.print(Text("         " + terminal_text(line), style="dim"))
     if len(f.evidence) > max_evidence:
         console.print(Text(f"         … {len(f.evidence) - max_evidence} more evidence lines (--json for all)", style="dim"))
     if f.status == FindingStatus.waived:
-        console.print(f"         [blue]{f.message}[/blue]", highlight=False)
+        console.print(f"         [blue]{markup_text(f.message)}[/blue]", highlight=False)
     elif f.message and f.status == FindingStatus.fail:
-        console.print(f"         {f.message}", highlight=False)
+        console.print(f"         {markup_text(f.message)}", highlight=False)
     if f.status == FindingStatus.fail and f.remediation.text:
-        role = f" (Ansible role {f.remediation.role})" if f.remediation.role else ""
-        console.print(f"         [green]→ {f.remediation.text}{role}[/green]", highlight=False)
+        role = f" (Ansible role {markup_text(f.remediation.role)})" if f.remediation.role else ""
+        console.print(f"         [green]→ {markup_text(f.remediation.text)}{role}[/green]", highlight=False)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from advisor.atomic_files import atomic_writer, write_atomic
 from advisor.errors import StoradviseError
 from advisor.report.model import ScanReport
 
@@ -22,11 +23,15 @@ class ReportFiles:
 
 
 def write_text(path: Path, text: str) -> None:
+    """Write a report file atomically (advisor.atomic_files); a failure is one line and leaves no
+    temporary file."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        write_atomic(path, text)
     except OSError as exc:
         raise StoradviseError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    except UnicodeEncodeError as exc:
+        raise StoradviseError(f"{path}: cannot write: text not encodable as UTF-8 at {exc.start}") from None
 
 
 def load_cache_simulation(path: Path) -> dict[str, Any]:
@@ -37,6 +42,8 @@ def load_cache_simulation(path: Path) -> dict[str, Any]:
         data = json.loads(Path(path).read_text())
     except FileNotFoundError:
         raise StoradviseError(f"{path}: cache simulation result not found") from None
+    except RecursionError:
+        raise StoradviseError(f"{path}: not a 'storadvise cache simulate' result (nested too deep)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise StoradviseError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     except json.JSONDecodeError as exc:
@@ -46,15 +53,34 @@ def load_cache_simulation(path: Path) -> dict[str, Any]:
         raise StoradviseError(f"{path}: not a 'storadvise cache simulate' result (no 'configurations' list)")
     for i, c in enumerate(configs):
         ok = isinstance(c, dict) and isinstance(c.get("policy"), str) and all(
-            isinstance(c.get(k), (int, float)) and not isinstance(c.get(k), bool)
-            for k in ("capacity_bytes", "hit_efficiency", "transfer_efficiency"))
+            _finite(c.get(k)) for k in ("capacity_bytes", "hit_efficiency", "transfer_efficiency"))
         if not ok:
             raise StoradviseError(f"{path}: configurations[{i}]: needs policy, capacity_bytes, hit_efficiency, "
-                                  "transfer_efficiency")
+                                  "transfer_efficiency (finite numbers)")
     curve = data.get("curve")
-    if curve is not None and not (isinstance(curve, dict) and isinstance(curve.get("capacities_bytes"), list)):
-        raise StoradviseError(f"{path}: curve: needs a capacities_bytes list")
+    if curve is not None:
+        if not (isinstance(curve, dict) and isinstance(curve.get("capacities_bytes"), list)):
+            raise StoradviseError(f"{path}: curve: needs a capacities_bytes list")
+        n = len(curve["capacities_bytes"])
+        for key in ("capacities_bytes", "hit_efficiency", "transfer_efficiency"):
+            values = curve.get(key)
+            if values is None and key != "capacities_bytes":
+                continue
+            if not isinstance(values, list) or len(values) != n:
+                raise StoradviseError(f"{path}: curve: {key}: needs a list of {n} numbers")
+            bad = next((j for j, v in enumerate(values) if not _finite(v)), None)
+            if bad is not None:
+                raise StoradviseError(f"{path}: curve: {key}[{bad}]: {values[bad]!r} is not a finite number")
+    for key in ("requests", "distinct_files"):
+        if data.get(key) is not None and not _finite(data[key]):
+            raise StoradviseError(f"{path}: {key}: {data[key]!r} is not a finite number")
     return data
+
+
+def _finite(v: Any) -> bool:
+    import math
+
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def write_report_files(report: ScanReport, files: ReportFiles, verify: dict[str, Any] | None = None,
@@ -68,10 +94,12 @@ def write_report_files(report: ScanReport, files: ReportFiles, verify: dict[str,
 
         try:
             files.json.parent.mkdir(parents=True, exist_ok=True)
-            with files.json.open("w") as fh:
+            with atomic_writer(files.json) as fh:
                 write_report_json(report, fh)
         except OSError as exc:
             raise StoradviseError(f"{files.json}: cannot write: {exc.strerror or exc}") from None
+        except UnicodeEncodeError as exc:
+            raise StoradviseError(f"{files.json}: cannot write: text not encodable as UTF-8 at {exc.start}") from None
     if files.junit:
         from advisor.report.junit import junit_xml
 

@@ -8,23 +8,26 @@ docs/grafana-storadvise.json is a dashboard over these series.
 
 from __future__ import annotations
 
-import os
-import tempfile
+import re
 import time
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
+from advisor.atomic_files import write_atomic
 from advisor.errors import StoradviseError
 from advisor.findings import SEVERITY_ORDER, FindingStatus
 from advisor.mesh.results import path_ratio
 from advisor.report.model import ScanReport
 
 PREFIX = "storadvise_"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _label(value: object) -> str:
-    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    # a lone surrogate (undecodable bytes read from a host) cannot be written as UTF-8: shown as \udcxx
+    text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", str(value))
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
 def _labels(**labels: object) -> str:
@@ -114,12 +117,11 @@ def prometheus_text(report: ScanReport) -> str:
 def write_prometheus(report: ScanReport, path: Path) -> None:
     """Write the textfile atomically (a scrape sees the old file or the new one, never half)."""
     path = Path(path)
+    text = prometheus_text(report)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(prometheus_text(report))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        write_atomic(path, text)
     except OSError as exc:
         raise StoradviseError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    except UnicodeEncodeError as exc:
+        raise StoradviseError(f"{path}: cannot write: text not encodable as UTF-8 at {exc.start}") from None

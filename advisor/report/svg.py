@@ -128,6 +128,8 @@ def line_plot(series: dict[str, list[tuple[float, float]]], *, title: str, x_lab
     import math
 
     w, h, left, right, top, bottom = 460, 250, 40, 110, 22, 38
+    # NaN or infinity is no point on a plot (it would be drawn at cx="nan")
+    series = {name: [(x, y) for x, y in pts if math.isfinite(x) and math.isfinite(y)] for name, pts in series.items()}
     xs = [x for pts in series.values() for x, _ in pts if x > 0 or not log_x]
     if not xs:
         return ""

@@ -3,7 +3,9 @@ once under ``DIR/objects/<2 hex>/<62 hex>``, named by the SHA-256 of its UTF-8 b
 
 Ten thousand workers installed from one image print the same ``sysctl -a``: the capture holds
 it once and each host's index names it. Reading verifies every object against its name, so a
-capture edited by hand or damaged in transit is reported, never silently analysed.
+capture edited by hand or damaged in transit is reported, never silently analysed. An object is
+read as any captured file (advisor.transport.capture_files): a regular file, no symlink on the
+way, its first 8 MiB kept (the whole file is hashed), 10 s at most.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import os
 import re
 import threading
 from pathlib import Path
+
+from advisor.transport.capture_files import read_captured
 
 OBJECTS = "objects"
 _OID = re.compile(r"^[0-9a-f]{64}$")
@@ -35,8 +39,9 @@ class CaptureObjects:
     every host naming an object gets the same string. Thread-safe."""
 
     def __init__(self, directory: str | os.PathLike):
-        self.root = Path(directory) / OBJECTS
-        self._texts: dict[str, str] = {}
+        self.directory = Path(directory)
+        self.root = self.directory / OBJECTS
+        self._texts: dict[str, tuple[str, bool]] = {}
         self._lock = threading.Lock()
 
     def _path(self, oid: str) -> Path:
@@ -55,20 +60,26 @@ class CaptureObjects:
         return oid
 
     def get(self, oid: str) -> str:
-        """The text of object ``oid`` (undecodable bytes replaced)."""
-        text = self._texts.get(oid)
-        if text is not None:
-            return text
+        """The text of object ``oid`` (undecodable bytes replaced; its first 8 MiB)."""
+        return self.read(oid)[0]
+
+    def read(self, oid: str) -> tuple[str, bool]:
+        """The text of object ``oid`` (its first 8 MiB, undecodable bytes replaced) and whether
+        the object was longer and cut."""
+        got = self._texts.get(oid)
+        if got is not None:
+            return got
         if not is_object_id(oid):
             raise CaptureObjectError(f"{oid!r} is not an object id (64 hex digits)")
         path = self._path(oid)
+        hasher = hashlib.sha256()
         try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise CaptureObjectError(f"object {oid} missing from {self.root}") from None
+            data = read_captured(self.directory, (OBJECTS, oid[:2], oid[2:]), hasher=hasher)
         except OSError as exc:
             raise CaptureObjectError(f"{path}: unreadable: {exc.strerror or exc}") from None
-        if object_id(data) != oid:
+        if data is None:
+            raise CaptureObjectError(f"object {oid} missing from {self.root}")
+        if hasher.hexdigest() != oid:
             raise CaptureObjectError(f"{path}: content does not match its name (damaged or edited)")
         with self._lock:
-            return self._texts.setdefault(oid, data.decode("utf-8", "replace"))
+            return self._texts.setdefault(oid, (data.data.decode("utf-8", "replace"), data.truncated))

@@ -15,6 +15,9 @@ Also read (format 1, and outputs gathered by other means, e.g. by hand)::
     DIR/hosts/<host>/<key>.err    stderr, UTF-8
     DIR/hosts/<host>/<key>.json   {"key", "rc", "duration_s", "timed_out", "script", "sudo"}
 
+Every file is read as live output is (advisor.transport.capture_files): regular files only, no
+symlink below the capture root, at most 8 MiB per stream (more is marked truncated), 10 s per file.
+
 A key is used as the file name as is when it is made of letters, digits and ``. _ - + @ :``
 (``network.sysctl``); any other key is percent-encoded (``/`` becomes ``%2F``), so a key can
 never name a path outside the host's directory.
@@ -28,13 +31,18 @@ import re
 from pathlib import Path
 from urllib.parse import quote
 
+from advisor.atomic_files import write_atomic
+from advisor.path_component import path_component
 from advisor.transport.base import Command, CommandResult, HostUnreachable, Transport
+from advisor.transport.capture_files import read_captured
 from advisor.transport.capture_objects import CaptureObjectError, CaptureObjects
 from advisor.trusted_models import trusted
 
 #: the per-host index of a format-2 capture
 INDEX = "outputs.json"
 INDEX_FORMAT = 2
+#: the most bytes of a per-host index read (it names objects; the texts are capped separately)
+MAX_INDEX_BYTES = 64 << 20
 
 _SAFE_KEY = re.compile(r"^[A-Za-z0-9_+@:-][A-Za-z0-9._+@:-]*$")
 
@@ -54,9 +62,7 @@ def host_dir(directory: str | os.PathLike, host_name: str) -> Path:
 
 
 def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(text.encode("utf-8", "surrogateescape"))
-    os.replace(tmp, path)
+    write_atomic(path, text.encode("utf-8", "surrogateescape"), mode=0o600)
 
 
 def write_capture(
@@ -73,7 +79,7 @@ def write_capture(
     empty script).
     """
     objects = objects or CaptureObjects(directory)
-    d = host_dir(directory, host_name)
+    d = host_dir(directory, path_component(host_name, "host name"))
     d.mkdir(parents=True, exist_ok=True)
     scripts = {c.key: c for c in commands}
     outputs = {}
@@ -93,14 +99,13 @@ def write_capture(
     return d
 
 
-def _read(path: str) -> str | None:
-    """A captured file's text (undecodable bytes replaced), None when it is absent; other OSErrors
-    are raised."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read().decode("utf-8", "replace")
-    except (FileNotFoundError, NotADirectoryError):
-        return None
+def _read(root: Path, parts: tuple[str, ...], limit: int | None = None) -> tuple[str | None, bool]:
+    """A captured file's text (undecodable bytes replaced; None when it is absent) and whether it
+    was cut at the limit; a refused file and other OSErrors are raised."""
+    got = read_captured(root, parts) if limit is None else read_captured(root, parts, limit=limit)
+    if got is None:
+        return None, False
+    return got.data.decode("utf-8", "replace"), got.truncated
 
 
 class CapturedTransport(Transport):
@@ -118,12 +123,12 @@ class CapturedTransport(Transport):
 
     def _one(self, cmd: Command) -> CommandResult:
         stem = key_filename(cmd.key)
-        base = os.path.join(self.host_dir, stem)
-        meta_path = base + ".json"
+        meta_path = self.host_dir / (stem + ".json")
+        here = ("hosts", self.host_dir.name)
         try:
-            meta_text = _read(meta_path)
-            stdout = _read(base + ".out")
-            stderr = _read(base + ".err")
+            meta_text, _cut = _read(self.directory, (*here, stem + ".json"), limit=MAX_INDEX_BYTES)
+            stdout, out_cut = _read(self.directory, (*here, stem + ".out"))
+            stderr, err_cut = _read(self.directory, (*here, stem + ".err"))
         except OSError as e:
             return CommandResult(key=cmd.key, rc=None, stderr=f"captured output of {cmd.key} unreadable: {e}")
         if meta_text is None and stdout is None:
@@ -148,6 +153,7 @@ class CapturedTransport(Transport):
             stderr=stderr or "",
             duration_s=duration,
             timed_out=bool(meta.get("timed_out", False)),
+            truncated=out_cut or err_cut or meta.get("truncated") is True,
         )
 
     def _indexed(self, cmd: Command, outputs: dict) -> CommandResult:
@@ -157,8 +163,8 @@ class CapturedTransport(Transport):
         if not isinstance(entry, dict):
             return CommandResult(key=cmd.key, rc=None, stderr=f"{self.host_dir / INDEX}: output {cmd.key!r}: not a JSON object")
         try:
-            stdout = self.objects.get(entry.get("stdout"))
-            stderr = self.objects.get(entry.get("stderr"))
+            stdout, out_cut = self.objects.read(entry.get("stdout"))
+            stderr, err_cut = self.objects.read(entry.get("stderr"))
         except CaptureObjectError as exc:
             return CommandResult(key=cmd.key, rc=None, stderr=f"{self.host_dir / INDEX}: output {cmd.key!r}: {exc}")
         rc = entry.get("rc")
@@ -170,12 +176,12 @@ class CapturedTransport(Transport):
             "stderr": stderr,
             "duration_s": float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else 0.0,
             "timed_out": entry.get("timed_out") is True,
-            "truncated": entry.get("truncated") is True,
+            "truncated": entry.get("truncated") is True or out_cut or err_cut,
         })
 
     def run_batch(self, commands: list[Command]) -> list[CommandResult]:
         try:
-            index_text = _read(os.path.join(self.host_dir, INDEX))
+            index_text, _cut = _read(self.directory, ("hosts", self.host_dir.name, INDEX), limit=MAX_INDEX_BYTES)
         except OSError as exc:
             raise HostUnreachable(f"{self.host_name}: captured index unreadable: {exc.strerror or exc}") from None
         if index_text is not None:
