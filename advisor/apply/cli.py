@@ -96,7 +96,6 @@ def plan(
 
 def _render_plan_causes(the_plan) -> None:
     """The causes the plan acts on, worst first, with what each is predicted to buy."""
-    from rich.markup import escape
 
     from advisor.diagnosis.model import Predicted
     from advisor.report.console_causes import prediction_line
@@ -109,12 +108,11 @@ def _render_plan_causes(the_plan) -> None:
             line = prediction_line(preds)
         else:
             how, line = "by hand", "after the plan: " + prediction_line(preds, after_key="after_plan")
-        out.print(f"{i:>2}. [bold]{escape(c['title'])}[/bold] ({how}): {escape(line)}", highlight=False)
+        out.print(f"{i:>2}. [bold]{m_(c['title'])}[/bold] ({how}): {m_(line)}", highlight=False)
 
 
 def _render_plan(the_plan, out_dir: Path) -> None:
     """The plan on the console, identical changes across hosts folded as in PLAN.md; the causes first."""
-    from rich.markup import escape
     from rich.table import Table
 
     from advisor.apply.plan_causes import groups_by_cause
@@ -283,7 +281,6 @@ def _render_verify(result: dict) -> None:
 
 
 def _render_causes(result: dict) -> None:
-    from rich.markup import escape
 
     from advisor.diagnosis.model import Predicted
     from advisor.report.console_causes import prediction_line
@@ -294,11 +291,11 @@ def _render_causes(result: dict) -> None:
         measured = [p.model_copy(update={"now": p.after if p.after is not None else p.now,
                                          "after": got.get((p.metric, p.subject))})
                     for p in preds if got.get((p.metric, p.subject)) is not None]
-        out.print(f"{i:>2}. [bold]{escape(c['title'])}[/bold] — {escape(c['verdict'])}", highlight=False)
+        out.print(f"{i:>2}. [bold]{m_(c['title'])}[/bold] — {m_(c['verdict'])}", highlight=False)
         if preds:
-            out.print(f"    predicted {escape(prediction_line(preds))}", highlight=False)
+            out.print(f"    predicted {m_(prediction_line(preds))}", highlight=False)
         if measured:
-            out.print(f"    predicted -> measured: {escape(prediction_line(measured))}", highlight=False)
+            out.print(f"    predicted -> measured: {m_(prediction_line(measured))}", highlight=False)
     cal = result.get("calibration") or {}
     if cal.get("n"):
         src = "the plan's" if result.get("prediction_source") == "plan" else "the scan's"

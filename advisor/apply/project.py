@@ -32,7 +32,6 @@ from advisor.apply.planner import Plan
 from advisor.atomic_files import write_atomic
 from advisor.errors import StoradviseError
 from advisor.path_component import path_component
-from advisor.report.safe_text import markdown_text
 from advisor.resources import playbooks_dir
 from advisor.secret_vars import redact_vars
 from advisor.site import Host, Site

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections import Counter
 
 from rich.console import Console
-from rich.markup import escape
 from rich.text import Text
 
 from advisor.diagnosis.model import Cause, FindingRef, Predicted
 from advisor.report.host_ranges import hosts_text
 from advisor.report.model import ScanReport
+from advisor.report.safe_text import markup_text, terminal_text
 from advisor.units import format_bps
 
 SEVERITY_STYLE = {"critical": "bold white on red", "high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim"}
@@ -85,32 +85,33 @@ def render_causes(report: ScanReport, console: Console, command: str | None = No
     console.rule(f"What to change first: {len(report.causes)} cause(s) explain {n_sym} symptom(s)")
     for i, c in enumerate(report.causes, 1):
         head = Text(f"{i:>2}. ")
-        head.append(c.title, style="bold")
-        head.append(f" on {hosts_text(c.hosts, limit=6)}" if c.kind == "change" else f" (hosts: {hosts_text(c.hosts, limit=6)})")
+        head.append(terminal_text(c.title), style="bold")
+        hosts = terminal_text(hosts_text(c.hosts, limit=6))
+        head.append(f" on {hosts}" if c.kind == "change" else f" (hosts: {hosts})")
         kind = "by hand" if c.kind == "by_hand" else "change"
         head.append(f"   {kind} · ", style="dim")
         head.append(c.severity, style=SEVERITY_STYLE.get(c.severity, ""))
         head.append(f" · confidence {c.confidence:.2f}", style="dim")
         console.print(head)
         if c.kind == "by_hand" and any("after_plan" in p.inputs for p in c.predicted):
-            console.print(Text(f"    after the plan: {prediction_line(c.predicted, after_key='after_plan')}"),
+            console.print(Text(terminal_text(f"    after the plan: {prediction_line(c.predicted, after_key='after_plan')}")),
                           highlight=False)
         else:
-            console.print(Text(f"    predicts {prediction_line(c.predicted)}"), highlight=False)
-        console.print(Text(f"    explains {len(c.explains)}: {_rules(c.explains)} · {_worst(c, report)}",
+            console.print(Text(terminal_text(f"    predicts {prediction_line(c.predicted)}")), highlight=False)
+        console.print(Text(terminal_text(f"    explains {len(c.explains)}: {_rules(c.explains)} · {_worst(c, report)}"),
                            style="dim"), highlight=False)
         if c.action:
-            console.print(Text(f"    → {c.action}", style="green"), highlight=False)
+            console.print(Text(f"    → {terminal_text(c.action)}", style="green"), highlight=False)
     if report.hygiene:
         console.rule(f"Hygiene: {len(report.hygiene)} failed setting(s) with no measured symptom")
         for line in grouped_refs(report.hygiene):
-            console.print(Text("  " + line), highlight=False)
+            console.print(Text("  " + terminal_text(line)), highlight=False)
     if report.unexplained:
         console.rule(f"Unexplained: {len(report.unexplained)} symptom(s) no cause explains")
         for line in grouped_refs(report.unexplained):
-            console.print(Text("  " + line, style="magenta"), highlight=False)
+            console.print(Text("  " + terminal_text(line), style="magenta"), highlight=False)
     if command:
-        console.print(f"[dim]Every finding: --verbose or --json. The fix: {escape(command)}[/dim]", highlight=False)
+        console.print(f"[dim]Every finding: --verbose or --json. The fix: {markup_text(command)}[/dim]", highlight=False)
 
 
 def _rules(refs: list[FindingRef]) -> str:
