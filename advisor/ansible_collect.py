@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.apply.ansible_data import as_data, dump_data, load_data
+from advisor.atomic_files import write_atomic
 from advisor.collector import now_iso, probe_context, probes_for, write_manifest
 from advisor.errors import StoradviseError
 from advisor.facts import HostFacts
@@ -57,8 +58,8 @@ def batch_vars(site: Site, hosts: list, sample_seconds: float, probes: list[str]
 
 
 def write_vars_file(path: Path, data: dict[str, Any]) -> None:
-    path.write_text(dump_data({"storadvise_collect": as_data(data)}))
-    path.chmod(0o600)  # host names, addresses and the site's (non-secret) vars
+    # host names, addresses and the site's vars: 0600 from the first byte, never a moment at 0644
+    write_atomic(path, dump_data({"storadvise_collect": as_data(data)}), mode=0o600)
 
 
 def read_vars_file(path: Path) -> dict[str, Any]:
