@@ -115,7 +115,8 @@ def _render_plan(the_plan, out_dir: Path) -> None:
     """The plan on the console, identical changes across hosts folded as in PLAN.md; the causes first."""
     from rich.table import Table
 
-    from advisor.apply.plan_causes import groups_by_cause
+    from advisor.apply.plan_causes import order_by_cause
+    from advisor.apply.plan_markdown import group_changes
     from advisor.report.host_ranges import hosts_text
 
     _render_plan_causes(the_plan)
@@ -127,7 +128,7 @@ def _render_plan(the_plan, out_dir: Path) -> None:
         t = Table(header_style="bold", title=f"plan for site {m_(the_plan.site)}")
         for c in ("hosts", "role", "setting", "runtime", "persisted", "target", "changes", "why"):
             t.add_column(c, overflow="fold")  # a narrow terminal folds a long key, never cuts it
-        for g in groups_by_cause(the_plan):
+        for g in order_by_cause(the_plan, group_changes(the_plan)):
             t.add_row(m_(hosts_text(g.hosts, limit=6)), m_(g.role), m_(", ".join(g.settings)), cell(g.runtime),
                       cell(g.persisted), cell(g.target), g.scope.value, m_(", ".join(g.rule_ids)))
         out.print(t)

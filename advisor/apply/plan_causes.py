@@ -4,7 +4,6 @@ serve (hygiene after them), and the changes set aside. Renders what the plan hol
 
 from __future__ import annotations
 
-from advisor.apply.plan_markdown import ChangeGroup, group_changes
 from advisor.apply.plan_model import Plan
 from advisor.diagnosis.model import Predicted
 from advisor.report.console_causes import prediction_line
@@ -16,14 +15,14 @@ def _slots(cause: dict) -> set[tuple[str, str, str]]:
     return {(c["host"], c["adapter"], c["key"]) for c in cause.get("planned") or []}
 
 
-def groups_by_cause(plan: Plan) -> list[ChangeGroup]:
-    """The change rows, those of the worst cause first (a row serving several causes goes with the
-    first); the rows no cause needs (hygiene) after them, in apply order."""
+def order_by_cause(plan: Plan, groups: list) -> list:
+    """The change rows (advisor.apply.plan_markdown.ChangeGroup, in apply order), those of the worst
+    cause first (a row serving several causes goes with the first); the rows no cause needs (hygiene)
+    after them, in apply order."""
     rank: dict[tuple[str, str, str], int] = {}
     for i, cause in enumerate(plan.causes):
         for slot in _slots(cause):
             rank.setdefault(slot, i)
-    groups = group_changes(plan)  # apply order; sorted() below keeps it within a cause
     last = len(plan.causes)
     return sorted(groups, key=lambda g: min((rank.get((c.host, c.adapter, c.key), last) for c in g.changes),
                                             default=last))

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from advisor.apply.plan_causes import cause_lines, order_by_cause, set_aside_lines
 from advisor.apply.plan_model import SCOPE_TEXT, Plan, PlannedChange
 from advisor.findings import ChangeScope
 from advisor.report.host_ranges import fold_hosts, hosts_text
@@ -106,8 +107,6 @@ def plan_markdown(plan: Plan, out: Path | str, groups: list[ChangeGroup] | None 
              "```", f"cd {out}", "ansible-playbook apply-tuning.yml --check --diff   # what would change",
              "ansible-playbook apply-tuning.yml                  # apply",
              "ansible-playbook rollback.yml                      # put the recorded old values back", "```", ""]
-    from advisor.apply.plan_causes import cause_lines, groups_by_cause, set_aside_lines
-
     lines += cause_lines(plan)
     if not plan.hosts:
         lines += ["Nothing to apply: no failed finding names a change this site can make.", ""]
@@ -116,7 +115,7 @@ def plan_markdown(plan: Plan, out: Path | str, groups: list[ChangeGroup] | None 
         order = "in the order of the causes they serve, then hygiene" if plan.causes else "in apply order"
         lines += ["## Changes", "", f"{len(plan.changes)} change(s) on {n} host(s), {order}; identical changes share "
                   "one row.", ""]
-        lines += change_table(groups_by_cause(plan) if groups is None else groups) + [""]
+        lines += change_table(order_by_cause(plan, group_changes(plan)) if groups is None else groups) + [""]
     lines += (_cannot_apply(plan) + set_aside_lines(plan) + _notices(plan) + _manual(plan) + _below(plan)
               + _refused(plan))
     return "\n".join(lines)
