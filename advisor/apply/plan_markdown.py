@@ -168,7 +168,7 @@ def _manual(plan: Plan) -> list[str]:
     lines = ["## Not automated (do by hand)", ""]
     for m, hosts in _by_hosts(plan.manual, ("rule", "subject", "text")):
         lines.append(f"- {_cell(m['rule'])} on {_cell(hosts_text(hosts))}" + (f" ({_cell(m['subject'])})" if m.get("subject") else "")
-                     + f": {m['text']}")
+                     + f": {_cell(m['text'])}")
     return lines + [""]
 
 
@@ -178,7 +178,7 @@ def _below(plan: Plan) -> list[str]:
     lines = [f"## Left out: below --min-severity {plan.min_severity}", ""]
     for b, hosts in _by_hosts(plan.below_min_severity, ("rule", "severity", "subject")):
         lines.append(f"- {_cell(b['rule'])} ({b['severity']}) on {_cell(hosts_text(hosts))}"
-                     + (f" ({b['subject']})" if b.get("subject") else ""))
+                     + (f" ({_cell(b['subject'])})" if b.get("subject") else ""))
     return lines + [""]
 
 
