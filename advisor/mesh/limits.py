@@ -179,7 +179,8 @@ def classify_path(path: dict[str, Any]) -> tuple[str | None, str | None]:
     loss = _retrans_rate(p, ti)
     queued = _queued(queue, idle)
     heavy = loss is not None and loss >= QUEUE_LOSS
-    if heavy or (loss is not None and loss >= LOSS_RATE and not queued):
+    # light loss on a test whose end waited for a CPU says nothing of the network: the CPU is checked first
+    if heavy or (loss is not None and loss >= LOSS_RATE and not queued and not _cpu(p, CPU_WAIT)):
         return _lossy(p, ti, loss, queue, rate_txt)
     why = _cpu(p, CPU_WAIT)
     if why:
