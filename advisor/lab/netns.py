@@ -129,7 +129,7 @@ def pid_alive(pid: int) -> bool:
     try:
         st = Path(f"/proc/{pid}/stat").read_text()
         return st.rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, IndexError):
+    except (OSError, IndexError):  # gone meanwhile: reading a dying process's stat gives ESRCH
         return False
 
 

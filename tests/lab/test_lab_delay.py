@@ -165,6 +165,12 @@ def test_forwarder_runs_in_the_edge_switch_only(delay_lab: dict) -> None:
     assert "NFQUEUE" not in core
 
 
+def _min_rtt(p: dict) -> float:
+    """The path's RTT without a queue: the kernel's minimum (TCP_INFO, sampled during the test), else
+    iperf3's minimum of its smoothed RTT (which a bulk flow's own queue keeps above the path's)."""
+    return (p.get("tcp_info") or {}).get("min_rtt_us") or p.get("min_rtt_us") or p["rtt_us"]
+
+
 @pytest.mark.root
 def test_rtt_carries_the_configured_delay_only_where_configured(delay_lab: dict) -> None:
     scan = delay_lab["scan"]
@@ -172,13 +178,13 @@ def test_rtt_carries_the_configured_delay_only_where_configured(delay_lab: dict)
     for src, dst, ms in (("a", "c", 20), ("c", "a", 20), ("b", "c", 5), ("c", "b", 5)):
         p = _path(scan, src, dst)
         assert p["status"] == "ok", p
-        base = p.get("min_rtt_us") or p["rtt_us"]
-        # iperf3's RTTs are the kernel's smoothed RTT: the delay plus the serialisation of the
-        # window-limited bursts (a 130 KB burst is 1 ms at 1 Gbit/s) and forwarding
+        base = _min_rtt(p)
+        # the delay plus the serialisation of the window-limited bursts (a 130 KB burst is 1 ms at
+        # 1 Gbit/s) and forwarding
         assert ms * 1000 <= base <= ms * 1000 + 3500, (src, dst, p)
     for src, dst in (("a", "b"), ("b", "a")):
         p = _path(scan, src, dst)
-        assert p["status"] == "ok" and (p.get("min_rtt_us") or p["rtt_us"]) < 5000, p
+        assert p["status"] == "ok" and _min_rtt(p) < 5000, p
         assert p["measured_bps"] >= 0.85 * p["expected_bps"], p
 
 
@@ -207,8 +213,9 @@ def test_delay_is_exact_at_a_low_rate(delay_lab: dict) -> None:
             srv.wait(timeout=10)
         assert "error" not in data, (src, dst, data["error"])
         s = data["end"]["streams"][0]["sender"]
-        # a paced 4 Mbit/s stream: no queue anywhere, the RTT is the delay plus under a millisecond
-        assert ms * 1000 <= s["min_rtt"] and s["mean_rtt"] <= ms * 1000 + 1000, (src, dst, s)
+        # a paced 4 Mbit/s stream: no queue anywhere, the RTT is the delay plus what the user-space
+        # forwarder's scheduling on two shared cores adds (measured 0.1-1.3 ms)
+        assert ms * 1000 <= s["min_rtt"] and s["mean_rtt"] <= ms * 1000 + 1500, (src, dst, s)
 
 
 @pytest.mark.root
