@@ -3,7 +3,7 @@
 ``compare_scans(before, after)`` pairs findings by (rule, host, subject) and mesh paths by
 (src, dst): each finding is ``fixed`` (failed before, not now), ``still_failing``, ``new``
 (fails now, did not before), ``not_checked`` (failed before; its probe was left out of the new scan
-by ``--probes``/``--skip-probes``, so it is not known to be fixed) or ``unchanged`` (neither scan
+by ``--probes``/``--skip-probes``, or failed on the host, so it is not known to be fixed) or ``unchanged`` (neither scan
 fails it, not listed); each path carries the
 throughput before and after and their ratio. With ``hosts`` (a verify of selected hosts) only
 those hosts' findings are compared.
@@ -53,8 +53,10 @@ def compare_findings(before: ScanReport, after: ScanReport, hosts: set[str] | No
     b, a = _expand(before, hosts), _expand(after, hosts)
     # (rule, host) whose probe the new scan left out: one not_applicable finding without the subjects,
     # or (a Python rule that skips a host without facts) no finding at all on a host that had probes left out
+    # or whose probe failed on the host this time (an error finding without the subjects: a timeout under load)
     not_checked = {(k[0], k[1]) for k, f in a.items()
-                   if f.status == FindingStatus.not_applicable and is_skipped(f.message)}
+                   if f.status == FindingStatus.error
+                   or (f.status == FindingStatus.not_applicable and is_skipped(f.message))}
     judged = {(k[0], k[1]) for k in a}
     left_out_on = {h.name for h in after.hosts if skipped_probes_of(h)}
     rows = []

@@ -161,7 +161,12 @@ def test_generated_site_loop(seed, lab_registry, tmp_path):
         assert cp.returncode in (0, 2), cp.stderr[-2000:]
         result = json.loads(cp.stdout)
         outcome = {(r["rule_id"], r["host"], r["subject"]): r["outcome"] for r in result["findings"]}
-        after_findings = json.loads(after.read_text())["findings"]
+        after_report = json.loads(after.read_text())
+        after_findings = after_report["findings"]
+
+        def probes_on(host):  # what the new scan's probes said on a host, for a failure's message
+            return [(h.get("probes"), h.get("probe_messages"), h.get("errors")) for h in after_report["hosts"]
+                    if h["name"] == host]
 
         def outcomes(e):
             return [o for (rule, host, subject), o in outcome.items() if rule == e["rule"] and host == e["host"]
@@ -173,9 +178,9 @@ def test_generated_site_loop(seed, lab_registry, tmp_path):
             if e.get("waived"):
                 assert any(f["status"] == "waived" for f in matching(after_findings, e)), (seed, e)
             elif e.get("fixable", True):
-                assert outcomes(e) and set(outcomes(e)) == {"fixed"}, (seed, e, outcomes(e))
+                assert outcomes(e) and set(outcomes(e)) == {"fixed"}, (seed, e, outcomes(e), probes_on(e["host"]))
             else:
-                assert "still_failing" in outcomes(e), (seed, e, outcomes(e))
+                assert "still_failing" in outcomes(e), (seed, e, outcomes(e), probes_on(e["host"]))
 
         # a reboot keeps the fixes: every host restarts from its persisted files, the scan agrees
         for host in sorted({h["name"] for h in data["hosts"]}):
