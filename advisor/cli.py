@@ -131,7 +131,8 @@ def scan(
         run = run_scan(target, options, progress=bar.host_done, quiet=json_out, console=err)
     report = run.report
     write_report_files(report, ReportFiles(json=output, junit=junit, html=html, prometheus=prometheus))
-    new = store_scan(report, history, no_history, fail_on if fail_on_new else None, warn=err.print)
+    new = store_scan(report, history, no_history, fail_on if fail_on_new else None, warn=err.print,
+                     written=output)
     if json_out:
         write_report_json(report, sys.stdout)
     else:

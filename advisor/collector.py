@@ -6,13 +6,13 @@ from __future__ import annotations
 import datetime
 import gc
 import json
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from advisor.atomic_files import write_atomic
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.gc_paused import gc_paused
 from advisor.output_store import OutputStore
 from advisor.probe_selection import SKIPPED, skipped_message
 from advisor.ruleset_canonical import CONTROLLER_STEPS
@@ -186,8 +186,32 @@ def collect_site_facts(site: Site, transport_factory: TransportFactory, *, paral
     factset = FactSet(site=site.name, context=site_context(site))
     if not targets:
         return factset
+    # the hosts' facts hold no reference cycles: the cyclic collector's passes over the growing
+    # heap wait until they are all in, then they are frozen
+    with gc_paused():
+        _collect_into(factset, site, targets, transport_factory, parallel, sample_seconds, probes, progress, sink,
+                      requested)
+    factset.hosts = {h.name: factset.hosts[h.name] for h in targets}
+    # the facts live as long as the scan and hold no reference cycles to reclaim: leave them out
+    # of the cyclic collector's full passes (over 10,000 hosts those passes cost more than the rules)
+    gc.freeze()
+    return factset
+
+
+def _collect_into(factset: FactSet, site: Site, targets: list[Host], transport_factory: TransportFactory,
+                  parallel: int, sample_seconds: float, probes: list[str] | None, progress: ProgressCallback | None,
+                  sink: Callable[[Host, list[Command], list[CommandResult]], None] | None,
+                  requested: dict[str, list[str]] | None) -> None:
     store = OutputStore()
-    pool = ThreadPoolExecutor(max_workers=max(1, min(parallel, len(targets))))
+    workers = max(1, min(parallel, len(targets)))
+    if workers == 1:  # one at a time (a capture): no pool, no thread
+        for h in targets:
+            factset.hosts[h.name] = hf = collect_host(site, h, transport_factory, sample_seconds, probes, sink, store,
+                                                      requested)
+            if progress:
+                progress(h.name, True, _progress_status(hf))
+        return
+    pool = ThreadPoolExecutor(max_workers=workers)
     try:
         futures = {
             pool.submit(collect_host, site, h, transport_factory, sample_seconds, probes, sink, store, requested): h
@@ -198,20 +222,19 @@ def collect_site_facts(site: Site, transport_factory: TransportFactory, *, paral
             hf = fut.result()
             factset.hosts[h.name] = hf
             if progress:
-                status = "unreachable: " + hf.errors[0] if not hf.reachable else \
-                    f"{sum(1 for r in hf.probes.values() if r.status == ProbeStatus.ok)} probes ok"
-                progress(h.name, True, status)
+                progress(h.name, True, _progress_status(hf))
     except BaseException:
         # interrupted (SIGTERM, Ctrl-C) or failed: start no other host, and do not wait here for
         # the hosts under way (the command line bounds how long it waits for them)
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
-    factset.hosts = {h.name: factset.hosts[h.name] for h in targets}
-    # the facts live as long as the scan and hold no reference cycles to reclaim: leave them out
-    # of the cyclic collector's full passes (over 10,000 hosts those passes cost more than the rules)
-    gc.freeze()
-    return factset
+
+
+def _progress_status(hf: HostFacts) -> str:
+    if not hf.reachable:
+        return "unreachable: " + hf.errors[0]
+    return f"{sum(1 for r in hf.probes.values() if r.status == ProbeStatus.ok)} probes ok"
 
 
 def site_context(site: Site) -> dict:

@@ -5,7 +5,8 @@ The capture is made from a real one (a directory written by ``storadvise collect
 copied file by file until the capture has N hosts (``wn00001`` ...), and the manifest's site
 lists them all. Then, in the same run, alternating, --repeat times each:
 
-  * ``scan``: ``storadvise scan --from DIR --output REPORT`` (the whole JSON report written);
+  * ``scan``: ``storadvise scan --from DIR --output REPORT --history W/history.db`` (the whole JSON
+    report written, the scan stored in a history of the run's own);
   * ``read``: ``tar -cf /dev/null DIR``: reading every file of the capture once, the floor of
     any analysis of it (the peer the ratio is against).
 
@@ -134,8 +135,14 @@ def main() -> int:
         reads.append(w)
         # RUSAGE_CHILDREN's maxrss is the largest of all children so far: measure the scan in a
         # fresh child python so the figure is the scan's own
+        # the scan is stored in a history of its own, new for each run (a site's first scan):
+        # never the user's, and no run pays for the ones before it
+        history = args.work / "history.db"
+        for f in (history, history.with_name("history.db-wal"), history.with_name("history.db-shm")):
+            f.unlink(missing_ok=True)
+        argv = [args.storadvise, "scan", "--from", str(cap), "--output", str(report), "--history", str(history)]
         probe = (f"import resource,subprocess,sys,time;t=time.monotonic();"
-                 f"r=subprocess.run({[args.storadvise, 'scan', '--from', str(cap), '--output', str(report)]!r},"
+                 f"r=subprocess.run({argv!r},"
                  f"stdout=subprocess.DEVNULL);w=time.monotonic()-t;"
                  f"print(w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, r.returncode)")
         out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()

@@ -210,7 +210,7 @@ def verify(
                            hosts={h.name for h in target.hosts} if options.hosts else None, prediction=prediction)
     result["before_source"] = before_source
     write_report_files(after, ReportFiles(json=output, html=html), verify=result)
-    store_scan(after, history, no_history, None, warn=err.print)
+    store_scan(after, history, no_history, None, warn=err.print, written=output)
     if json_out:
         print(json.dumps(result, indent=2, default=str))
     else:

@@ -64,7 +64,7 @@ def audit(
     items = audit_checklist(report, target.site, target.catalog, threshold=threshold)
     write_report_files(report, ReportFiles(json=output, junit=junit, html=html), audit=items,
                        junit_text=checklist_junit(report.site, items, report.started_at, report.duration_s))
-    store_scan(report, history, no_history, None, warn=err.print)
+    store_scan(report, history, no_history, None, warn=err.print, written=output)
     accepted = all(i.passed for i in items)
     if json_out:
         print(json.dumps({"site": report.site, "profiles": report.profiles, "accepted": accepted,

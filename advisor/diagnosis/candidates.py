@@ -9,7 +9,8 @@ from typing import Any
 from advisor.diagnosis.localise import LossBlame
 from advisor.diagnosis.model import FindingRef, PlannedSetting, Predicted
 from advisor.diagnosis.paths import Fix
-from advisor.findings import Finding
+from advisor.findings import Change, Finding
+from advisor.trusted_models import trusted
 
 #: the kernel's limit classes each kind of fix acts on (a cause whose paths agree is confident)
 FIX_CLASS = {"sack": {"loss"}, "loss": {"loss"}, "loss_recv": {"loss"}, "rmem": {"receiver_window"},
@@ -34,6 +35,12 @@ class Candidate:
 
 def norm(v: Any) -> str:
     return " ".join(str(v).split()).lower() if v is not None else ""
+
+
+def planned(c: Change) -> PlannedSetting:
+    """A finding's change (validated when the finding was made) as a planned setting."""
+    return trusted(PlannedSetting, {"host": c.host, "adapter": c.adapter, "key": c.key, "target": c.target,
+                                    "runtime": c.runtime})
 
 
 def ref(f: Finding) -> FindingRef:
@@ -77,6 +84,7 @@ def change_candidates(failed: list[Finding]) -> list[Candidate]:
     (a buffer maximum joins its TCP buffer), one host's firewall, one rule's changes elsewhere."""
     groups: dict[tuple, Candidate] = {}
     seen: set[tuple] = set()
+    proposed: set[tuple[tuple, int]] = set()  # (candidate key, id of a finding in its proposed_by)
     for f in failed:
         for c in f.changes:
             if c.runtime is not None and norm(c.runtime) == norm(c.target):
@@ -86,12 +94,13 @@ def change_candidates(failed: list[Finding]) -> list[Candidate]:
             slot = (c.host, c.adapter, c.key)
             if slot not in seen:
                 seen.add(slot)
-                setting = PlannedSetting(host=c.host, adapter=c.adapter, key=c.key, target=c.target, runtime=c.runtime)
+                setting = planned(c)
                 cand.changes.append(setting)
                 fx = fix_of(setting)
                 if fx:
                     cand.fixes.add(fx)
-            if all(g is not f for g in cand.proposed_by):
+            if (key, id(f)) not in proposed:
+                proposed.add((key, id(f)))
                 cand.proposed_by.append(f)
     # a buffer family keyed without a target: split by target of its TCP key so that hosts raised
     # to different sizes by different rules stay one cause only when the size agrees

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from advisor.diagnosis.candidates import FIX_CLASS, Candidate, change_candidates, fix_of, norm, ref, refkey
+from advisor.diagnosis.candidates import FIX_CLASS, Candidate, change_candidates, fix_of, norm, planned, ref, refkey
 from advisor.diagnosis.efficiency import efficiency_predictions
 from advisor.diagnosis.localise import localise_loss
 from advisor.diagnosis.model import Diagnosis, PlannedSetting, Predicted, SetAside
@@ -119,8 +119,7 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
     hygiene = [ref(f) for f in failed if refkey(f) not in in_cause
                and not (tagged(f, "symptom") or tagged(f, "derived"))]
     all_changes = [ch for c in kept if c.kind == "change" for ch in c.changes]
-    hygiene_changes = [PlannedSetting(host=ch.host, adapter=ch.adapter, key=ch.key, target=ch.target, runtime=ch.runtime)
-                       for f in failed if refkey(f) not in in_cause for ch in f.changes]
+    hygiene_changes = [planned(ch) for f in failed if refkey(f) not in in_cause for ch in f.changes]
     # what only an analysis of symptoms proposed, and no kept cause holds, is never planned
     kept_slots = {(ch.host, ch.adapter, ch.key) for c in kept for ch in c.changes}
     other_slots = {(ch.host, ch.adapter, ch.key) for f in failed if not tagged(f, "derived") for ch in f.changes}

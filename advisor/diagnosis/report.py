@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from advisor.diagnosis import diagnose, diagnosis_input
 from advisor.diagnosis.model import Diagnosis
+from advisor.gc_paused import gc_paused
 
 if TYPE_CHECKING:  # the report model imports the diagnosis model: no import at run time
     from advisor.report.model import ScanReport
@@ -19,7 +20,8 @@ def diagnose_report(report: "ScanReport", catalog=None) -> Diagnosis:
         catalog = load_catalog()
     inp = diagnosis_input(report.findings, report.mesh, report.efficiency, {h.name: h.facts for h in report.hosts},
                           catalog, {h.name: h.address for h in report.hosts if h.address})
-    return diagnose(inp)
+    with gc_paused():  # a setting and a path state per host and path, none in a reference cycle
+        return diagnose(inp)
 
 
 def ensure_diagnosis(report: "ScanReport", catalog=None) -> "ScanReport":
