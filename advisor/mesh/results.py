@@ -41,9 +41,10 @@ test; the counters are cumulative, so the last sample before the connection clos
      "source": "ss"}
 
 ``nic_other_bytes``: the bytes (both ways) the interface carrying the test moved between just
-before and just after the test, minus the test's own: the payload that end's sockets counted
-(ss bytes_sent + bytes_received, the omitted seconds included; else iperf3's ``test_bytes``)
-plus a header each way per segment; None for an end whose counters could not be read (a
+before and just after the test, minus the test's own: the payload the test put on the wire (the
+larger of the two ends' socket counts, ss bytes_sent + bytes_received, the omitted seconds
+included: the sender's holds its retransmissions; else iperf3's ``test_bytes``) plus a header
+each way per segment; None for an end whose counters could not be read (a
 loopback interface, no /sys).
 
 ``retest`` (mesh ``retest_below``): the path was below that fraction of its expected rate in its
@@ -139,7 +140,12 @@ def path_record(
                                 "dst": _wait_frac(receiver_sample, duration_s)}
         mss = result.mss or (rec["tcp_info"] or {}).get("mss") or 1448
         own = {"src": _own_bytes(sender_sample, test_bytes), "dst": _own_bytes(receiver_sample, test_bytes)}
-        rec["nic_other_bytes"] = {end: other_bytes(s, own[end], mss)
+        # both NICs carried what the test put on the wire: the sender's count (bytes_sent holds its
+        # retransmissions), not only the receiver's (bytes_received: what it kept). A policer or a
+        # firewall on the receiver drops packets its NIC has counted already: they are the test's
+        # own traffic, never other traffic (a path through a policer read as "contended" before)
+        wire = max((n for n in own.values() if n), default=None)
+        rec["nic_other_bytes"] = {end: other_bytes(s, wire, mss)
                                   for end, s in (("src", sender_sample), ("dst", receiver_sample))}
         rec["test_bytes"] = own["src"] or own["dst"]
     else:
