@@ -4,11 +4,18 @@ For each seed: ``lab generate`` -> ``lab up`` -> ``scan`` (the mesh on, no activ
 diagnosis scored against the scenario's ``expect`` list -> ``plan`` -> real ``ansible-playbook`` ->
 ``verify --plan`` -> the calibration of the plan's prediction. Printed per seed and over all:
 
-  * recall: measured symptoms (``symptom: true``) with a cause on the faulty host / all of them;
+  * recall: measured symptoms (``symptom: true``) named by a cause on the faulty host that explains
+    a slow path of that host (advisor/lab/expect_check.py) / all of them;
   * precision: causes that name a host with an injected fault / all causes;
   * placed: other injected faults that are in a cause or in hygiene / all of them;
   * calibration: measured / predicted after the plan (median, worst), for the paths no remaining
-    by-hand cause limits, and how many are outside 0.75-1.33.
+    by-hand cause limits, and how many are outside 0.75-1.33; apart, the paths a by-hand cause
+    still holds (predicted with it in place: Mathis with the loss for a lossy port);
+  * a CPU-loaded host (cpu-load): how many of its paths were inconclusive (``cpu``/``contended``);
+    a cause on it alone counts against precision.
+
+Run it from a checkout nobody edits meanwhile (a ``git worktree``, with ``PYTHONPATH`` set to it):
+each step starts ``storadvise`` anew and imports the code as it is at that moment.
 
   sudo .venv/bin/python bench/bench_diagnosis_lab.py --seeds 1-10 [--ifca] [--keep]
 
@@ -31,6 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from advisor.lab.expect_check import measurement_faults, symptom_named  # noqa: E402
 from advisor.lab.generate import generate_scenario, scenario_yaml  # noqa: E402
 
 BIN = Path(sys.executable).parent
@@ -54,9 +62,11 @@ def seeds_of(text: str) -> list[int]:
 
 def score(report: dict, expect: list[dict]) -> dict:
     causes = report.get("causes") or []
+    # a host loaded during the tests (cpu-load) names no finding; a cause on it alone is a false one
+    expect, loaded = measurement_faults(expect)
     faulty = {e["host"] for e in expect}
     symptoms = [e for e in expect if e.get("symptom")]
-    found = [e for e in symptoms if any(e["host"] in c["hosts"] for c in causes)]
+    found = [e for e in symptoms if symptom_named(report, e)]
     precise = [c for c in causes if set(c["hosts"]) & faulty]
     placed_refs = {(r["rule_id"], h) for r in report.get("hygiene") or [] for h in r["hosts"]}
     for c in causes:
@@ -66,7 +76,10 @@ def score(report: dict, expect: list[dict]) -> dict:
     fails = {(f["rule_id"], h) for f in report["findings"] if f["status"] == "fail" for h in f["hosts"]}
     placed = [e for e in others if (e["rule"], e["host"]) in placed_refs
               or ((e["rule"], e["host"]) in fails and any(e["host"] in c["hosts"] for c in causes))]
+    cpu_paths = [p for p in (report.get("mesh") or {}).get("paths") or [] if p.get("limited_by") in ("cpu", "contended")
+                 and loaded & {p.get("src"), p.get("dst")}]
     return {"symptoms": len(symptoms), "found": len(found), "causes": len(causes), "precise": len(precise),
+            "loaded": len(loaded), "inconclusive_paths": len(cpu_paths),
             "others": len(others), "placed": len(placed),
             "missed": [e["fault"] for e in symptoms if e not in found],
             "blamed": [c["title"] for c in causes if c not in precise],
@@ -100,12 +113,12 @@ def run_site(name: str, scenario: Path | None, expect: list[dict], work: Path, k
             for m in c["measured"]:
                 measured[(m["metric"], m["subject"])] = m["value"]
         by_hand = {p["subject"] for c in report.get("causes") or [] if c["kind"] == "by_hand" for p in c["predicted"]}
-        rs = []
+        rs, held = [], []  # paths no by-hand cause limits (the bound); paths one still holds
         for p in prediction:
             v = measured.get((p["metric"], p["subject"]))
-            if p["after"] and v and p["subject"] not in by_hand and p["model"] != "measured":
-                rs.append(v / p["after"])
-        return {**res, "ratios": rs, "calibration": verify.get("calibration")}
+            if p["after"] and v and p["model"] != "measured":
+                (held if p["subject"] in by_hand else rs).append(v / p["after"])
+        return {**res, "ratios": rs, "held": held, "calibration": verify.get("calibration")}
     finally:
         if not keep:
             storadvise("lab", "down", "--name", name)
@@ -141,10 +154,14 @@ def main() -> int:
         rs = r.get("ratios") or []
         out = sum(1 for x in rs if not 0.75 <= x <= 1.33)
         print(f"{name}: symptoms {r.get('found', 0)}/{r.get('symptoms', 0)} found, causes {r.get('precise', 0)}/"
-              f"{r.get('causes', 0)} on faulty hosts, other faults placed {r.get('placed', 0)}/{r.get('others', 0)}; "
-              f"calibration {len(rs)} paths" + (f", median {statistics.median(rs):.2f}, worst "
+              f"{r.get('causes', 0)} on faulty hosts, other faults placed {r.get('placed', 0)}/{r.get('others', 0)}"
+              + (f"; CPU-loaded hosts {r['loaded']}, their paths inconclusive {r['inconclusive_paths']}"
+                 if r.get("loaded") else "")
+              + f"; calibration {len(rs)} paths" + (f", median {statistics.median(rs):.2f}, worst "
                                                  f"{max(rs, key=lambda x: abs(x - 1)):.2f}, {out} outside 0.75-1.33"
                                                  if rs else "")
+              + (f"; held by a by-hand cause {len(r['held'])} paths, median {statistics.median(r['held']):.2f}"
+                 if r.get("held") else "")
               + (f"; ERROR {r['error']}" if r.get("error") else "")
               + (f"; missed {r['missed']}" if r.get("missed") else "")
               + (f"; blamed {r['blamed']}" if r.get("blamed") else "")

@@ -262,7 +262,7 @@ def _build(rec: LabRecord, sc: Scenario, progress: Progress) -> None:
             if h.name in emulation.hosts(spec, sc):
                 emus.update(emulation.install(hdir, emu))
         (hdir / "boot.sh").write_text(hostmod.boot_script(d, hdir, h.name, info["address"], emus, h.iperf3,
-                                                          h.read_only_sysctls))
+                                                          h.read_only_sysctls, h.cpu_load))
     (d / "known_hosts").write_text("\n".join(known) + "\n")
     for h in sc.hosts:
         p = hostmod.spawn_host(rec.hosts[h.name]["ns"], d / "hosts" / h.name)

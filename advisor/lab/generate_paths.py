@@ -8,6 +8,10 @@ path-loss       one storage host's packets towards the workers are lost (0.3%) a
                 host's paths to the workers).
 policer         another storage host rate-limits what the workers send it (20,000 packets/s: about
                 230 Mb/s of 1 Gb/s); the workers' paths to it are capped. Cause: its firewall.
+cpu-load        a worker whose other jobs keep the machine's CPUs busy (two spinning processes)
+                during the tests, on a site whose mesh measures it (and no delay forwarder, which
+                would starve like a slow link): its paths are ``cpu`` (inconclusive) or fine, never
+                a cause on it. Drawn with a generator of its own (``load-<seed>``).
 ==============  ==================================================================================
 
 Each fault adds ``expect`` entries: the setting finding it must produce (``NET-TCP-SACK``,
@@ -21,11 +25,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
-PATH_FAULT_KINDS = ("path-loss", "policer")
+PATH_FAULT_KINDS = ("path-loss", "policer", "cpu-load")
 #: the share of seeds that draw at least one path fault
 PATH_FAULT_SHARE = 0.6
 LOSS = "0.3%"
 POLICER_PPS = 20000
+#: the share of seeds with a mesh (and no delay) whose worker is loaded, and by how many spinning processes
+CPU_LOAD_SHARE = 0.5
+CPU_LOAD = 2
 
 
 def draw_path_faults(seed: int, data: dict[str, Any], storage: list[dict[str, Any]], workers: list[dict[str, Any]],
@@ -34,9 +41,10 @@ def draw_path_faults(seed: int, data: dict[str, Any], storage: list[dict[str, An
     rng = random.Random(f"paths-{seed}")
     if not storage or not workers or rng.random() >= PATH_FAULT_SHARE:
         return []
-    kinds = [k for k in PATH_FAULT_KINDS if rng.random() < 0.6] or [rng.choice(PATH_FAULT_KINDS)]
+    network = ("path-loss", "policer")
+    kinds = [k for k in network if rng.random() < 0.6] or [rng.choice(network)]
     if len(storage) < 2 and len(kinds) == 2:
-        kinds = [rng.choice(PATH_FAULT_KINDS)]
+        kinds = [rng.choice(network)]
     hosts = rng.sample(storage, len(kinds))
     pairs: list[dict[str, Any]] = []
     injected = []
@@ -64,3 +72,18 @@ def draw_path_faults(seed: int, data: dict[str, Any], storage: list[dict[str, An
                                                                "parallel": 1, "pairs": []})
         mesh.setdefault("pairs", []).extend(pairs)
     return injected
+
+
+def draw_cpu_load(seed: int, data: dict[str, Any], workers: list[dict[str, Any]],
+                  expect: list[dict[str, Any]]) -> list[str]:
+    """Load one worker's CPUs during the tests, on a site whose mesh measures that worker's group
+    and has no delayed path; returns the kinds injected."""
+    rng = random.Random(f"load-{seed}")
+    pairs = ((data.get("site") or {}).get("mesh") or {}).get("pairs") or []
+    if not workers or not pairs or any(p.get("delay") for p in data.get("paths", [])) or rng.random() >= CPU_LOAD_SHARE:
+        return []
+    h = rng.choice(workers)
+    h["cpu_load"] = CPU_LOAD
+    expect.append({"host": h["name"], "inconclusive": True,
+                   "fault": f"{CPU_LOAD} processes of other jobs keep the CPUs busy on {h['name']} during the tests"})
+    return ["cpu-load"]

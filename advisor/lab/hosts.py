@@ -81,7 +81,7 @@ def _deepest_existing(path: str) -> str:
 
 
 def boot_script(lab_dir: Path, hdir: Path, host: str, address: str, emulators: dict[str, Path], iperf3: bool,
-                read_only_sysctls: list[str] | tuple[str, ...] = ()) -> str:
+                read_only_sysctls: list[str] | tuple[str, ...] = (), cpu_load: int = 0) -> str:
     q = lambda s: "'" + str(s).replace("'", "'\\''") + "'"  # noqa: E731
     L, H = str(lab_dir), str(hdir)
     lines = [
@@ -132,6 +132,9 @@ def boot_script(lab_dir: Path, hdir: Path, host: str, address: str, emulators: d
             f"{IPERF3} -s -B {address} --logfile {q(H + '/iperf3.log')} </dev/null >/dev/null 2>&1 &",
             f"echo $! > {q(H + '/iperf3.pid')}",
         ]
+    # the host's other jobs: each pinned to one CPU, in the host's PID namespace (they end with it)
+    for i in range(cpu_load):
+        lines.append(f"taskset -c {i % (os.cpu_count() or 1)} /bin/sh -c 'while :; do :; done' </dev/null >/dev/null 2>&1 &")
     lines.append(f"exec {SSHD} -D -f {q(H + '/sshd_config')} -E {q(H + '/sshd.log')}")
     return "\n".join(lines) + "\n"
 

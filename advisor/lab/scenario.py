@@ -117,6 +117,9 @@ class ScenarioHost(_Strict):
     read_only_sysctls: list[str] = Field(default_factory=list)
     firewall: Firewall | None = None
     iperf3: bool = True
+    #: processes of the host's other jobs, each spinning on one CPU from boot: CPU contention during
+    #: every test that runs there (the lab's hosts share the machine's cores, so its neighbours feel it too)
+    cpu_load: int = Field(0, ge=0, le=16)
     vars: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("name")

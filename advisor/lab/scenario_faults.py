@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class GroupFirewall(BaseModel):
@@ -67,7 +67,8 @@ class ExpectedFinding(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    rule: str
+    #: the rule of the finding (None only for an ``inconclusive`` entry, which names no finding)
+    rule: str | None = None
     host: str
     subject: str | None = None
     #: False: no plan can fix it on this host; the plan must list it under "Cannot apply here"
@@ -83,3 +84,12 @@ class ExpectedFinding(BaseModel):
     #: ``cause`` (docs/diagnosis.md); whether a fix clears it is a measurement (bench/bench_diagnosis_lab.py)
     symptom: bool = False
     cause: str | None = None
+    #: a fault of the measurement, not of the network (the host's CPUs busy during the tests): the
+    #: paths measured with it are ``cpu`` (inconclusive) or fine, and no cause names the host for it
+    inconclusive: bool = False
+
+    @model_validator(mode="after")
+    def _rule_unless_inconclusive(self) -> "ExpectedFinding":
+        if self.rule is None and not self.inconclusive:
+            raise ValueError(f"expected finding on {self.host!r}: 'rule' is required (unless inconclusive: true)")
+        return self

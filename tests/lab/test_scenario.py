@@ -106,3 +106,23 @@ def test_xcache_section(tmp_path: Path) -> None:
         with pytest.raises(SiteFileError) as e:
             load_scenario(str(p))
         assert why in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
+def test_cpu_load_and_an_inconclusive_expectation(tmp_path: Path) -> None:
+    """cpu_load: spinning processes in the host's boot script, one per CPU in turn; an expectation
+    without a rule only as ``inconclusive``."""
+    from advisor.lab.hosts import boot_script
+
+    p = write(tmp_path, "name: x\nhosts:\n  - name: a\n    cpu_load: 3\nexpect:\n  - {host: a, inconclusive: true}\n")
+    sc = load_scenario(str(p))
+    assert sc.hosts[0].cpu_load == 3 and sc.expect[0].rule is None
+    script = boot_script(tmp_path, tmp_path / "a", "a", "198.18.0.11", {}, iperf3=False, cpu_load=3)
+    spins = [ln for ln in script.splitlines() if "while :; do :; done" in ln]
+    assert len(spins) == 3 and all(ln.startswith("taskset -c ") and ln.endswith("&") for ln in spins)
+    assert script.rstrip().splitlines()[-1].startswith("exec ")  # they run before sshd takes pid 1's place
+    p = write(tmp_path, "name: x\nhosts:\n  - name: a\nexpect:\n  - {host: a}\n")
+    with pytest.raises(SiteFileError, match="'rule' is required"):
+        load_scenario(str(p))
+    p = write(tmp_path, "name: x\nhosts:\n  - name: a\n    cpu_load: 99\n")
+    with pytest.raises(SiteFileError, match="cpu_load"):
+        load_scenario(str(p))
