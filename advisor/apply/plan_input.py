@@ -76,12 +76,13 @@ class PlanScan(msgspec.Struct):
     causes: list[Any] = []
     hygiene: list[Any] = []
     unexplained: list[Any] = []
+    inconclusive: list[Any] = []
     set_aside: list[Any] = []
     plan_prediction: list[Any] = []
 
     def with_diagnosis(self, d: Any) -> "PlanScan":
-        self.causes, self.hygiene, self.unexplained, self.set_aside, self.plan_prediction = (
-            d.causes, d.hygiene, d.unexplained, d.set_aside, d.plan_prediction)
+        for k, v in d.parts().items():
+            setattr(self, k, v)
         return self
 
 
@@ -168,12 +169,10 @@ def _validate_diagnosis(p: Path, report: PlanScan) -> None:
     """The diagnosis keys as the diagnosis stage's own models (a few causes: cheap)."""
     from pydantic import ValidationError
 
-    from advisor.diagnosis.model import Diagnosis
+    from advisor.diagnosis.model import DIAGNOSIS_KEYS, Diagnosis
 
     try:
-        d = Diagnosis.model_validate({"causes": report.causes, "hygiene": report.hygiene,
-                                      "unexplained": report.unexplained, "set_aside": report.set_aside,
-                                      "plan_prediction": report.plan_prediction})
+        d = Diagnosis.model_validate({k: getattr(report, k) for k in DIAGNOSIS_KEYS})
     except ValidationError as exc:
         e = exc.errors()[0]
         raise StoradviseError(f"{p}: invalid scan report at {'.'.join(str(x) for x in e['loc'])}: {e['msg']}") from None

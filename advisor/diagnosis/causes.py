@@ -115,7 +115,9 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
     causes = [to_cause(c) for c in kept]
     causes.sort(key=rank)
     in_cause = {k for c in kept for k in c.explains} | {refkey(f) for c in kept for f in c.proposed_by}
-    unexplained = [ref(f) for f in symptoms + derived if refkey(f) not in in_cause]
+    # a slow path whose measurement the CPU or other traffic limited: not concluded on, never "unexplained"
+    not_concluded = [ref(f) for f in symptoms + derived if refkey(f) not in in_cause and f.subject in inconclusive]
+    unexplained = [ref(f) for f in symptoms + derived if refkey(f) not in in_cause and f.subject not in inconclusive]
     hygiene = [ref(f) for f in failed if refkey(f) not in in_cause
                and not (tagged(f, "symptom") or tagged(f, "derived"))]
     all_changes = [ch for c in kept if c.kind == "change" for ch in c.changes]
@@ -135,7 +137,8 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
             set_aside[slot] = SetAside(host=ch.host, adapter=ch.adapter, key=ch.key, target=ch.target, rule_id=f.rule_id,
                                        reason=f"{why}; proposed only by {f.rule_id}, which no cause supports")
     hygiene_changes = [ch for ch in hygiene_changes if (ch.host, ch.adapter, ch.key) not in set_aside]
-    return Diagnosis(causes=causes, hygiene=hygiene, unexplained=unexplained, set_aside=list(set_aside.values()),
+    return Diagnosis(causes=causes, hygiene=hygiene, unexplained=unexplained, inconclusive=not_concluded,
+                     set_aside=list(set_aside.values()),
                      plan_prediction=plan_prediction(inp, all_changes + hygiene_changes, states))
 
 

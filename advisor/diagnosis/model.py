@@ -70,4 +70,15 @@ class Diagnosis(BaseModel):
     set_aside: list[SetAside] = Field(default_factory=list)
     hygiene: list[FindingRef] = Field(default_factory=list)
     unexplained: list[FindingRef] = Field(default_factory=list)
+    #: symptoms of paths whose measurement was inconclusive (limited_by cpu / contended, measured
+    #: again alone and still so): neither a cause's nor unexplained; measure them again when quieter
+    inconclusive: list[FindingRef] = Field(default_factory=list)
     plan_prediction: list[Predicted] = Field(default_factory=list)
+
+    def parts(self) -> dict[str, Any]:
+        """The diagnosis's keys of a scan report, as this model holds them."""
+        return {k: getattr(self, k) for k in DIAGNOSIS_KEYS}
+
+
+#: the scan report's keys the diagnosis writes (ScanReport, and the plan's typed decoder of it)
+DIAGNOSIS_KEYS = ("causes", "hygiene", "unexplained", "inconclusive", "set_aside", "plan_prediction")

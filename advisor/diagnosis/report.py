@@ -26,7 +26,7 @@ def diagnose_report(report: "ScanReport", catalog=None) -> Diagnosis:
 
 def ensure_diagnosis(report: "ScanReport", catalog=None) -> "ScanReport":
     """A saved report without causes (older storadvise) gets them now; one with causes keeps its own."""
-    if report.causes or report.hygiene or report.unexplained or report.plan_prediction:
+    if report.causes or report.hygiene or report.unexplained or report.inconclusive or report.plan_prediction:
         return report
     if not any(f.status.value == "fail" for f in report.findings) and not report.mesh:
         return report

@@ -31,7 +31,7 @@ def render_scan(report: ScanReport, console: Console, verbose: bool = False) -> 
     )
     render_hosts(report, console, verbose=verbose)
 
-    diagnosed = bool(report.causes or report.hygiene or report.unexplained)
+    diagnosed = bool(report.causes or report.hygiene or report.unexplained or report.inconclusive)
     shown = [f for f in report.findings if f.status in (FindingStatus.fail, FindingStatus.error, FindingStatus.waived)]
     if diagnosed and not verbose:
         # the causes stand for the failed findings; errors and waivers are still each shown

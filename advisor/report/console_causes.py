@@ -79,7 +79,7 @@ def _worst(c: Cause, report: ScanReport) -> str:
 
 
 def render_causes(report: ScanReport, console: Console, command: str | None = None) -> None:
-    if not report.causes and not report.hygiene and not report.unexplained:
+    if not (report.causes or report.hygiene or report.unexplained or report.inconclusive):
         return
     n_sym = len({(e.rule_id, e.subject, tuple(e.hosts)) for c in report.causes for e in c.explains})
     console.rule(f"What to change first: {len(report.causes)} cause(s) explain {n_sym} symptom(s)")
@@ -110,6 +110,13 @@ def render_causes(report: ScanReport, console: Console, command: str | None = No
         console.rule(f"Unexplained: {len(report.unexplained)} symptom(s) no cause explains")
         for line in grouped_refs(report.unexplained):
             console.print(Text("  " + terminal_text(line), style="magenta"), highlight=False)
+    if report.inconclusive:
+        console.rule(f"Not concluded: {len(report.inconclusive)} symptom(s) of paths measured while an end was "
+                     "short of CPU or its NIC busy")
+        for line in grouped_refs(report.inconclusive):
+            console.print(Text("  " + terminal_text(line), style="dim"), highlight=False)
+        console.print(Text("  measured again alone and still so: measure them again when the hosts are quieter "
+                           "(storadvise mesh run); their limited_by is in --verbose", style="dim"), highlight=False)
     if command:
         console.print(f"[dim]Every finding: --verbose or --json. The fix: {markup_text(command)}[/dim]", highlight=False)
 

@@ -50,12 +50,14 @@ def _cause(i: int, c: Cause) -> str:
 
 
 def causes_section(report: ScanReport) -> str:
-    if not (report.causes or report.hygiene or report.unexplained):
+    if not (report.causes or report.hygiene or report.unexplained or report.inconclusive):
         return ""
     html = [f"<section id='causes'><h2>What to change first ({len(report.causes)} causes)</h2>"]
     html += [_cause(i, c) for i, c in enumerate(report.causes, 1)]
     for label, refs in (("Hygiene: failed settings with no measured symptom", report.hygiene),
-                        ("Unexplained symptoms", report.unexplained)):
+                        ("Unexplained symptoms", report.unexplained),
+                        ("Not concluded: symptoms of paths measured while an end was short of CPU or its NIC busy",
+                         report.inconclusive)):
         if refs:
             items = "; ".join(_e(line) for line in grouped_refs(refs))
             html.append(f"<p class='facts'><b>{label}</b> ({len(refs)}): {items}</p>")

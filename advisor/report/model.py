@@ -60,14 +60,16 @@ class ScanReport(BaseModel):
     causes: list[Cause] = Field(default_factory=list)
     hygiene: list[FindingRef] = Field(default_factory=list)
     unexplained: list[FindingRef] = Field(default_factory=list)
+    #: symptoms of paths whose measurement was inconclusive (the CPU, other traffic): not concluded on
+    inconclusive: list[FindingRef] = Field(default_factory=list)
     #: changes only an analysis of symptoms proposed and no cause holds: never planned
     set_aside: list[SetAside] = Field(default_factory=list)
     #: every path and metric after every change the causes propose (by-hand causes still in place)
     plan_prediction: list[Predicted] = Field(default_factory=list)
 
     def with_diagnosis(self, d: Diagnosis) -> "ScanReport":
-        self.causes, self.hygiene, self.unexplained, self.set_aside, self.plan_prediction = (
-            d.causes, d.hygiene, d.unexplained, d.set_aside, d.plan_prediction)
+        for k, v in d.parts().items():
+            setattr(self, k, v)
         return self
 
 
