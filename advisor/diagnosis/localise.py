@@ -1,7 +1,8 @@
 """Where packets are lost: votes across paths (Arzani et al., '007: Democratically Finding the
 Cause of Packet Drops', NSDI 2018).
 
-Each slow path that loses packets, and that no packet-rate limit on its way explains, votes for
+Each slow path that loses packets, and that no packet-rate limit on its data's way explains (a limit
+on the ACKs drops no data), votes for
 both of its ends: the sender's outgoing side and the receiver's incoming side. A host side whose
 measured paths are mostly lossy is the suspect; sides are chosen greedily, most covered paths
 first, until every lossy path is covered or no side has a majority. A host whose paths lose in
@@ -47,7 +48,7 @@ def _short(names: list[str]) -> str:
 
 
 def lossy(st: PathState) -> bool:
-    return st.loss >= MIN_LOSS and not st.policers
+    return st.loss >= MIN_LOSS and not st.data_policed
 
 
 def localise_loss(slow: list[PathState], every: list[PathState]) -> list[LossBlame]:

@@ -124,6 +124,13 @@ class PathState:
     def ratio(self) -> float | None:
         return self.measured_bps / self.expected_bps if self.expected_bps else None
 
+    @property
+    def data_policed(self) -> bool:
+        """Does a packet-rate limit stand in the way of the data? Its drops are then the path's
+        retransmissions. A limit on the ACKs only (what the receiver sends back) drops no data: the
+        segments retransmitted are lost elsewhere."""
+        return any(direction == "data" for _host, _pps, direction in self.policers)
+
 
 def loss_share(p: dict) -> float:
     info = p.get("tcp_info") or {}
@@ -267,8 +274,8 @@ def _limits(st: PathState, by_kind: dict[str, dict[str, Fix]]) -> list[tuple[flo
     for host, pps, direction in live_policers:
         per = pps * (2 if direction == "ack" else 1)  # one ACK for two segments
         limits.append((m.policer_bps(per, st.mss), "policer", {"packets_per_s": pps, "on": host, "counts": direction}))
-    # loss on a path through a packet-rate limit is the limit's doing: the limit caps, Mathis does not apply
-    loss = 0.0 if st.policers else st.loss
+    # loss on a path whose data cross a packet-rate limit is the limit's doing: it caps, Mathis does not apply
+    loss = 0.0 if st.data_policed else st.loss
     if st.src in by_kind.get("loss", {}) or st.dst in by_kind.get("loss_recv", {}):
         loss = 0.0
     if loss >= 1e-5 and st.rtt_s:

@@ -214,3 +214,31 @@ def test_a_path_several_causes_hold_is_explained_by_each_that_is_needed(diagnosi
     assert far[0].inputs["without_it"] < 0.3 * G
     loss = _cause_with(d, lambda c: c.kind == "by_hand")[0]
     assert any(p.subject == "st01->wn11" and p.after > 0.9 * G for p in loss.predicted)
+
+
+def _policed_state(direction: str) -> "PathState":
+    from advisor.diagnosis.paths import PathState
+
+    return PathState(src="st01", dst="wn01", subject="st01->wn01", measured_bps=80e6, expected_bps=500e6,
+                     link_bps=478e6, rtt_s=0.0054, mss=1448, loss=0.005, sack={"st01": True, "wn01": True},
+                     wscale={"st01": True, "wn01": True}, rmem_max=None, wmem_max=None,
+                     policers=[("st01" if direction == "ack" else "wn01", 2000.0, direction)], dropping=[],
+                     limited_by="policer")
+
+
+def test_a_limit_on_the_acks_drops_no_data_the_loss_is_still_the_paths():
+    """A packet-rate limit on what the workers send a server (its ACKs, for a path server -> worker)
+    caps the path, but the data segments retransmitted were lost elsewhere: removing the limit leaves
+    the path held by that loss (Mathis gives less than the measurement: no lift), and the loss votes for a by-hand cause. On the data's way,
+    the limit's drops are the loss: removing it frees the path to the link."""
+    from advisor.diagnosis.localise import lossy
+    from advisor.diagnosis.paths import Fix, predict
+
+    acks = _policed_state("ack")
+    assert lossy(acks)
+    after = predict(acks, {Fix("firewall", "st01")})
+    assert after.model != "link" and after.bps < 0.5 * acks.link_bps, after  # still the loss's (Mathis < measured)
+    data = _policed_state("data")
+    assert not lossy(data)
+    after = predict(data, {Fix("firewall", "wn01")})
+    assert after.model == "link", after
