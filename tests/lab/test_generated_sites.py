@@ -137,7 +137,7 @@ def test_generated_site_loop(seed, lab_registry, tmp_path):
             # the load was felt: an iperf3 on the host waited for a CPU during its test
             waits = [w for p in report["mesh"]["paths"] for end, w in (p.get("cpu_wait_frac") or {}).items()
                      if p.get(end) == host and w is not None]
-            assert waits and max(waits) >= 0.05, (seed, host, waits)
+            assert waits and max(waits) >= 0.02, (seed, host, waits)
 
         plan_dir = tmp_path / "plan"
         cp = storadvise("plan", "--site", name, "--scan", before, "--out", plan_dir, "--json", "--min-severity", "info")
