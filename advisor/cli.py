@@ -453,6 +453,14 @@ def _end_terminated() -> int:
     return 143
 
 
+def _end_interrupted() -> int:
+    """Ctrl-C: the main thread's cleanup has run; a worker blocked in a read (a job's output over
+    ssh) must not keep the process alive either, as after SIGTERM."""
+    err.print("interrupted")
+    _exit_after_grace(130)
+    return 130
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
@@ -471,13 +479,14 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort as exc:
         if isinstance(exc.__cause__, Terminated) or _terminated.is_set():  # click turns an interrupt into Abort
             return _end_terminated()
-        err.print("aborted")
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            return _end_interrupted()
+        err.print("aborted")  # a prompt that got no answer (end of input)
         return 130
     except KeyboardInterrupt:
         if _terminated.is_set():  # Terminated, or an interrupt while it unwound
             return _end_terminated()
-        err.print("interrupted")
-        return 130
+        return _end_interrupted()
     except Exception as exc:
         # SIGTERM raises where the main thread is, possibly inside a lock's bookkeeping: what
         # fails while that unwinds is the termination, not an error
