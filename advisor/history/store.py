@@ -75,17 +75,17 @@ def compressed_report(report: ScanReport, written: Path | None = None) -> bytear
     # one growing buffer, handed to SQLite as it is: joining chunks held the compressed report
     # twice (20,000 hosts: ~100 MiB more at the peak)
     out = bytearray()
-    if written is not None:
+    # a regular file with the report in it, checked before it is opened: a FIFO or /dev/stdout
+    # given as --output would block the read
+    if written is not None and Path(written).is_file() and Path(written).stat().st_size > 0:
         try:
             with open(written, "rb") as fh:
-                if os.fstat(fh.fileno()).st_size > 0 and Path(written).is_file():
-                    for chunk in iter(lambda: fh.read(1 << 20), b""):
-                        out.extend(packer.compress(chunk))
-                    out.extend(packer.flush())
-                    return out
-        except OSError:
-            pass  # gone or unreadable meanwhile: serialise the report itself
-        packer, out = zlib.compressobj(1), bytearray()
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    out.extend(packer.compress(chunk))
+            out.extend(packer.flush())
+            return out
+        except OSError:  # gone or unreadable meanwhile: serialise the report itself
+            packer, out = zlib.compressobj(1), bytearray()
 
     class _Sink:
         def write(self, text: str) -> None:
