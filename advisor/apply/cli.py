@@ -260,13 +260,14 @@ def _render_verify(result: dict) -> None:
         out.print(t)
     if result["paths"]:
         t = Table(header_style="bold", title="throughput before -> after")
-        for c in ("path", "before", "after", "after/before", "after/expected"):
+        for c in ("path", "before", "after", "after/before", "after/expected", "limited by (after)"):
             t.add_column(c)
         for p in result["paths"]:
             t.add_row(m_(f"{p['src']} -> {p['dst']}"), _fmt_bps((p["before"] or {}).get("measured_bps")),
                       _fmt_bps((p["after"] or {}).get("measured_bps")),
                       "-" if p["ratio_after_before"] is None else f"{p['ratio_after_before']:.2f}",
-                      "-" if p["after_of_expected"] is None else f"{p['after_of_expected']:.0%}")
+                      "-" if p["after_of_expected"] is None else f"{p['after_of_expected']:.0%}",
+                      m_(str((p["after"] or {}).get("limited_by") or "-")))
         out.print(t)
     eff = result.get("efficiency")
     if eff:

@@ -86,7 +86,7 @@ def compare_findings(before: ScanReport, after: ScanReport, hosts: set[str] | No
 def _path_brief(p: dict[str, Any] | None) -> dict[str, Any] | None:
     if p is None:
         return None
-    return {k: p.get(k) for k in ("measured_bps", "expected_bps", "retransmits", "status", "error") if k in p}
+    return {k: p.get(k) for k in ("measured_bps", "expected_bps", "retransmits", "status", "error", "limited_by") if k in p}
 
 
 def compare_paths(before: ScanReport, after: ScanReport) -> list[dict[str, Any]]:

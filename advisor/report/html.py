@@ -196,7 +196,8 @@ def _verify(result: dict[str, Any]) -> str:
         fmt = lambda v: "-" if v is None else f"{v / 1e6:,.0f} Mb/s"  # noqa: E731
         paths.append(f"<tr><td>{escape(str(p['src']))} → {escape(str(p['dst']))}</td><td>{fmt(mb)}</td><td>{fmt(ma)}</td>"
                      f"<td>{'-' if p.get('ratio_after_before') is None else format(p['ratio_after_before'], '.2f')}</td>"
-                     f"<td>{'-' if p.get('after_of_expected') is None else format(p['after_of_expected'], '.0%')}</td></tr>")
+                     f"<td>{'-' if p.get('after_of_expected') is None else format(p['after_of_expected'], '.0%')}</td>"
+                     f"<td>{escape(str((p.get('after') or {}).get('limited_by') or '-'))}</td></tr>")
     html = (f"<section id='verify'><h2>Before → after</h2><p class='facts'>fixed {s['fixed']}, still failing "
             f"{s['still_failing']}, new {s['new']}; {s['failing_at_or_above_fail_on']} at or above "
             f"{escape(result['fail_on'])} (before: {escape(str(result.get('before_started_at')))})"
@@ -207,7 +208,7 @@ def _verify(result: dict[str, Any]) -> str:
                  "<th>before</th><th>after</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
     if paths:
         html += ("<h3>Throughput</h3><table><thead><tr><th>path</th><th>before</th><th>after</th><th>after/before</th>"
-                 "<th>after/expected</th></tr></thead><tbody>" + "".join(paths) + "</tbody></table>")
+                 "<th>after/expected</th><th>limited by (after)</th></tr></thead><tbody>" + "".join(paths) + "</tbody></table>")
     return html + verify_causes_section(result) + "</section>"
 
 

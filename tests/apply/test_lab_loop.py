@@ -149,17 +149,24 @@ def test_ifca_loop(tmp_path):
         # throughput rules are judged on the paths below
         assert not [f for f in result["findings"] if f["outcome"] != "fixed" and f["severity"] in ("high", "critical")
                     and not f["rule_id"].startswith("MESH-")]
-        # storage->worker paths with the tcp_sack fault removed: every one no longer slow by the
-        # product's own line (MESH-PATH-SLOW's mesh_min_ratio of the 1 Gb/s shaped link; paths below
-        # 0.9 in a round of two concurrent tests are measured again alone: the site's mesh
-        # retest_below). SACK on a 0.5%-loss path carried 0.82-0.95 of the link on the machines
-        # this ran on; the calibration above holds each path to the plan's own prediction.
+        # storage->worker paths with the tcp_sack fault removed: each one several times faster, and
+        # the calibration above holds it to the plan's own prediction. The 0.5% loss of the worker
+        # switch stays (a by-hand cause): SACK on it carried 0.82-0.95 of the link here and 0.745 on
+        # a CI machine (paths below 0.9 in a round are measured again alone: the mesh's retest_below).
+        # A path still below MESH-PATH-SLOW's line (mesh_min_ratio) must be one verify explains: its
+        # limit after is the loss, and the SACK cause's verdict names the remaining (by-hand) cause.
         slow_line = mesh_min_ratio()
         worker_paths = [p for p in result["paths"] if p["src"].startswith("gpfs") and p["dst"].startswith("wn")]
         assert len(worker_paths) == 8
         for p in worker_paths:
             assert p["ratio_after_before"] is not None and p["ratio_after_before"] >= 2.0, p
-            assert p["after_of_expected"] >= slow_line, p
+            if p["after_of_expected"] < slow_line:
+                subject = f"{p['src']}->{p['dst']}"
+                fixed_by = [c for c in result["causes"] if c["kind"] == "change"
+                            and subject in {pr["subject"] for pr in c["predicted"]}]
+                assert p["after"]["limited_by"] == "loss", p
+                assert fixed_by and all("still at" in c["verdict"] and "the remaining cause is" in c["verdict"]
+                                        for c in fixed_by), (p, [(c["title"], c["verdict"]) for c in result["causes"]])
         # the firewall cut between the GPFS servers is gone
         cut = next(p for p in result["paths"] if (p["src"], p["dst"]) == ("gpfs01", "gpfs02"))
         assert cut["ratio_after_before"] >= 1.8 and cut["after_of_expected"] >= slow_line, cut

@@ -185,17 +185,17 @@ def test_job_io_bound_through_a_shaped_veth(netns_pair, tmp_path):
         src = f"tcp:198.18.210.1:{srv.port}"
         fast = cpu_bound_run(src, 32, ns["client_ns"])
         _sh("ip", "netns", "exec", ns["server_ns"], "tc", "qdisc", "replace", "dev", ns["server_dev"], "root",
-            "tbf", "rate", "200mbit", "burst", "64kb", "latency", "10ms")
-        slow = host_summary(run_job(src, 24, ns["client_ns"]), src)
+            "tbf", "rate", "100mbit", "burst", "64kb", "latency", "10ms")
+        slow = host_summary(run_job(src, 16, ns["client_ns"]), src)
     finally:
         srv.stop()
     print(f"\nunshaped veth: efficiency {fast['efficiency']:.3f} at {fast['read_mbps']:.0f} Mb/s; "
-          f"tbf 200mbit: efficiency {slow['efficiency']:.3f} at {slow['read_mbps']:.0f} Mb/s, "
+          f"tbf 100mbit: efficiency {slow['efficiency']:.3f} at {slow['read_mbps']:.0f} Mb/s, "
           f"read wait {slow['read_wait_share']:.2f}")
     assert fast["efficiency"] >= 0.75, fast
-    assert slow["read_mbps"] < 210, slow
-    # 1.5 x the 1 Gbit/s read time of compute against ~190 Mb/s: ~0.3-0.55 measured (sys CPU of the
-    # shaped receive path and other load on the shared cores vary it)
+    assert slow["read_mbps"] < 105, slow
+    # 1.5 x the 1 Gbit/s read time of compute against ~95 Mb/s of reads, and the sys CPU of the shaped
+    # receive path: 0.20-0.22 here (at 200mbit 0.3-0.55 here and 0.66 on a CI machine)
     assert slow["efficiency"] < 0.65, slow
     assert slow["efficiency"] < fast["efficiency"] - 0.25
     assert slow["read_wait_share"] > 0.25, slow  # the job waited for data
