@@ -399,7 +399,7 @@ def rules_lint(
 def _mount_subapps() -> None:
     for module, name in (("advisor.history.cli", "history"), ("advisor.lab.cli", "lab"), ("advisor.mesh.cli", "mesh"),
                          ("advisor.efficiency.cli", "efficiency"), ("advisor.apply.cli", None), ("advisor.cache.cli", "cache"),
-                         ("advisor.audit.cli", None)):
+                         ("advisor.audit.cli", None), ("advisor.privileges_cli", None)):
         try:
             mod = __import__(module, fromlist=["app"])
         except ModuleNotFoundError as exc:

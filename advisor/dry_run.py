@@ -16,7 +16,8 @@ from typing import Any
 from advisor.collector import probe_context, probes_for
 from advisor.scan_options import ScanOptions
 from advisor.site import Host, Site
-from advisor.transport.base import Command, sudo_flag
+from advisor.probe_helper import helper_path, probe_command
+from advisor.transport.base import sudo_flag
 from probes.probe import Probe
 
 #: where the batch wrapper (advisor/transport/batch_framing.py) keeps each probe's script and output
@@ -43,10 +44,11 @@ def host_plan(site: Site, host: Host, options: ScanOptions, selected: frozenset[
         # a probe that can read the local host in-process (psutil) may do so instead of its script;
         # it is not called here (that would read the host)
         in_process = local and type(p).local_text is not Probe.local_text
-        cmd = Command(key=p.name, script=p.script(ctx), sudo=p.needs_root, timeout=p.timeout(ctx))
+        helper = helper_path(ctx.vars) if p.needs_root else None
+        cmd = probe_command(p, ctx, helper)
         probes.append({
             "probe": p.name, "skipped": False, "needs_root": p.needs_root,
-            "sudo": sudo_flag(cmd, host.sudo),
+            "sudo": sudo_flag(cmd, host.sudo), "helper": helper,
             "timeout_s": cmd.timeout, "in_process": in_process, "script": cmd.script,
         })
     return {"host": host.name, "roles": host.role_names, "reached_by": _reached_by(host, site),

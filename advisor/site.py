@@ -483,6 +483,13 @@ class Site(StrictModel):
             if h.name in seen:
                 raise ValueError(f"duplicate host name {h.name!r}")
             seen.add(h.name)
+        from advisor.probe_helper import helper_path  # the path names a command sudo runs as root
+
+        for where, v in [("vars", self.vars)] + [(f"host {h.name}: vars", h.vars) for h in self.hosts]:
+            try:
+                helper_path(v)
+            except ValueError as exc:
+                raise ValueError(f"{where}: {exc}") from None
         return self
 
     def apply_defaults(self) -> "Site":

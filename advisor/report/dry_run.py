@@ -20,7 +20,8 @@ def _lines(plan: dict[str, Any]) -> list[str]:
         for p in h["probes"]:
             if p["skipped"]:
                 continue
-            how = (["sudo -n"] if p["sudo"] else []) + [f"timeout {p['timeout_s']:g} s"] \
+            how = (["sudo -n"] if p["sudo"] else []) + ([f"sudo -n {p['helper']} {p['probe']}"] if p.get("helper") else []) \
+                + [f"timeout {p['timeout_s']:g} s"] \
                 + (["or read in-process (psutil) on the local host"] if p["in_process"] else [])
             out.append(f"-- {p['probe']}: " + ", ".join(how) + (" (needs root)" if p["needs_root"] else ""))
             out += ["   " + line for line in p["script"].rstrip("\n").splitlines()]

@@ -24,14 +24,17 @@ class Command(BaseModel):
     #: run through sudo (when the host's sudo setting allows and the user is not root)
     sudo: bool = False
     timeout: float = 60.0
+    #: the script calls sudo itself, for a fixed command (the probe helper): never wrapped in sudo
+    own_sudo: bool = False
 
 
 def sudo_flag(command: Command, host_sudo: bool | None) -> bool:
     """Whether the wrapper should run ``command`` through ``sudo -n`` (when not already root).
 
-    ``host_sudo`` None (auto): the commands that ask for it; False: never; True: every command.
+    ``host_sudo`` None (auto): the commands that ask for it; False: never; True: every command
+    (but one that calls sudo itself).
     """
-    if host_sudo is False:
+    if host_sudo is False or command.own_sudo:
         return False
     if host_sudo is True:
         return True

@@ -294,7 +294,7 @@ def _explain_sudo(stderr: str, rc: int | None, host_label: str, user: str) -> st
     low = stderr.lower()
     who = f"{user} on {host_label}" if user else host_label
     if "a password is required" in low or "a terminal is required" in low:
-        why = f"sudo requires a password for {who} (sudo -n refused); allow it NOPASSWD or set 'sudo: false' for the host"
+        why = f"sudo requires a password for {who} (sudo -n refused); allow it NOPASSWD (narrowly: 'storadvise sudoers' with the probe helper) or set 'sudo: false' for the host"
     elif rc == 127 and "sudo" in low and ("not found" in low or "no such file" in low):
         why = f"sudo is not installed on {host_label}; install it or log in as root"
     elif "not in the sudoers file" in low or "is not allowed to execute" in low or "may not run sudo" in low:

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -145,9 +146,12 @@ def _kill_namespace_processes(ns: str) -> None:
         time.sleep(0.1)
 
 
-def start_ns_host(name: str, sysctl_files: dict[str, str], own_sysfs: bool = False) -> tuple[NsHost, callable]:
+def start_ns_host(name: str, sysctl_files: dict[str, str], own_sysfs: bool = False,
+                  prepare: Callable[[Path], list[str]] | None = None) -> tuple[NsHost, callable]:
     """A host: sshd in its own network namespace and private mount namespace. ``own_sysfs``: a
-    fresh /sys there, so /sys/class/net lists the namespace's interfaces, not the machine's."""
+    fresh /sys there, so /sys/class/net lists the namespace's interfaces, not the machine's.
+    ``prepare(dir)``: writes files into the host's private directory and returns more boot commands
+    (bind mounts made in the host's mount namespace only, before sshd starts)."""
     tmp = Path(tempfile.mkdtemp(prefix="storadvise-apply-"))
     os.chmod(tmp, 0o755)
     ns = f"sa-apply-{os.getpid()}-{name}"
@@ -189,6 +193,8 @@ def start_ns_host(name: str, sysctl_files: dict[str, str], own_sysfs: bool = Fal
             boot.append("mount -n -t sysfs sysfs /sys")
         if Path("/root/.bashrc").exists():
             boot.append(f"mount -n --bind {tmp / 'empty'} /root/.bashrc")
+        if prepare is not None:
+            boot += prepare(tmp)
         boot.append(f"exec {SSHD} -D -e -f {tmp / 'sshd_config'}")
         log = open(tmp / "sshd.log", "ab")
         try:

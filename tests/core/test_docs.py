@@ -190,3 +190,12 @@ def test_role_lists_are_the_registrys_and_roles_need_the_collections_ansible():
     for role in on_disk:
         meta = yaml.safe_load((REPO / "playbooks" / "roles" / role / "meta" / "main.yml").read_text())
         assert str(meta["galaxy_info"]["min_ansible_version"]) == minimum, (role, needs)
+
+
+def test_privileges_table_is_the_probe_registrys():
+    """docs/privileges.md names every probe once, with the registry's answer to 'needs root'."""
+    from probes import all_probes
+
+    rows = re.findall(r"^\| `([a-z][\w.]*)` \| (yes|no) \|", (REPO / "docs" / "privileges.md").read_text(), re.M)
+    assert sorted(n for n, _ in rows) == sorted(all_probes()), "docs/privileges.md: the probe table and the registry differ"
+    assert {n: r == "yes" for n, r in rows} == {n: p.needs_root for n, p in all_probes().items()}

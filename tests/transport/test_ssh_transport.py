@@ -444,7 +444,7 @@ def test_sudo_over_ssh_as_unprivileged_user(unprivileged_sshd, tmp_path):
     assert plain.stdout == direct
     assert priv.rc == 1 and priv.stderr.splitlines() == [
         f"sudo requires a password for {user.pw_name} on sshd-test (sudo -n refused); "
-        "allow it NOPASSWD or set 'sudo: false' for the host",
+        "allow it NOPASSWD (narrowly: 'storadvise sudoers' with the probe helper) or set 'sudo: false' for the host",
         "sudo: a password is required",
     ]
 
