@@ -156,27 +156,40 @@ def _render_mesh(mesh: dict, slow_paths: bool = True) -> None:
 
 @app.command("report", epilog="Examples:\n\n  storadvise report scan.json --html scan.html\n\n"
              "  storadvise report scan.json --junit scan.xml --prometheus /var/lib/node_exporter/storadvise.prom\n\n"
-             "  storadvise report scan.json --html site.html --cache-simulation sim.json")
+             "  storadvise report scan.json --html site.html --cache-simulation sim.json\n\n"
+             "  storadvise report scan.json --ndjson scan.ndjson")
 def report_cmd(
     scan_json: Path = typer.Argument(..., help="A scan JSON written by 'storadvise scan --json' or '--output'."),
     html: Optional[Path] = typer.Option(None, "--html", help="Write a self-contained HTML report to FILE."),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Write findings as JUnit XML to FILE."),
     prometheus: Optional[Path] = typer.Option(None, "--prometheus", help="Write node_exporter textfile metrics to FILE."),
     cache_sim: Optional[Path] = typer.Option(None, "--cache-simulation", help="A 'storadvise cache simulate --output' result: its curves go into the HTML."),
+    ndjson: Optional[Path] = typer.Option(None, "--ndjson", help="Write one JSON document per line (the scan, each host, "
+                                          "finding, path and cause) to FILE, - for stdout: for Elasticsearch, "
+                                          "OpenSearch, Loki (docs/report-schema.md)."),
     json_out: bool = typer.Option(False, "--json", help="Print the files written as JSON."),
 ) -> None:
-    """Render a saved scan as HTML, JUnit or Prometheus metrics (no host is contacted)."""
+    """Render a saved scan as HTML, JUnit, Prometheus metrics or NDJSON (no host is contacted)."""
     from advisor.report.model import load_report
     from advisor.report.outputs import ReportFiles, load_cache_simulation, write_report_files
 
-    if not (html or junit or prometheus):
-        raise UsageError("say what to write: --html FILE, --junit FILE and/or --prometheus FILE")
+    if not (html or junit or prometheus or ndjson):
+        raise UsageError("say what to write: --html FILE, --junit FILE, --prometheus FILE and/or --ndjson FILE")
+    if ndjson is not None and str(ndjson) == "-" and json_out:
+        raise UsageError("--ndjson - writes to stdout: leave out --json")
     if cache_sim and not html:
         raise UsageError("--cache-simulation goes into the HTML report: add --html FILE")
     rep = load_report(scan_json)
     sim = load_cache_simulation(cache_sim) if cache_sim else None
     write_report_files(rep, ReportFiles(junit=junit, html=html, prometheus=prometheus), cache=sim)
     written = {k: str(v) for k, v in (("html", html), ("junit", junit), ("prometheus", prometheus)) if v}
+    if ndjson is not None:
+        from advisor.report.ndjson import write_ndjson
+
+        n = write_ndjson(rep, ndjson)
+        if str(ndjson) == "-":
+            return
+        written["ndjson"] = f"{ndjson} ({n} documents)"
     if json_out:
         print(json.dumps({"scan": str(scan_json), "written": written}, indent=2))
     else:

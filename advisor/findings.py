@@ -100,3 +100,6 @@ class Finding(BaseModel):
     subject: str | None = None
     #: for waived findings: the waiver's justification, approver and expiry; for errors: the message
     message: str | None = None
+    #: how observed was judged against expected: a check rule's operator (``ge``, ``eq``, ``in`` ...),
+    #: ``analytic`` for a Python rule; None for the scan's own findings (a host not reached)
+    operator: str | None = None

@@ -176,6 +176,7 @@ class RuleContext:
             "changes": changes,
             "subject": None if subject is None else str(subject),
             "message": None if message is None else str(message),
+            "operator": self.rule.operator if self.rule.kind == "check" else "analytic",
         })
 
 

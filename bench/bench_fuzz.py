@@ -333,8 +333,23 @@ def check_prometheus(text: str) -> str | None:
     return None
 
 
+def check_ndjson(text: str) -> str | None:
+    """One JSON document per line, ASCII only, the host text read back as it was."""
+    from advisor.report.ndjson import documents
+
+    rep = report_with(text)
+    lines = [json.dumps(d, separators=(",", ":"), allow_nan=False) for d in documents(rep)]
+    for line in lines:
+        if "\n" in line or not line.isascii():
+            return "a document is not one ASCII line"
+    docs = [json.loads(line) for line in lines]
+    if {d["site"] for d in docs} != {text}:
+        return f"site is not {text!r}"
+    return None
+
+
 RENDERERS = {"console": check_console, "PLAN.md": check_plan_markdown, "HTML": check_html, "JUnit": check_junit,
-             "Prometheus": check_prometheus}
+             "Prometheus": check_prometheus, "NDJSON": check_ndjson}
 
 
 def check_renderer(name: str, text: str) -> str | None:

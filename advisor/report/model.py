@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from advisor.diagnosis.model import Cause, Diagnosis, FindingRef, Predicted, SetAside
 from advisor.errors import StoradviseError
 from advisor.facts import FactSet, ProbeStatus
 from advisor.findings import SEVERITY_ORDER, Finding, FindingStatus
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 
 class HostReport(BaseModel):
@@ -41,8 +43,18 @@ class ScanSummary(BaseModel):
     incomplete: bool
 
 
+def report_id(site: str, started_at: str) -> str:
+    """The scan id of a report written before 1.2 had one: derived from its site and start, so the
+    same saved report always gets the same id."""
+    # (uuid5's own encoding would refuse the lone surrogates a hostile report may hold)
+    name = f"storadvise:scan:{site}:{started_at}".encode("utf-8", "surrogatepass")
+    return str(uuid.UUID(bytes=hashlib.sha1(uuid.NAMESPACE_URL.bytes + name).digest()[:16], version=5))
+
+
 class ScanReport(BaseModel):
     schema_version: str = SCHEMA_VERSION
+    #: a UUID of this scan, with or without the history (which numbers its scans apart)
+    scan_id: str = ""
     tool: str = "storadvise"
     tool_version: str
     site: str
@@ -66,6 +78,12 @@ class ScanReport(BaseModel):
     set_aside: list[SetAside] = Field(default_factory=list)
     #: every path and metric after every change the causes propose (by-hand causes still in place)
     plan_prediction: list[Predicted] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _scan_id(self) -> "ScanReport":
+        if not self.scan_id:  # a report from before 1.2
+            self.scan_id = report_id(self.site, self.started_at)
+        return self
 
     def with_diagnosis(self, d: Diagnosis) -> "ScanReport":
         for k, v in d.parts().items():
@@ -109,7 +127,7 @@ def build_report(factset: FactSet, findings: list[Finding], *, profiles: list[st
         for h in factset.hosts.values()
     ]
     return ScanReport(
-        tool_version=__version__, site=factset.site, site_file=site_file, profiles=profiles,
+        scan_id=str(uuid.uuid4()), tool_version=__version__, site=factset.site, site_file=site_file, profiles=profiles,
         started_at=started_at, finished_at=finished_at, duration_s=round(duration_s, 3),
         hosts=hosts, findings=findings, summary=summarise(factset, findings),
         mesh=factset.mesh, efficiency=factset.efficiency,
@@ -133,10 +151,11 @@ def load_report(path: str | Path) -> ScanReport:
     if major != SCHEMA_VERSION.split(".")[0]:
         raise StoradviseError(f"{p}: scan report schema {data['schema_version']} is not supported (this storadvise reads {SCHEMA_VERSION})")
     try:
-        return ScanReport.model_validate(data)
+        rep = ScanReport.model_validate(data)
     except ValidationError as exc:
         e = exc.errors()[0]
         raise StoradviseError(f"{p}: invalid scan report at {'.'.join(str(x) for x in e['loc'])}: {e['msg']}") from None
+    return rep
 
 
 def exit_code(summary: ScanSummary, fail_on: str) -> int:

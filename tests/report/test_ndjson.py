@@ -1,0 +1,110 @@
+"""report --ndjson: one JSON document per line (scan, hosts, findings per host, paths, causes), each with the
+scan's id, and one JSON type per key across all documents, so that a search engine maps each key once. Checked
+on a real scan of this machine (its facts: sysctls, NICs, disks, mounts) and on a report with a diagnosis."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from advisor.diagnosis import DiagnosisInput, diagnose
+from advisor.report.ndjson import documents, number_of, text_of
+from tests.diagnosis.test_causes import ADDR, TAGS, findings, mesh, site_facts
+from tests.report.conftest import make_report
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _cli(*args, cwd: Path):
+    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=600, env={"PYTHONPATH": str(REPO), "HOME": str(cwd), "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
+
+
+def _kind(v) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, (int, float)):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}[type(v)]
+
+
+def key_types(docs: list[dict]) -> dict[str, set[str]]:
+    """Every key path (objects inside arrays as ``key[]``) with the JSON types it has (null left out)."""
+    seen: dict[str, set[str]] = {}
+
+    def walk(prefix: str, v) -> None:
+        k = _kind(v)
+        if k is not None:
+            seen.setdefault(prefix, set()).add(k)
+        if isinstance(v, dict):
+            for name, x in v.items():
+                walk(f"{prefix}.{name}" if prefix else name, x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(prefix + "[]", x)
+
+    for d in docs:
+        walk("", d)
+    return seen
+
+
+def test_a_real_scan_as_ndjson_has_one_type_per_key(tmp_path):
+    (tmp_path / "site.yml").write_text("name: here\ntransport: local\nhosts:\n  - {name: box, address: localhost, "
+                                       "roles: [storage]}\n")
+    scan = _cli("scan", "--site", "site.yml", "--no-history", "--no-mesh", "--no-efficiency", "--skip-probes",
+                "disk.smart", "-o", "scan.json", cwd=tmp_path)
+    assert scan.returncode in (0, 2, 3), scan.stderr[-2000:]
+    r = _cli("report", "scan.json", "--ndjson", "-", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    docs = [json.loads(line) for line in lines]
+    assert all(line.startswith("{") and "\n" not in line for line in lines)
+    report = json.loads((tmp_path / "scan.json").read_text())
+    assert uuid.UUID(report["scan_id"]) and report["schema_version"] == "1.2"
+    assert {d["scan_id"] for d in docs} == {report["scan_id"]}
+    by_type = [d["doc_type"] for d in docs]
+    assert by_type.count("scan") == 1 and by_type.count("host") == 1
+    assert by_type.count("finding") == sum(len(f["hosts"]) for f in report["findings"])
+    host = next(d for d in docs if d["doc_type"] == "host")
+    names = {f["name"] for f in host["facts"]}
+    assert any(n.startswith("network.sysctl.") for n in names), sorted(names)[:20]
+    assert all(isinstance(f["value"], (str, type(None))) for f in host["facts"])
+    mixed = {k: t for k, t in key_types(docs).items() if len(t) > 1}
+    assert not mixed, mixed
+    # every check rule's finding says its operator; a Python rule's says analytic
+    ops = {d["rule_id"]: d["operator"] for d in docs if d["doc_type"] == "finding"}
+    assert ops.get("NET-TCP-SACK") == "eq" and "analytic" in ops.values(), ops
+    # to a file: the count on the console, the same documents
+    w = _cli("report", "scan.json", "--ndjson", "scan.ndjson", cwd=tmp_path)
+    assert w.returncode == 0 and f"({len(docs)} documents)" in w.stdout, w.stdout + w.stderr
+    assert (tmp_path / "scan.ndjson").read_text() == r.stdout
+
+
+def test_causes_and_paths_keep_one_type_per_key_with_the_other_documents():
+    m = mesh()
+    d = diagnose(DiagnosisInput(findings=findings(m), mesh=m, efficiency=None, facts=site_facts(), tags=TAGS,
+                                addresses=ADDR))
+    rep = make_report().model_copy(update={"mesh": m, "findings": findings(m)}).with_diagnosis(d)
+    docs = list(documents(rep))
+    causes = [x for x in docs if x["doc_type"] == "cause"]
+    assert [c["rank"] for c in causes] == list(range(1, len(d.causes) + 1)) and len(causes) == 4
+    assert len([x for x in docs if x["doc_type"] == "path"]) == len(m["paths"])
+    mixed = {k: t for k, t in key_types(docs + list(documents(make_report()))).items() if len(t) > 1}
+    assert not mixed, mixed
+    # a report of before 1.2 gets an id derived from its site and start, the same at every read
+    old = make_report().model_dump()
+    old.pop("scan_id")
+    again = type(rep).model_validate(old)
+    assert again.scan_id == type(rep).model_validate(old).scan_id and uuid.UUID(again.scan_id)
+
+
+def test_values_as_text_and_number():
+    assert (text_of(None), text_of("fq"), text_of(0), text_of([4096, 87380, 6291456])) == \
+        (None, "fq", "0", "[4096,87380,6291456]")
+    assert (number_of("1"), number_of(" 0.5 "), number_of(True), number_of("512M"), number_of(float("nan")),
+            number_of([1])) == (1.0, 0.5, 1.0, None, None, None)
