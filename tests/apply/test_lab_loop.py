@@ -98,6 +98,18 @@ def console_lines(scan: Path) -> int:
         return len(console.export_text().splitlines())
 
 
+def report_schema_errors(report: dict) -> list[str]:
+    from tests.report.test_report_schema import errors
+
+    return errors(report)
+
+
+def ndjson_key_types(docs: list[dict]) -> dict[str, set[str]]:
+    from tests.report.test_ndjson import key_types
+
+    return key_types(docs)
+
+
 def mesh_min_ratio() -> float:
     """The share of a path's expected rate below which MESH-PATH-SLOW fails it (rules/mesh.yml)."""
     return float(yaml.safe_load((ROOT / "rules" / "mesh.yml").read_text())["vars"]["mesh_min_ratio"])
@@ -119,6 +131,12 @@ def test_ifca_loop(tmp_path):
         scan = tmp_path / "scan.json"
         run(BIN / "storadvise", "scan", "--site", name, "-o", scan, "--json")
         check_before(json.loads(scan.read_text()))
+        # a real report with a mesh and a diagnosis holds to the shipped JSON Schema (issue 28)
+        assert report_schema_errors(json.loads(scan.read_text())) == []
+        nd = run(BIN / "storadvise", "report", scan, "--ndjson", "-")
+        docs = [json.loads(line) for line in nd.stdout.splitlines()]
+        assert {d["doc_type"] for d in docs} == {"scan", "host", "finding", "path", "cause"}
+        assert not {k: t for k, t in ndjson_key_types(docs).items() if len(t) > 1}
         assert console_lines(scan) <= 80
         run(BIN / "storadvise", "plan", "--site", name, "--scan", scan, "--out", tmp_path / "plan")
         plan = json.loads((tmp_path / "plan" / "plan.json").read_text())

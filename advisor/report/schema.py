@@ -1,0 +1,59 @@
+"""The JSON Schema of the scan report (docs/report-schema.md), shipped beside this module as
+``scan-report.schema.json`` and generated from the report's own models, so that the two cannot drift
+(``tests/report/test_report_schema.py`` holds the file to the models and real reports to the file).
+
+    python -m advisor.report.schema > advisor/report/scan-report.schema.json   # after a model change
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from advisor.report.model import SCHEMA_VERSION, ScanReport
+
+SCHEMA_FILE = Path(__file__).with_name("scan-report.schema.json")
+
+
+def _typed(*types: str) -> dict[str, Any]:
+    return {"type": list(types)} if len(types) > 1 else {"type": types[0]}
+
+
+#: a measured path (advisor/mesh/results.py): its core keys typed; the mesh may add keys in a minor version
+_PATH = {
+    "type": "object",
+    "required": ["src", "dst", "status"],
+    "properties": {
+        "src": _typed("string"), "dst": _typed("string"), "status": {"enum": ["ok", "failed"]},
+        "error": _typed("string", "null"),
+        "measured_bps": _typed("number", "null"), "expected_bps": _typed("number", "null"),
+        "ratio": _typed("number", "null"), "retransmits": _typed("integer", "null"),
+        "rtt_us": _typed("number", "null"), "min_rtt_us": _typed("number", "null"),
+        "limited_by": {"enum": ["link", "receiver_window", "sender_buffer", "loss", "policer", "cpu", "contended",
+                                "unknown", None]},
+        "limited_evidence": _typed("string", "null"),
+        "tcp_info": _typed("object", "null"), "host_cpu_busy": _typed("object", "null"),
+        "cpu_wait_frac": _typed("object", "null"), "nic_other_bytes": _typed("object", "null"),
+        "test_bytes": _typed("integer", "null"),
+    },
+}
+# (object or null in one schema, not anyOf: a wrong path is then reported at the path itself)
+_MESH = {"type": ["object", "null"], "required": ["paths"], "properties": {
+    "rounds": _typed("integer"), "paths": {"type": "array", "items": _PATH}}}
+
+
+def report_schema() -> dict[str, Any]:
+    schema = ScanReport.model_json_schema(mode="serialization")
+    schema["properties"]["mesh"] = {**_MESH, "default": None, "title": "Mesh"}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": f"https://storadvise.invalid/schema/scan-report-{SCHEMA_VERSION}.json",
+            "description": f"storadvise scan report, schema {SCHEMA_VERSION} (docs/report-schema.md)", **schema}
+
+
+def schema_text() -> str:
+    return json.dumps(report_schema(), indent=2, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover - the regeneration command above
+    print(schema_text(), end="")
