@@ -24,7 +24,7 @@ from advisor.collector import now_iso, probe_context, probes_for, write_manifest
 from advisor.errors import StoradviseError
 from advisor.facts import HostFacts
 from advisor.path_component import path_component
-from advisor.probe_helper import helper_path, probe_command
+from advisor.probe_helper import HostCommands
 from advisor.secret_vars import redact_vars
 from advisor.site import Site
 from advisor.transport.base import Command
@@ -44,7 +44,8 @@ def batch_vars(site: Site, hosts: list, sample_seconds: float, probes: list[str]
     out: dict[str, Any] = {}
     for host in hosts:
         ctx = probe_context(site, host, False, sample_seconds, requested)
-        commands = [probe_command(p, ctx, helper_path(ctx.vars)) for p in probes_for(host, probes, site.storage_systems)]
+        host_commands = HostCommands(ctx)
+        commands = [host_commands.command(p) for p in probes_for(host, probes, site.storage_systems)]
         script = BatchScript.build(commands, host.sudo)
         out[host.name] = {
             "token": script.token,

@@ -14,7 +14,7 @@ from advisor.atomic_files import write_atomic
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.gc_paused import gc_paused
 from advisor.output_store import OutputStore
-from advisor.probe_helper import helper_path, probe_command
+from advisor.probe_helper import HostCommands
 from advisor.probe_selection import SKIPPED, skipped_message
 from advisor.ruleset_canonical import CONTROLLER_STEPS
 from advisor.path_component import path_component
@@ -139,7 +139,7 @@ def _collect_host(site: Site, host: Host, transport_factory: TransportFactory, s
         return hf
     try:
         ctx = probe_context(site, host, transport.is_local, sample_seconds, requested)
-        helper = helper_path(ctx.vars)
+        host_commands = HostCommands(ctx)
         commands: list[Command] = []
         local_results: dict[str, CommandResult] = {}
         for p in probes:
@@ -149,7 +149,7 @@ def _collect_host(site: Site, host: Host, transport_factory: TransportFactory, s
             elif transport.replays_outputs:  # looked up by key: no script to write
                 commands.append(Command(key=p.name, script="", sudo=p.needs_root))
             else:
-                commands.append(probe_command(p, ctx, helper))
+                commands.append(host_commands.command(p))
         results = transport.run_batch(commands) if commands else []
     except TransportError as exc:
         hf.reachable = False

@@ -16,7 +16,7 @@ from typing import Any
 from advisor.collector import probe_context, probes_for
 from advisor.scan_options import ScanOptions
 from advisor.site import Host, Site
-from advisor.probe_helper import helper_path, probe_command
+from advisor.probe_helper import HostCommands
 from advisor.transport.base import sudo_flag
 from probes.probe import Probe
 
@@ -36,6 +36,7 @@ def host_plan(site: Site, host: Host, options: ScanOptions, selected: frozenset[
     """What the collect stage would run on one host."""
     local = site.transport == "local"
     ctx = probe_context(site, host, local, options.sample_seconds)
+    host_commands = HostCommands(ctx)
     probes = []
     for p in probes_for(host):
         if selected is not None and p.name not in selected:
@@ -44,8 +45,8 @@ def host_plan(site: Site, host: Host, options: ScanOptions, selected: frozenset[
         # a probe that can read the local host in-process (psutil) may do so instead of its script;
         # it is not called here (that would read the host)
         in_process = local and type(p).local_text is not Probe.local_text
-        helper = helper_path(ctx.vars) if p.needs_root else None
-        cmd = probe_command(p, ctx, helper)
+        helper = host_commands.helper if p.needs_root else None
+        cmd = host_commands.command(p)
         probes.append({
             "probe": p.name, "skipped": False, "needs_root": p.needs_root,
             "sudo": sudo_flag(cmd, host.sudo), "helper": helper,

@@ -80,30 +80,41 @@ def digest_line(body: str) -> str:
     return f"# storadvise-probe sha256:{hashlib.sha256(body.encode()).hexdigest()}"
 
 
-def probe_command(p: Probe, ctx: ProbeContext, helper: str | None) -> Command:
-    """The command that runs probe ``p`` on the host: its script (through sudo when it needs root),
-    or, on a host with a helper, a call of the installed helper after checking it is the one this
-    storadvise generates for the host."""
-    if not (p.needs_root and helper):
-        return Command(key=p.name, script=p.script(ctx), sudo=p.needs_root, timeout=p.timeout(ctx))
-    body = _body(ctx)
+class HostCommands:
+    """The commands of one host's probes: each probe's script (through sudo when it needs root), or, on
+    a host whose variables name a helper, a call of the installed helper for the root probes, after
+    checking it is the one this storadvise generates for the host (its hash computed once per host)."""
+
+    def __init__(self, ctx: ProbeContext):
+        self.ctx = ctx
+        self.helper = helper_path(ctx.vars)
+        self._check: str | None = None
+
+    def command(self, p: Probe) -> Command:
+        if not (p.needs_root and self.helper):
+            return Command(key=p.name, script=p.script(self.ctx), sudo=p.needs_root, timeout=p.timeout(self.ctx))
+        if self._check is None:
+            self._check = _helper_check(self.helper, _body(self.ctx))
+        script = (f"{self._check}if [ \"$(id -u)\" = 0 ]; then exec \"$h\" {p.name}; fi\n"
+                  f"exec sudo -n -- \"$h\" {p.name}\n")
+        return Command(key=p.name, script=script, sudo=False, own_sudo=True, timeout=p.timeout(self.ctx))
+
+
+def _helper_check(helper: str, body: str) -> str:
+    """sh: ``h`` is the helper; exit {HELPER_REFUSED} unless it is installed and its body is ``body``."""
     digest = hashlib.sha256(body.encode()).hexdigest()
-    h = shlex.quote(helper)
     refuse = (f"echo \"storadvise: $h is not the helper this storadvise generates for this host (an older "
               f"storadvise, other host variables, or edited): install the output of 'storadvise probe helper' "
               f"again\" >&2; exit {HELPER_REFUSED}")
-    script = (
-        f"h={h}\n"
+    return (
+        f"h={shlex.quote(helper)}\n"
         f"if [ ! -x \"$h\" ]; then echo \"storadvise: the probe helper $h is not installed on this host (see "
         f"'storadvise probe helper')\" >&2; exit {HELPER_REFUSED}; fi\n"
         # the body's own hash where sha256sum exists, else the digest line the helper carries
         f"if command -v sha256sum >/dev/null 2>&1; then\n"
         f"  sa_d=$(sed 1,2d \"$h\" | sha256sum) || sa_d=\n"
         f"  case \"$sa_d\" in {digest}\\ *) ;; *) {refuse} ;; esac\n"
-        f"elif [ \"$(sed -n 2p \"$h\" 2>/dev/null)\" != {shlex.quote(digest_line(body))} ]; then {refuse}; fi\n"
-        f"if [ \"$(id -u)\" = 0 ]; then exec \"$h\" {p.name}; fi\n"
-        f"exec sudo -n -- \"$h\" {p.name}\n")
-    return Command(key=p.name, script=script, sudo=False, own_sudo=True, timeout=p.timeout(ctx))
+        f"elif [ \"$(sed -n 2p \"$h\" 2>/dev/null)\" != {shlex.quote(digest_line(body))} ]; then {refuse}; fi\n")
 
 
 def sudoers_text(user: str, helper: str) -> str:

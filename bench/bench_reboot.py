@@ -186,7 +186,8 @@ class Shape:
 def shapes(args: argparse.Namespace, workdir: Path) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     names = sorted(p.stem for p in SCENARIOS.glob("*.yml")) if args.all else list(args.scenario or [])
-    out += [(n, n) for n in names]
+    # a shipped scenario by name, or a scenario file (labelled by its file name)
+    out += [(Path(n).stem if n.endswith((".yml", ".yaml")) else n, n) for n in names]
     seeds = range(1, 11) if args.all and not args.seed else (args.seed or [])
     for s in seeds:
         f = workdir / f"seed{s}.yml"

@@ -14,7 +14,7 @@ import yaml
 
 from advisor.collector import probe_context
 from advisor.errors import SiteFileError
-from advisor.probe_helper import DEFAULT_HELPER_PATH, helper_text, probe_command, root_probes, sudoers_text
+from advisor.probe_helper import DEFAULT_HELPER_PATH, HostCommands, helper_text, root_probes, sudoers_text
 from advisor.site_file import load_site
 from advisor.transport.base import sudo_flag
 from probes import all_probes
@@ -64,10 +64,12 @@ def test_the_scan_command_refuses_a_helper_generated_for_other_variables(tmp_pat
     other.vars["firewall_nftables_conf"] = "/srv/nft.conf"  # another path the firewall probe reads
     helper = tmp_path / "storadvise-probe"
     probe = all_probes()["firewall"]
-    cmd = probe_command(probe, ctx, str(helper))
+    ctx.vars["probe_helper"] = str(helper)
+    other.vars["probe_helper"] = str(helper)
+    cmd = HostCommands(ctx).command(probe)
     assert cmd.sudo is False and f"sudo -n -- \"$h\" firewall" in cmd.script
     assert not sudo_flag(cmd, True)  # a host with 'sudo: true' still calls the helper itself
-    assert probe_command(all_probes()["host"], ctx, str(helper)).script == all_probes()["host"].script(ctx)
+    assert HostCommands(ctx).command(all_probes()["host"]).script == all_probes()["host"].script(ctx)
 
     def run_cmd() -> subprocess.CompletedProcess:
         return subprocess.run(["sh", "-c", cmd.script], capture_output=True, text=True, timeout=60)
