@@ -33,12 +33,14 @@ def _private_user(d: Path) -> list[str]:
     shutil.copy2("/etc/shadow", etc / "shadow")
     with open(etc / "shadow", "a") as fh:
         fh.write(f"{USER}:*:19000:0:99999:7:::\n")
-    for sub in ("sudoers.d", "sudo-run", "sudo-lib", "sbin"):
+    for sub in ("sudoers.d", "sudo-lib", "sbin"):
         (d / sub).mkdir(mode=0o755)
     (d / "sudoers.d").chmod(0o755)
     binds = [(etc / "passwd", "/etc/passwd"), (etc / "group", "/etc/group"), (etc / "shadow", "/etc/shadow"),
-             (d / "sudoers.d", "/etc/sudoers.d"), (d / "sudo-run", "/run/sudo"), (d / "sudo-lib", "/var/lib/sudo")]
-    return [f"mount -n --bind {src} {dst}" for src, dst in binds if Path(dst).exists()]
+             (d / "sudoers.d", "/etc/sudoers.d"), (d / "sudo-lib", "/var/lib/sudo")]
+    # sudo keeps its time stamps in /run/sudo: a private /run (sshd needs only /run/sshd there)
+    return [f"mount -n --bind {src} {dst}" for src, dst in binds if Path(dst).exists()] + [
+        "mount -n -t tmpfs -o mode=0755 tmpfs /run", "mkdir -p /run/sshd /run/sudo"]
 
 
 def _probe_states(host, site: Path) -> dict:
