@@ -24,14 +24,7 @@ BIN = Path(sys.executable).parent
 RULES = {"BLOCK-NR-REQUESTS", "BLOCK-QUEUE-DEPTH"}
 REAL_UDEV = Path("/etc/udev/rules.d/60-storadvise-block.rules")
 
-SCENARIO = {
-    "name": "blockq", "description": "shallow block queues on emulated disks", "link_rate": "1gbit",
-    "switches": [{"name": "core"}],
-    "hosts": [{"name": "st01", "roles": ["storage"], "groups": ["servers"], "switch": "core"},
-              {"name": "wn01", "roles": ["worker"], "groups": ["workers"], "switch": "core"}],
-    "disks": {"hosts": ["servers"], "count": 3, "queue": {"nr_requests": 64, "queue_depth": 1}},
-    "site": {"storage_kind": "other"},
-}
+SCENARIO = yaml.safe_load((REPO / "bench" / "scenarios" / "block-queue.yml").read_text())
 
 
 def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
