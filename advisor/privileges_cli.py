@@ -22,9 +22,9 @@ def _write(text: str, output: Optional[Path], mode: int) -> None:
     if output is None or str(output) == "-":
         sys.stdout.write(text)
         return
-    from advisor.atomic_files import write_atomic
+    from advisor.report.outputs import write_text
 
-    write_atomic(output, text, mode=mode)
+    write_text(output, text, mode)
     print(f"wrote {output}", file=sys.stderr)
 
 

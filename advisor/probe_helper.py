@@ -8,8 +8,9 @@ root probe, each the very script the scan would otherwise send, fixed at install
 snippet ``storadvise sudoers`` prints allows exactly ``PATH NAME`` for each root probe, nothing else.
 
 The helper's second line carries the SHA-256 of its body. Before it calls sudo, the scan's command
-compares that line with the helper this storadvise would generate for the host: a helper left from
-an older storadvise, or generated with other host variables, is refused (the probe reports an error
+hashes the installed helper's body (``sha256sum``; where that is missing, it compares the second
+line) against the helper this storadvise would generate for the host: a helper left from an older
+storadvise, generated with other host variables, or edited, is refused (the probe reports an error
 naming the fix) rather than run with scripts the parser may not expect.
 """
 

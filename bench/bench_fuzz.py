@@ -335,10 +335,9 @@ def check_prometheus(text: str) -> str | None:
 
 def check_ndjson(text: str) -> str | None:
     """One JSON document per line, ASCII only, the host text read back as it was."""
-    from advisor.report.ndjson import documents
+    from advisor.report.ndjson import ndjson_lines
 
-    rep = report_with(text)
-    lines = [json.dumps(d, separators=(",", ":"), allow_nan=False) for d in documents(rep)]
+    lines = [line.removesuffix("\n") for line in ndjson_lines(report_with(text))]
     for line in lines:
         if "\n" in line or not line.isascii():
             return "a document is not one ASCII line"

@@ -151,11 +151,10 @@ def load_report(path: str | Path) -> ScanReport:
     if major != SCHEMA_VERSION.split(".")[0]:
         raise StoradviseError(f"{p}: scan report schema {data['schema_version']} is not supported (this storadvise reads {SCHEMA_VERSION})")
     try:
-        rep = ScanReport.model_validate(data)
+        return ScanReport.model_validate(data)
     except ValidationError as exc:
         e = exc.errors()[0]
         raise StoradviseError(f"{p}: invalid scan report at {'.'.join(str(x) for x in e['loc'])}: {e['msg']}") from None
-    return rep
 
 
 def exit_code(summary: ScanSummary, fail_on: str) -> int:

@@ -110,14 +110,26 @@ def documents(report: ScanReport) -> Iterator[dict[str, Any]]:
                "explains": [{"rule_id": r.rule_id, "subject": r.subject} for r in c.explains]}
 
 
-def write_ndjson(report: ScanReport, dest: Path) -> int:
-    """Write the documents to ``dest`` (``-``: stdout); returns how many."""
-    from advisor.report.outputs import write_text
+def ndjson_lines(report: ScanReport) -> Iterator[str]:
+    """The documents, each as one line of ASCII JSON (a lone surrogate from a host is escaped)."""
+    for d in documents(report):
+        yield json.dumps(d, separators=(",", ":"), allow_nan=False) + "\n"
 
-    lines = [json.dumps(d, separators=(",", ":"), allow_nan=False) for d in documents(report)]
-    text = "".join(line + "\n" for line in lines)
+
+def write_ndjson(report: ScanReport, dest: Path) -> int:
+    """Write the documents to ``dest`` (``-``: stdout), a line at a time; returns how many."""
+    from advisor.report.outputs import write_parts
+
+    count = 0
+
+    def counted() -> Iterator[str]:
+        nonlocal count
+        for line in ndjson_lines(report):
+            count += 1
+            yield line
+
     if str(dest) == "-":
-        sys.stdout.write(text)
+        sys.stdout.writelines(counted())
     else:
-        write_text(dest, text)
-    return len(lines)
+        write_parts(dest, counted())
+    return count

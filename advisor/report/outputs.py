@@ -5,11 +5,12 @@ One place for every command that ends with a scan report (``scan``, ``verify``, 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from advisor.atomic_files import atomic_writer, write_atomic
+from advisor.atomic_files import atomic_writer
 from advisor.errors import StoradviseError
 from advisor.report.model import ScanReport
 
@@ -22,12 +23,19 @@ class ReportFiles:
     prometheus: Path | None = None
 
 
-def write_text(path: Path, text: str) -> None:
+def write_text(path: Path, text: str, mode: int = 0o644) -> None:
     """Write a report file atomically (advisor.atomic_files); a failure is one line and leaves no
     temporary file."""
+    write_parts(path, (text,), mode)
+
+
+def write_parts(path: Path, parts: Iterable[str], mode: int = 0o644) -> None:
+    """``write_text`` of text that arrives in parts (written as they come, never joined)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, text)
+        with atomic_writer(path, mode) as fh:
+            for part in parts:
+                fh.write(part)
     except OSError as exc:
         raise StoradviseError(f"{path}: cannot write: {exc.strerror or exc}") from None
     except UnicodeEncodeError as exc:

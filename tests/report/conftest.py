@@ -3,6 +3,10 @@ failed path, an efficiency test, and findings of every status, some with control
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from advisor.findings import Finding, FindingStatus, Remediation, Severity
@@ -63,3 +67,34 @@ def make_report(site="demo", started_at="2026-11-23T10:00:00+0100", findings=Non
 @pytest.fixture
 def report() -> ScanReport:
     return make_report()
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cli(*args, cwd: Path) -> subprocess.CompletedProcess:
+    """storadvise in ``cwd``, with a scratch HOME there."""
+    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=600,
+                          env={"PYTHONPATH": str(REPO), "HOME": str(cwd), "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
+
+
+def local_scan(tmp_path: Path, roles: list[str]) -> Path:
+    """A real scan of this machine (no mesh, no efficiency test, no smartctl) written to tmp_path/scan.json."""
+    (tmp_path / "site.yml").write_text("name: here\ntransport: local\nhosts:\n  - {name: box, address: localhost, "
+                                       f"roles: [{', '.join(roles)}]}}\n")
+    r = cli("scan", "--site", "site.yml", "--no-history", "--no-mesh", "--no-efficiency", "--skip-probes",
+            "disk.smart", "-o", "scan.json", cwd=tmp_path)
+    assert r.returncode in (0, 2, 3), r.stderr[-2000:]
+    return tmp_path / "scan.json"
+
+
+def diagnosed_report() -> ScanReport:
+    """make_report with the mesh, findings and diagnosis of tests/diagnosis/test_causes.py (four causes)."""
+    from advisor.diagnosis import DiagnosisInput, diagnose
+    from tests.diagnosis.test_causes import ADDR, TAGS, findings, mesh, site_facts
+
+    m = mesh()
+    d = diagnose(DiagnosisInput(findings=findings(m), mesh=m, efficiency=None, facts=site_facts(), tags=TAGS,
+                                addresses=ADDR))
+    return make_report().model_copy(update={"mesh": m, "findings": findings(m)}).with_diagnosis(d)

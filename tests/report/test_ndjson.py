@@ -5,22 +5,10 @@ on a real scan of this machine (its facts: sysctls, NICs, disks, mounts) and on 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 
-from advisor.diagnosis import DiagnosisInput, diagnose
 from advisor.report.ndjson import documents, number_of, text_of
-from tests.diagnosis.test_causes import ADDR, TAGS, findings, mesh, site_facts
-from tests.report.conftest import make_report
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _cli(*args, cwd: Path):
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=600, env={"PYTHONPATH": str(REPO), "HOME": str(cwd), "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
+from tests.report.conftest import cli, diagnosed_report, local_scan, make_report
 
 
 def _kind(v) -> str | None:
@@ -54,12 +42,8 @@ def key_types(docs: list[dict]) -> dict[str, set[str]]:
 
 
 def test_a_real_scan_as_ndjson_has_one_type_per_key(tmp_path):
-    (tmp_path / "site.yml").write_text("name: here\ntransport: local\nhosts:\n  - {name: box, address: localhost, "
-                                       "roles: [storage]}\n")
-    scan = _cli("scan", "--site", "site.yml", "--no-history", "--no-mesh", "--no-efficiency", "--skip-probes",
-                "disk.smart", "-o", "scan.json", cwd=tmp_path)
-    assert scan.returncode in (0, 2, 3), scan.stderr[-2000:]
-    r = _cli("report", "scan.json", "--ndjson", "-", cwd=tmp_path)
+    local_scan(tmp_path, ["storage"])
+    r = cli("report", "scan.json", "--ndjson", "-", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     docs = [json.loads(line) for line in lines]
@@ -80,20 +64,17 @@ def test_a_real_scan_as_ndjson_has_one_type_per_key(tmp_path):
     ops = {d["rule_id"]: d["operator"] for d in docs if d["doc_type"] == "finding"}
     assert ops.get("NET-TCP-SACK") == "eq" and "analytic" in ops.values(), ops
     # to a file: the count on the console, the same documents
-    w = _cli("report", "scan.json", "--ndjson", "scan.ndjson", cwd=tmp_path)
+    w = cli("report", "scan.json", "--ndjson", "scan.ndjson", cwd=tmp_path)
     assert w.returncode == 0 and f"({len(docs)} documents)" in w.stdout, w.stdout + w.stderr
     assert (tmp_path / "scan.ndjson").read_text() == r.stdout
 
 
 def test_causes_and_paths_keep_one_type_per_key_with_the_other_documents():
-    m = mesh()
-    d = diagnose(DiagnosisInput(findings=findings(m), mesh=m, efficiency=None, facts=site_facts(), tags=TAGS,
-                                addresses=ADDR))
-    rep = make_report().model_copy(update={"mesh": m, "findings": findings(m)}).with_diagnosis(d)
+    rep = diagnosed_report()
     docs = list(documents(rep))
     causes = [x for x in docs if x["doc_type"] == "cause"]
-    assert [c["rank"] for c in causes] == list(range(1, len(d.causes) + 1)) and len(causes) == 4
-    assert len([x for x in docs if x["doc_type"] == "path"]) == len(m["paths"])
+    assert [c["rank"] for c in causes] == list(range(1, len(rep.causes) + 1)) and len(causes) == 4
+    assert len([x for x in docs if x["doc_type"] == "path"]) == len(rep.mesh["paths"])
     mixed = {k: t for k, t in key_types(docs + list(documents(make_report()))).items() if len(t) > 1}
     assert not mixed, mixed
     # a report of before 1.2 gets an id derived from its site and start, the same at every read

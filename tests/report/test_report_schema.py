@@ -9,11 +9,8 @@ import json
 
 import jsonschema
 
-from advisor.diagnosis import DiagnosisInput, diagnose
 from advisor.report.schema import SCHEMA_FILE, schema_text
-from tests.diagnosis.test_causes import ADDR, TAGS, findings, mesh, site_facts
-from tests.report.conftest import make_report
-from tests.report.test_ndjson import _cli
+from tests.report.conftest import diagnosed_report, local_scan
 
 
 def validator() -> jsonschema.Draft202012Validator:
@@ -32,12 +29,7 @@ def test_the_shipped_schema_is_the_models():
 
 
 def test_a_real_scan_validates_and_wrong_types_do_not(tmp_path):
-    (tmp_path / "site.yml").write_text("name: here\ntransport: local\nhosts:\n  - {name: box, address: localhost, "
-                                       "roles: [storage, worker]}\n")
-    r = _cli("scan", "--site", "site.yml", "--no-history", "--no-mesh", "--no-efficiency", "--skip-probes",
-             "disk.smart", "-o", "scan.json", cwd=tmp_path)
-    assert r.returncode in (0, 2, 3), r.stderr[-2000:]
-    report = json.loads((tmp_path / "scan.json").read_text())
+    report = json.loads(local_scan(tmp_path, ["storage", "worker"]).read_text())
     assert errors(report) == []
     bad = copy.deepcopy(report)
     bad["findings"][0]["status"] = "bogus"
@@ -46,11 +38,7 @@ def test_a_real_scan_validates_and_wrong_types_do_not(tmp_path):
 
 
 def test_a_report_with_mesh_and_diagnosis_validates_and_a_bad_path_does_not():
-    m = mesh()
-    d = diagnose(DiagnosisInput(findings=findings(m), mesh=m, efficiency=None, facts=site_facts(), tags=TAGS,
-                                addresses=ADDR))
-    report = json.loads(make_report().model_copy(update={"mesh": m, "findings": findings(m)})
-                        .with_diagnosis(d).model_dump_json())
+    report = json.loads(diagnosed_report().model_dump_json())
     assert report["causes"] and errors(report) == []
     report["mesh"]["paths"][0]["measured_bps"] = "fast"
     report["mesh"]["paths"][1]["limited_by"] = "gremlins"
