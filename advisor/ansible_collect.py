@@ -1,14 +1,18 @@
-"""Collection through Ansible: the same probe batch the built-in collector sends, run by
+"""Collection through Ansible: the same probe batches the built-in collector sends, run by
 ``playbooks/collect.yml``, written into the capture layout ``storadvise scan --from`` reads.
 
-Two halves, both from the probe registry and the SSH transport's batch wrapper (never a copied
+Two halves, both from the probe registry and the SSH transport's batch framing (never a copied
 list of commands):
 
-* ``batch_vars``: per host, the wrapper script (``BatchScript``) and the commands it carries,
-  written by ``storadvise collect --ansible-vars FILE`` as Ansible data (every string ``!unsafe``).
-* ``import_frames``: the playbook saves each host's framed stdout under ``DIR/.ansible/``;
-  this decodes it with the transport's own ``BatchParser`` and writes the capture and manifest
-  exactly as ``storadvise collect`` does.
+* ``batch_vars``: the ``storadvise_collect`` variable, written by ``storadvise collect
+  --ansible-vars FILE`` as Ansible data (every string ``!unsafe``): one wrapper script for all hosts
+  (``SharedScript``: each distinct probe script once), each distinct batch of commands once, and per
+  host only the number of its batch. The playbook ships the script to each host with the ``script``
+  module (no Python on the hosts) and its ``storadvise_capture`` module writes the capture, through
+  the shipped decoder and layout (playbooks/module_utils), with no storadvise installed.
+* ``import_frames``: ``storadvise collect --from-ansible DIR``: the same capture from results saved
+  as ``DIR/.ansible/<host>.json`` (a playbook of the site's own that registers the script task and
+  saves the result), through the same decoder and layout.
 """
 
 from __future__ import annotations
@@ -20,42 +24,53 @@ from typing import Any
 
 from advisor.apply.ansible_data import as_data, dump_data, load_data
 from advisor.atomic_files import write_atomic
-from advisor.collector import now_iso, probe_context, probes_for, write_manifest
+from advisor.collector import now_iso, probe_context, probes_for
 from advisor.errors import StoradviseError
 from advisor.facts import HostFacts
 from advisor.path_component import path_component
 from advisor.probe_helper import HostCommands
 from advisor.secret_vars import redact_vars
+from advisor.shipped_code import module_utils
 from advisor.site import Site
-from advisor.transport.base import Command
-from advisor.transport.capture_objects import CaptureObjects
-from advisor.transport.captured import write_capture
-from advisor.transport.ssh import BatchScript
+from advisor.transport.base import MAX_OUTPUT_BYTES
+from advisor.transport.batch_framing import SharedScript
 
-VARS_FORMAT = 1
-#: where the playbook saves each host's raw frames inside the capture directory
+#: 2: one shared script and batches by number (1: a wrapper per host; no longer read)
+VARS_FORMAT = 2
+#: where ``--from-ansible`` finds each host's saved result inside the capture directory
 FRAMES_DIR = ".ansible"
+
+_frames = module_utils("storadvise_batch_frames")
+_layout = module_utils("storadvise_capture_layout")
 
 
 def batch_vars(site: Site, hosts: list, sample_seconds: float, probes: list[str] | None = None,
                requested: dict[str, list[str]] | None = None) -> dict[str, Any]:
-    """The ``storadvise_collect`` variable: per host, its batch wrapper and commands (``requested``:
-    the keys the loaded rules ask the probes to read, advisor.probe_requests)."""
-    out: dict[str, Any] = {}
+    """The ``storadvise_collect`` variable (``requested``: the keys the loaded rules ask the probes
+    to read, advisor.probe_requests). Hosts whose commands are the same share one batch."""
+    batches: list[tuple[list, bool | None]] = []
+    seen: dict[str, int] = {}
+    host_batch: dict[str, int] = {}
     for host in hosts:
-        ctx = probe_context(site, host, False, sample_seconds, requested)
-        host_commands = HostCommands(ctx)
+        host_commands = HostCommands(probe_context(site, host, False, sample_seconds, requested))
         commands = [host_commands.command(p) for p in probes_for(host, probes, site.storage_systems)]
-        script = BatchScript.build(commands, host.sudo)
-        out[host.name] = {
-            "token": script.token,
-            "commands": [c.model_dump() for c in commands],
-            "timeouts": script.timeouts,
-            "sudo": script.sudo,
-            "wrapper": script.text,
-        }
-    # the site as the manifest records it: secrets (a become password) never reach the vars file
-    return {"format": VARS_FORMAT, "site": redact_vars(json.loads(site.model_dump_json())), "hosts": out}
+        ident = json.dumps([[c.model_dump() for c in commands], host.sudo], sort_keys=True)
+        if ident not in seen:
+            seen[ident] = len(batches)
+            batches.append((commands, host.sudo))
+        host_batch[host.name] = seen[ident]
+    shared = SharedScript.build(batches)
+    return {
+        "format": VARS_FORMAT,
+        # the site as the manifest records it: secrets (a become password) never reach the vars file
+        "site": redact_vars(json.loads(site.model_dump_json())),
+        "token": shared.token,
+        "max_output_bytes": MAX_OUTPUT_BYTES,
+        "script": shared.text,
+        "batches": [{"commands": [{"key": c.key, "script": c.script, "sudo": c.sudo} for c in b.commands],
+                     "timeouts": b.timeouts} for b in shared.batches],
+        "hosts": {name: {"batch": n} for name, n in host_batch.items()},
+    }
 
 
 def write_vars_file(path: Path, data: dict[str, Any]) -> None:
@@ -67,53 +82,39 @@ def read_vars_file(path: Path) -> dict[str, Any]:
     try:
         data = load_data(path.read_text())["storadvise_collect"]
         if data.get("format") != VARS_FORMAT or not isinstance(data.get("hosts"), dict):
-            raise ValueError(f"not format {VARS_FORMAT}")
+            raise ValueError(f"not format {VARS_FORMAT}: write it again with storadvise collect --ansible-vars")
+        for name, spec in data["hosts"].items():
+            path_component(name, f"{path}: host name")
+            if not isinstance(spec, dict) or not 0 <= int(spec.get("batch", -1)) < len(data["batches"]):
+                raise ValueError(f"host {name}: no batch")
         return data
+    except StoradviseError:
+        raise
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
         raise StoradviseError(f"{path}: not a storadvise collect vars file ({e})") from None
 
 
-def _host_results(name: str, spec: dict[str, Any], frames_path: Path):
-    commands = [Command(**c) for c in spec["commands"]]
-    script = BatchScript(commands=commands, timeouts=[float(t) for t in spec["timeouts"]],
-                         sudo=[bool(s) for s in spec["sudo"]], token=str(spec["token"]), text="")
-    if not frames_path.is_file():
-        return commands, None, f"{name}: no output from Ansible (unreachable or not in the play)"
-    try:
-        saved = json.loads(frames_path.read_text(encoding="utf-8", errors="surrogateescape"))
-        stdout = str(saved.get("stdout", ""))
-    except (ValueError, AttributeError) as e:
-        return commands, None, f"{name}: saved Ansible output {frames_path} unreadable: {e}"
-    parser = script.parser(name)
-    parser.feed(stdout.encode("utf-8", "surrogateescape") + b"\n")  # Ansible strips the last newline
-    if parser.fatal:
-        return commands, None, f"{name}: the batch could not start: {parser.fatal}"
-    if not parser.began:
-        why = str(saved.get("msg") or saved.get("stderr") or "no output").strip().splitlines()
-        return commands, None, f"{name}: the remote shell did not run the batch: {(why or ['no output'])[0][:200]}"
-    if not parser.done:
-        return commands, parser.results(f"storadvise: the session ended early (exit status {saved.get('rc')})"), None
-    return commands, parser.results(), None
+def decode_results(data: dict[str, Any], saved: dict[str, Any]) -> dict[str, tuple]:
+    """Each host's (results, error) from Ansible's registered results (host name -> result)."""
+    return {name: _frames.decode_saved(saved.get(name), str(data["token"]), data["batches"][spec["batch"]], name,
+                                       int(data.get("max_output_bytes", MAX_OUTPUT_BYTES)))
+            for name, spec in data["hosts"].items()}
 
 
 def import_frames(directory: Path, vars_path: Path) -> dict[str, HostFacts]:
-    """Write the capture (outputs, manifest) from the frames the playbook saved in ``directory``."""
+    """Write the capture (outputs, manifest) from the results saved in ``directory/.ansible/``."""
     data = read_vars_file(vars_path)
     started = now_iso()
     frames = directory / FRAMES_DIR
-    site = Site.model_validate(data["site"])
-    hosts: dict[str, HostFacts] = {}
-    objects = CaptureObjects(directory)
-    for name, spec in data["hosts"].items():
-        path_component(name, f"{vars_path}: host name")
-        hf = HostFacts(name=name)
-        commands, results, error = _host_results(name, spec, frames / f"{name}.json")
-        if error:
-            hf.reachable = False
-            hf.errors.append(error)
-        else:
-            write_capture(directory, name, commands, results, objects)
-        hosts[name] = hf
-    write_manifest(directory, site, started, hosts)
+    saved: dict[str, Any] = {}
+    for name in data["hosts"]:
+        path = frames / f"{name}.json"
+        if not path.is_file():
+            continue
+        try:
+            saved[name] = json.loads(path.read_text(encoding="utf-8", errors="surrogateescape"))
+        except ValueError as e:
+            saved[name] = {"msg": f"saved Ansible output {path} unreadable: {e}", "stdout": ""}
+    written = _layout.write_batch_capture(directory, data, decode_results(data, saved), started)
     shutil.rmtree(frames, ignore_errors=True)
-    return hosts
+    return {name: HostFacts(name=name, reachable=h["reachable"], errors=h["errors"]) for name, h in written.items()}

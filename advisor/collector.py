@@ -10,7 +10,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from advisor.atomic_files import write_atomic
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.gc_paused import gc_paused
 from advisor.output_store import OutputStore
@@ -19,6 +18,7 @@ from advisor.probe_selection import SKIPPED, skipped_message
 from advisor.ruleset_canonical import CONTROLLER_STEPS
 from advisor.path_component import path_component
 from advisor.secret_vars import redact_vars
+from advisor.shipped_code import module_utils
 from advisor.site import Host, Site
 from advisor.storage_kinds import storage_gate
 from advisor.trusted_models import trusted
@@ -251,28 +251,22 @@ def site_context(site: Site) -> dict:
 # --------------------------------------------------------------------------- captured outputs
 
 
-MANIFEST = "manifest.json"
+_layout = module_utils("storadvise_capture_layout")
+MANIFEST = _layout.MANIFEST
 #: 2: texts content-addressed under objects/, one index per host (advisor.transport.captured);
 #: 1 (per-host .out/.err/.json files) is still read
-CAPTURE_FORMAT = 2
+CAPTURE_FORMAT = _layout.CAPTURE_FORMAT
 READABLE_CAPTURE_FORMATS = (1, 2)
 
 
 def write_manifest(directory: Path, site: Site, started_at: str, hosts: dict[str, HostFacts]) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    manifest = {
-        "capture_format": CAPTURE_FORMAT,
-        "site": redact_vars(json.loads(site.model_dump_json())),
-        "collected_at": started_at,
-        "hosts": {name: {"reachable": h.reachable, "errors": h.errors} for name, h in hosts.items()},
-    }
-    # the site's variables (secrets redacted) and host names: for the owner only
-    write_atomic(directory / MANIFEST, json.dumps(manifest, indent=2) + "\n", mode=0o600)
-    for name, h in hosts.items():
-        hd = directory / "hosts" / path_component(name, "host name")
-        hd.mkdir(parents=True, exist_ok=True)
-        write_atomic(hd / "host.json", json.dumps({"reachable": h.reachable, "errors": h.errors}, indent=2) + "\n",
-                     mode=0o600)
+    """The manifest and each host's host.json, through the shipped layout (the collect playbook's
+    module writes the same files): the site's variables (secrets redacted) and host names, for the
+    owner only."""
+    for name in hosts:
+        path_component(name, "host name")
+    _layout.write_manifest(directory, redact_vars(json.loads(site.model_dump_json())), started_at,
+                           {name: {"reachable": h.reachable, "errors": h.errors} for name, h in hosts.items()})
 
 
 def now_iso() -> str:

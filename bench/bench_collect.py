@@ -1,10 +1,12 @@
 """Benchmark: collection of N lab hosts by the built-in SSH pool (`storadvise collect`) against
-playbooks/collect.yml (`storadvise collect --ansible-vars` + ansible-playbook + `--from-ansible`),
-in the same run on the same lab: wall time, controller CPU (user+sys of the controller's process
-trees) and peak memory (the largest sum of the trees' resident sets, sampled every 50 ms), printed
-with the ratios ansible / built-in, and both captures checked to hold the same hosts, probes,
-scripts and exit statuses (their outputs differ where the hosts' live values changed between the
-two collections).
+playbooks/collect.yml (`storadvise collect --ansible-vars` + ansible-playbook, whose
+storadvise_capture module writes the capture) and against `ansible all -m setup` (Ansible's own fact
+gathering, the peer a site knows), in the same run on the same lab: wall time, controller CPU
+(user+sys of the controller's process trees), host-side CPU (the machine's busy time from
+/proc/stat during the run, minus the controller's: the lab hosts' sshd, shells and probes run on
+the same cores) and peak memory (the largest sum of the trees' resident sets, sampled every 50 ms),
+printed with the ratios, and both captures checked to hold the same hosts, probes, scripts and exit
+statuses (their outputs differ where the hosts' live values changed between the two collections).
 
     # root; brings up a lab of N small hosts ("c01".."cNN", worker role, one switch), `lab down` at the end
     .venv/bin/python bench/bench_collect.py --hosts 64 [--forks 32] [--parallel 32] [--ansible-bin DIR]
@@ -55,9 +57,17 @@ def _rss(pids: list[int]) -> int:
     return total
 
 
+def _busy_s() -> float:
+    """The whole machine's busy CPU time so far (/proc/stat: all but idle and iowait)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def measure(argv: list[str], env: dict | None = None) -> dict:
-    """Run argv; wall time, CPU of it and its descendants, peak summed RSS of its tree."""
+    """Run argv; wall time, CPU of it and its descendants, the rest of the machine's CPU meanwhile
+    (the lab hosts'), peak summed RSS of its tree."""
     before = os.times()
+    busy0 = _busy_s()
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     peak = [0]
@@ -76,9 +86,11 @@ def measure(argv: list[str], env: dict | None = None) -> dict:
     wall = time.monotonic() - t0
     after = os.times()
     cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    hosts_cpu = max(_busy_s() - busy0 - cpu, 0.0)
     if proc.returncode not in (0, 3):
         raise SystemExit(f"{' '.join(argv[:3])} exited {proc.returncode}: {err.strip()[-800:]}")
-    return {"wall_s": wall, "cpu_s": cpu, "peak_rss_mib": peak[0] / 2**20}
+    return {"wall_s": wall, "cpu_s": cpu, "hosts_cpu_s": hosts_cpu, "peak_rss_mib": peak[0] / 2**20,
+            "stdout": out}
 
 
 def main() -> int:
@@ -117,16 +129,22 @@ def main() -> int:
         print(f"ansible-playbook: {' '.join(version)} ({args.ansible_bin})", flush=True)
         play = measure([str(args.ansible_bin / "ansible-playbook"), "-f", str(args.forks), "-i", str(inventory),
                         str(REPO / "playbooks" / "collect.yml"), "-e", f"storadvise_collect_vars={vars_file}",
-                        "-e", f"storadvise_collect_dir={work / 'ansible'}", "-e", f"storadvise_command={sa}"], env)
+                        "-e", f"storadvise_collect_dir={work / 'ansible'}"], env)
         ansible = {"wall_s": gen["wall_s"] + play["wall_s"], "cpu_s": gen["cpu_s"] + play["cpu_s"],
-                   "peak_rss_mib": max(gen["peak_rss_mib"], play["peak_rss_mib"])}
+                   "hosts_cpu_s": play["hosts_cpu_s"], "peak_rss_mib": max(gen["peak_rss_mib"], play["peak_rss_mib"])}
+        setup = measure([str(args.ansible_bin / "ansible"), "all", "-i", str(inventory), "-m", "setup", "-f",
+                         str(args.forks), "-o"], env)
+        ok = sum(" | SUCCESS " in line for line in setup["stdout"].splitlines())
         print(f"machine: {os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
               f"{platform.system()} {platform.release()}; {args.hosts} lab hosts on the same machine")
-        print(f"{'':10} {'wall s':>8} {'CPU s':>8} {'peak MiB':>9}")
-        for label, m in (("built-in", builtin), ("collect.yml", ansible)):
-            print(f"{label:10} {m['wall_s']:8.1f} {m['cpu_s']:8.1f} {m['peak_rss_mib']:9.0f}")
-        print("ratio ansible/built-in: " + ", ".join(
-            f"{k} {ansible[k] / builtin[k]:.2f}x" for k in ("wall_s", "cpu_s", "peak_rss_mib") if builtin[k]))
+        print(f"{'':16} {'wall s':>8} {'ctl CPU s':>10} {'host CPU s':>11} {'peak MiB':>9}")
+        rows = (("built-in", builtin), ("collect.yml", ansible), (f"setup ({ok} ok)", setup))
+        for label, m in rows:
+            print(f"{label:16} {m['wall_s']:8.1f} {m['cpu_s']:10.1f} {m['hosts_cpu_s']:11.1f} {m['peak_rss_mib']:9.0f}")
+        keys = ("wall_s", "cpu_s", "hosts_cpu_s", "peak_rss_mib")
+        for label, a, b in (("collect.yml/built-in", ansible, builtin), ("collect.yml/setup", ansible, setup),
+                            ("built-in/setup", builtin, setup)):
+            print(f"ratio {label}: " + ", ".join(f"{k} {a[k] / b[k]:.2f}x" for k in keys if b[k]))
         # the two collections ran one after the other on live hosts: counters, free memory and
         # clocks differ, so their objects do; what must agree is every host's index: the same
         # probes, exit statuses and scripts (byte-identity on fixed outputs: tests/collect/)

@@ -10,10 +10,12 @@ from abc import ABC, abstractmethod
 
 from pydantic import BaseModel
 
+from advisor.shipped_code import module_utils
 
 #: the most bytes of stdout (and of stderr) kept from one command; more is cut and the result
-#: marked ``truncated`` (a host that streams without end must not fill the controller's memory)
-MAX_OUTPUT_BYTES = 8 << 20
+#: marked ``truncated`` (a host that streams without end must not fill the controller's memory);
+#: defined with the shipped batch decoder, which the collect playbook's module runs without storadvise
+MAX_OUTPUT_BYTES: int = module_utils("storadvise_batch_frames").MAX_OUTPUT_BYTES
 
 
 class Command(BaseModel):

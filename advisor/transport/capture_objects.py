@@ -16,9 +16,12 @@ import re
 import threading
 from pathlib import Path
 
+from advisor.shipped_code import module_utils
 from advisor.transport.capture_files import read_captured
 
-OBJECTS = "objects"
+_layout = module_utils("storadvise_capture_layout")
+
+OBJECTS = _layout.OBJECTS
 _OID = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -26,8 +29,7 @@ class CaptureObjectError(Exception):
     """An object is missing, unreadable, or does not hash to its name (one line)."""
 
 
-def object_id(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+object_id = _layout.object_id
 
 
 def is_object_id(value: object) -> bool:
@@ -48,16 +50,8 @@ class CaptureObjects:
         return self.root / oid[:2] / oid[2:]
 
     def put(self, text: str) -> str:
-        """Store ``text`` (once) and return its id."""
-        data = text.encode("utf-8", "surrogateescape")
-        oid = object_id(data)
-        path = self._path(oid)
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
-        return oid
+        """Store ``text`` (once) and return its id (the shipped layout writes it)."""
+        return _layout.put_object(self.directory, text)
 
     def get(self, oid: str) -> str:
         """The text of object ``oid`` (undecodable bytes replaced; its first 8 MiB)."""

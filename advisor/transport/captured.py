@@ -27,42 +27,29 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
-from urllib.parse import quote
 
-from advisor.atomic_files import write_atomic
 from advisor.path_component import path_component
+from advisor.shipped_code import module_utils
 from advisor.transport.base import Command, CommandResult, HostUnreachable, Transport
 from advisor.transport.capture_files import read_captured
 from advisor.transport.capture_objects import CaptureObjectError, CaptureObjects
 from advisor.trusted_models import trusted
 
+#: the layout is written by the shipped module_utils (also the collect playbook's module, without storadvise)
+layout = module_utils("storadvise_capture_layout")
 #: the per-host index of a format-2 capture
-INDEX = "outputs.json"
-INDEX_FORMAT = 2
+INDEX = layout.INDEX
+INDEX_FORMAT = layout.CAPTURE_FORMAT
 #: the most bytes of a per-host index read (it names objects; the texts are capped separately)
 MAX_INDEX_BYTES = 64 << 20
 
-_SAFE_KEY = re.compile(r"^[A-Za-z0-9_+@:-][A-Za-z0-9._+@:-]*$")
-
-
-def key_filename(key: str) -> str:
-    """The file-name stem for a command key (safe keys unchanged, others percent-encoded)."""
-    if _SAFE_KEY.match(key) and len(key) <= 200:
-        return key
-    stem = quote(key, safe="")
-    if stem.startswith("."):
-        stem = "%2E" + stem[1:]
-    return stem or "%00empty"
+#: the file-name stem for a command key (safe keys unchanged, others percent-encoded)
+key_filename = layout.key_filename
 
 
 def host_dir(directory: str | os.PathLike, host_name: str) -> Path:
     return Path(directory) / "hosts" / key_filename(host_name)
-
-
-def _write_text(path: Path, text: str) -> None:
-    write_atomic(path, text.encode("utf-8", "surrogateescape"), mode=0o600)
 
 
 def write_capture(
@@ -79,24 +66,10 @@ def write_capture(
     empty script).
     """
     objects = objects or CaptureObjects(directory)
-    d = host_dir(directory, path_component(host_name, "host name"))
-    d.mkdir(parents=True, exist_ok=True)
-    scripts = {c.key: c for c in commands}
-    outputs = {}
-    for r in results:
-        cmd = scripts.get(r.key)
-        outputs[r.key] = {
-            "rc": r.rc,
-            "duration_s": r.duration_s,
-            "timed_out": r.timed_out,
-            "truncated": r.truncated,
-            "sudo": cmd.sudo if cmd else False,
-            "script": objects.put(cmd.script if cmd else ""),
-            "stdout": objects.put(r.stdout),
-            "stderr": objects.put(r.stderr),
-        }
-    _write_text(d / INDEX, json.dumps({"capture_format": INDEX_FORMAT, "outputs": outputs}, indent=1, sort_keys=True) + "\n")
-    return d
+    path_component(host_name, "host name")
+    return Path(layout.write_host_outputs(
+        directory, host_name, [{"key": c.key, "script": c.script, "sudo": c.sudo} for c in commands],
+        [r.model_dump() for r in results], put=objects.put))
 
 
 def _read(root: Path, parts: tuple[str, ...], limit: int | None = None) -> tuple[str | None, bool]:

@@ -74,9 +74,9 @@ class LocalTransport(Transport):
             sep = "" if not stderr or stderr.endswith("\n") else "\n"
             stderr += f"{sep}storadvise: timed out after {timeout:g}s (killed)\n"
         elif use_sudo and rc not in (0, None):
-            from advisor.transport.ssh import _explain_sudo
+            from advisor.transport.batch_framing import explain_sudo
 
-            stderr = _explain_sudo(stderr, rc, "localhost", "") or stderr
+            stderr = explain_sudo(stderr, rc, "localhost", "") or stderr
         return CommandResult(
             key=cmd.key, rc=rc, stdout=stdout, stderr=stderr, duration_s=round(duration, 6), timed_out=timed_out
         )

@@ -36,7 +36,7 @@ from advisor.transport.base import (
     Transport,
     TransportError,
 )
-from advisor.transport.batch_framing import BatchParser, BatchScript, _explain_sudo, stall_limit  # noqa: F401
+from advisor.transport.batch_framing import BatchParser, BatchScript, stall_limit  # noqa: F401
 from advisor.transport.known_hosts import (  # noqa: F401 (re-exported: tests and callers import them from here)
     KnownKey,
     append_known_host,

@@ -64,6 +64,13 @@ def _same_output(probe: str, a: bytes, b: bytes) -> None:
             assert la == lb, (probe, name)
 
 
+class _UnsafeLoader(yaml.SafeLoader):
+    """Reads the vars file's ``!unsafe`` strings as plain strings."""
+
+
+_UnsafeLoader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
+
+
 def _object(capture: Path, oid: str) -> bytes:
     return (capture / "objects" / oid[:2] / oid[2:]).read_bytes()
 
@@ -92,10 +99,18 @@ def _compare(host, tmp_path: Path) -> None:
     inventory.write_text(yaml.safe_dump({"all": {"hosts": {host.name: {
         "ansible_host": "127.0.0.1", "ansible_user": "root", "ansible_ssh_private_key_file": str(host.key),
         "ansible_ssh_common_args": f"-o UserKnownHostsFile={host.known_hosts} -o StrictHostKeyChecking=yes",
-        "ansible_python_interpreter": sys.executable}}}}))
-    host.controller([str(BIN / "ansible-playbook"), "-i", str(inventory), str(REPO / "playbooks" / "collect.yml"),
-                     "-e", f"storadvise_collect_vars={vars_file}",
-                     "-e", f"storadvise_collect_dir={viaansible}", "-e", f"storadvise_command={sa}"])
+        # no Python on the host: a task that needed one would fail
+        "ansible_python_interpreter": "/nonexistent/python3"}}}}))
+    ctl_tmp = tmp_path / "controller-tmp"
+    ctl_tmp.mkdir()
+    played = host.controller([str(BIN / "ansible-playbook"), "-i", str(inventory),
+                              str(REPO / "playbooks" / "collect.yml"), "-e", f"storadvise_collect_vars={vars_file}",
+                              "-e", f"storadvise_collect_dir={viaansible}"], env_extra={"TMPDIR": str(ctl_tmp)})
+    assert "failed=0" in played.stdout and "unreachable=0" in played.stdout
+    # the script is in the vars file once; a host is only the number of its batch
+    collect = yaml.load(vars_file.read_text(), Loader=_UnsafeLoader)["storadvise_collect"]
+    assert collect["hosts"] == {host.name: {"batch": 0}} and len(collect["batches"]) == 1
+    assert not list(ctl_tmp.glob("*storadvise-batch.sh"))  # the controller's copy of the script is removed
 
     # every file but the content-addressed objects (named by their content's hash: a live reading
     # names a different object) is at the same path; the objects are compared through the index

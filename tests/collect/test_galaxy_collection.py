@@ -3,6 +3,7 @@ offline from the tarball, its collect playbook and roles found by their fully qu
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tarfile
@@ -17,8 +18,8 @@ pytestmark = pytest.mark.skipif(not (BIN / "ansible-galaxy").exists(), reason="a
 
 
 def _run(argv: list[str], tmp: Path, **extra: str) -> subprocess.CompletedProcess:
-    env = {**extra, "PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp), "ANSIBLE_HOME": str(tmp / "ansible-home"),
-           "ANSIBLE_COLLECTIONS_PATH": str(tmp / "installed"), "ANSIBLE_NOCOLOR": "1"}
+    env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp), "ANSIBLE_HOME": str(tmp / "ansible-home"),
+           "ANSIBLE_COLLECTIONS_PATH": str(tmp / "installed"), "ANSIBLE_NOCOLOR": "1", **extra}
     cp = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300, cwd=tmp)
     assert cp.returncode == 0, f"{argv[:3]}: {cp.stdout[-2000:]}{cp.stderr[-2000:]}"
     return cp
@@ -53,3 +54,36 @@ def test_collection_builds_installs_offline_and_its_playbooks_resolve(tmp_path):
          tmp_path)
     assert {p.name for p in (root / "plugins" / "module_utils").iterdir()} == {
         p.name for p in (REPO / "playbooks" / "module_utils").glob("*.py")}
+
+
+def test_installed_collections_collect_playbook_writes_a_capture_without_storadvise(tmp_path):
+    """storadvise.tuning.collect from the installed collection, as an AWX job runs it: the batch
+    through the script module (the host's Python is never used), the capture written by the
+    collection's own storadvise_capture module; the playbook's environment cannot import storadvise."""
+    _run([str(BIN / "ansible-galaxy"), "collection", "build", str(REPO / "playbooks"), "--output-path",
+          str(tmp_path / "dist")], tmp_path)
+    (tarball,) = (tmp_path / "dist").glob("storadvise-tuning-*.tar.gz")
+    _run([str(BIN / "ansible-galaxy"), "collection", "install", "--offline", "-p", str(tmp_path / "installed"),
+          str(tarball)], tmp_path)
+    site = tmp_path / "site.yml"
+    site.write_text("name: coll\nhosts:\n  - name: self\n    roles: [worker]\n")
+    vars_file = tmp_path / "collect-vars.yml"
+    _run([str(BIN / "storadvise"), "collect", "--site", str(site), "--ansible-vars", str(vars_file),
+          "--sample-seconds", "1"], tmp_path)
+    inventory = tmp_path / "inventory.ini"
+    inventory.write_text("self ansible_connection=local ansible_python_interpreter=/nonexistent/python3\n")
+    capture = tmp_path / "capture"
+    # the controller's Python runs the module; PYTHONPATH cannot reach the repository's advisor package
+    played = _run([str(BIN / "ansible-playbook"), "-i", str(inventory), "storadvise.tuning.collect",
+                   "-e", f"storadvise_collect_vars={vars_file}", "-e", f"storadvise_collect_dir={capture}"],
+                  tmp_path, PYTHONSAFEPATH="1",
+                  PATH=f"{BIN}:/usr/sbin:/usr/bin:/sbin:/bin")  # the local "host" runs its probes with this PATH
+    assert "failed=0" in played.stdout
+    manifest = (capture / "manifest.json").read_text()
+    assert '"reachable": true' in manifest and "self" in manifest
+    scanned = subprocess.run([str(BIN / "storadvise"), "scan", "--from", str(capture), "--json"], capture_output=True,
+                             text=True, timeout=120)
+    assert scanned.returncode in (0, 2), scanned.stderr
+    (host,) = json.loads(scanned.stdout)["hosts"]
+    assert host["reachable"] and len(host["probes"]) >= 10
+    assert not [p for p, status in host["probes"].items() if status == "error"], host["probe_messages"]

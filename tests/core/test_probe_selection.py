@@ -122,6 +122,6 @@ def test_collect_through_ansible_sends_only_the_chosen_probes(local):
         pass
 
     Loader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
-    batch = yaml.load(vars_file.read_text(), Loader=Loader)["storadvise_collect"]["hosts"]["box"]
-    keys = {c["key"] for c in batch["commands"]}
+    collect = yaml.load(vars_file.read_text(), Loader=Loader)["storadvise_collect"]
+    keys = {c["key"] for c in collect["batches"][collect["hosts"]["box"]["batch"]]["commands"]}
     assert "network.sysctl" in keys and "disk.smart" not in keys and not any(k.startswith("block.") for k in keys)

@@ -1,0 +1,1 @@
+../../library/storadvise_capture.py
