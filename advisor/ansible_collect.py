@@ -4,12 +4,12 @@
 Two halves, both from the probe registry and the SSH transport's batch framing (never a copied
 list of commands):
 
-* ``batch_vars``: the ``storadvise_collect`` variable, written by ``storadvise collect
-  --ansible-vars FILE`` as Ansible data (every string ``!unsafe``): one wrapper script for all hosts
-  (``SharedScript``: each distinct probe script once), each distinct batch of commands once, and per
-  host only the number of its batch. The playbook ships the script to each host with the ``script``
-  module (no Python on the hosts) and its ``storadvise_capture`` module writes the capture, through
-  the shipped decoder and layout (playbooks/module_utils), with no storadvise installed.
+* ``batch_vars``: one wrapper script for all hosts (``SharedScript``: each distinct probe script
+  once), each distinct batch of commands once, and per host only the number of its batch; written by
+  ``storadvise collect --ansible-vars FILE`` as three files (``write_vars_file``). The playbook ships
+  the script to each host with the ``script`` module (no Python on the hosts) and its
+  ``storadvise_capture`` module writes the capture, through the shipped decoder and layout
+  (playbooks/module_utils), with no storadvise installed.
 * ``import_frames``: ``storadvise collect --from-ansible DIR``: the same capture from results saved
   as ``DIR/.ansible/<host>.json`` (a playbook of the site's own that registers the script task and
   saves the result), through the same decoder and layout.
@@ -73,16 +73,44 @@ def batch_vars(site: Site, hosts: list, sample_seconds: float, probes: list[str]
     }
 
 
-def write_vars_file(path: Path, data: dict[str, Any]) -> None:
-    # host names, addresses and the site's vars: 0600 from the first byte, never a moment at 0644
-    write_atomic(path, dump_data({"storadvise_collect": as_data(data)}), mode=0o600)
+def companion_paths(vars_path: Path) -> tuple[Path, Path]:
+    """The script and the batches written beside the vars file ``NAME.yml``: ``NAME.batch.sh`` and
+    ``NAME.batches.json``."""
+    stem = vars_path.stem if vars_path.suffix in (".yml", ".yaml") else vars_path.name
+    out = vars_path.with_name(f"{stem}.batch.sh"), vars_path.with_name(f"{stem}.batches.json")
+    if vars_path in out:
+        raise StoradviseError(f"{vars_path}: name the vars file NAME.yml (its script and batches go beside it)")
+    return out
+
+
+def write_vars_file(path: Path, data: dict[str, Any]) -> list[Path]:
+    """Three files, so that what every host's task loads stays small (Ansible copies a play's vars
+    for every host and task: a 700 KB vars file cost 7 s of controller CPU at 32 hosts):
+
+    * ``path`` (YAML, every string ``!unsafe``): per host its batch number, and the names of the
+      other two;
+    * ``NAME.batch.sh``: the shared script the ``script`` task ships;
+    * ``NAME.batches.json``: what the ``storadvise_capture`` module decodes with (site, token, batches).
+
+    Host names, addresses and the site's vars: 0600 from the first byte, never a moment at 0644."""
+    script_path, data_path = companion_paths(path)
+    small = {"format": VARS_FORMAT, "script": script_path.name, "data": data_path.name, "hosts": data["hosts"]}
+    write_atomic(data_path, json.dumps({k: v for k, v in data.items() if k != "script"}, indent=1) + "\n", mode=0o600)
+    write_atomic(script_path, data["script"], mode=0o600)
+    write_atomic(path, dump_data({"storadvise_collect": as_data(small)}), mode=0o600)
+    return [path, script_path, data_path]
 
 
 def read_vars_file(path: Path) -> dict[str, Any]:
+    """The collect data (``batch_vars``'s shape) from the vars file and the JSON beside it."""
     try:
-        data = load_data(path.read_text())["storadvise_collect"]
-        if data.get("format") != VARS_FORMAT or not isinstance(data.get("hosts"), dict):
+        small = load_data(path.read_text())["storadvise_collect"]
+        if small.get("format") != VARS_FORMAT:
             raise ValueError(f"not format {VARS_FORMAT}: write it again with storadvise collect --ansible-vars")
+        data_path = path.parent / path_component(small.get("data"), f"{path}: data file name")
+        data = json.loads(data_path.read_text())
+        if data.get("format") != VARS_FORMAT or not isinstance(data.get("hosts"), dict):
+            raise ValueError(f"{data_path.name}: not format {VARS_FORMAT}")
         for name, spec in data["hosts"].items():
             path_component(name, f"{path}: host name")
             if not isinstance(spec, dict) or not 0 <= int(spec.get("batch", -1)) < len(data["batches"]):

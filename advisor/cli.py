@@ -208,7 +208,8 @@ def collect(
     out_dir_old: Optional[Path] = typer.Option(None, "--out", hidden=True, help=ALIAS_HELP.format(new="--out-dir")),
     ansible_vars: Optional[Path] = typer.Option(
         None, "--ansible-vars",
-        help="With --site: write the vars file playbooks/collect.yml runs (each host's probe batch) and stop. "
+        help="With --site: write the vars file playbooks/collect.yml runs (each host's batch number; the script "
+             "NAME.batch.sh and the batches NAME.batches.json go beside it) and stop. "
              "With --from-ansible: the vars file the playbook ran."),
     from_ansible: Optional[Path] = typer.Option(
         None, "--from-ansible", help="Finish a capture collect.yml ran: decode the outputs it saved in DIR."),
@@ -282,11 +283,13 @@ def _collect_ansible(site, inventory, role_map, options, ansible_vars, from_ansi
     target = open_scan(options, site, inventory, role_map)
     data = batch_vars(target.site, target.hosts, options.sample_seconds,
                       None if target.probes is None else sorted(target.probes), requested=target.requested)
-    write_vars_file(ansible_vars, data)
+    written = write_vars_file(ansible_vars, data)
     if json_out:
-        print(json.dumps({"site": target.site.name, "vars": str(ansible_vars), "hosts": list(data["hosts"])}, indent=2))
+        print(json.dumps({"site": target.site.name, "vars": str(ansible_vars), "files": [str(p) for p in written],
+                          "hosts": list(data["hosts"])}, indent=2))
     else:
-        out.print(f"wrote the probe batches of {len(data['hosts'])} host(s) to {ansible_vars}")
+        out.print(f"wrote the probe batches of {len(data['hosts'])} host(s) to {ansible_vars} "
+                  f"(with {written[1].name} and {written[2].name} beside it)")
 
 
 # --------------------------------------------------------------------------- probe

@@ -124,16 +124,22 @@ def main() -> int:
                        "--sample-seconds", args.sample_seconds])
         env = {**os.environ, "ANSIBLE_HOME": str(work / "ansible-home"), "ANSIBLE_HOST_KEY_CHECKING": "True",
                "PATH": f"{BIN}:{os.environ.get('PATH', '')}"}
+
+        def cold(label: str) -> dict:
+            """Each Ansible run starts with no ssh ControlPersist master (as a scheduled run does): its
+            own control path directory, so neither run reuses the other's connections."""
+            return {**env, "ANSIBLE_SSH_CONTROL_PATH_DIR": str(work / f"cp-{label}")}
+
         version = subprocess.run([str(args.ansible_bin / "ansible-playbook"), "--version"], capture_output=True,
                                  text=True).stdout.splitlines()[:1]
         print(f"ansible-playbook: {' '.join(version)} ({args.ansible_bin})", flush=True)
         play = measure([str(args.ansible_bin / "ansible-playbook"), "-f", str(args.forks), "-i", str(inventory),
                         str(REPO / "playbooks" / "collect.yml"), "-e", f"storadvise_collect_vars={vars_file}",
-                        "-e", f"storadvise_collect_dir={work / 'ansible'}"], env)
+                        "-e", f"storadvise_collect_dir={work / 'ansible'}"], cold("collect"))
         ansible = {"wall_s": gen["wall_s"] + play["wall_s"], "cpu_s": gen["cpu_s"] + play["cpu_s"],
                    "hosts_cpu_s": play["hosts_cpu_s"], "peak_rss_mib": max(gen["peak_rss_mib"], play["peak_rss_mib"])}
         setup = measure([str(args.ansible_bin / "ansible"), "all", "-i", str(inventory), "-m", "setup", "-f",
-                         str(args.forks), "-o"], env)
+                         str(args.forks), "-o"], cold("setup"))
         ok = sum(" | SUCCESS " in line for line in setup["stdout"].splitlines())
         print(f"machine: {os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
               f"{platform.system()} {platform.release()}; {args.hosts} lab hosts on the same machine")

@@ -20,9 +20,11 @@ options:
     description: The capture directory (created; must be empty or hold only an earlier capture's files).
     type: path
     required: true
-  collect:
-    description: The C(storadvise_collect) variable that C(storadvise collect --ansible-vars) wrote.
-    type: dict
+  batches_file:
+    description:
+      - The batches file C(storadvise collect --ansible-vars NAME.yml) wrote beside the vars file
+        (C(NAME.batches.json)): the site, the batch token and each batch's commands.
+    type: path
     required: true
   results:
     description: Host name -> the registered result of its batch task (missing or null when it ran none).
@@ -43,6 +45,7 @@ unreachable:
 """
 
 import datetime
+import json
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -61,13 +64,18 @@ VARS_FORMAT = 2
 def main():
     module = AnsibleModule(argument_spec=dict(
         dest=dict(type="path", required=True),
-        collect=dict(type="dict", required=True),
+        batches_file=dict(type="path", required=True),
         results=dict(type="dict", required=True),
     ), supports_check_mode=False)
-    collect, results = module.params["collect"], module.params["results"]
-    if collect.get("format") != VARS_FORMAT or not isinstance(collect.get("hosts"), dict):
-        module.fail_json(msg="collect: not a format %d storadvise collect vars file; write it again with "
-                             "storadvise collect --ansible-vars" % VARS_FORMAT)
+    results = module.params["results"]
+    try:
+        with open(module.params["batches_file"], encoding="utf-8") as f:
+            collect = json.load(f)
+    except (OSError, ValueError) as e:
+        module.fail_json(msg="%s: unreadable: %s" % (module.params["batches_file"], e))
+    if not isinstance(collect, dict) or collect.get("format") != VARS_FORMAT or not isinstance(collect.get("hosts"), dict):
+        module.fail_json(msg="%s: not a format %d storadvise batches file; write it again with "
+                             "storadvise collect --ansible-vars" % (module.params["batches_file"], VARS_FORMAT))
     try:
         decoded = {}
         for name, spec in collect["hosts"].items():

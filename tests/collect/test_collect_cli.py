@@ -31,9 +31,13 @@ def test_vars_file_holds_each_hosts_batch_as_unsafe_data(tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["hosts"] == ["n1"]
     text = vars_file.read_text()
-    assert "!unsafe 'script': !unsafe |" in text and "storadvise batch wrapper" in text
-    assert vars_file.stat().st_mode & 0o077 == 0
-    assert "s3cret-pw" not in text  # the become password stays in the site file and the inventory
+    assert "!unsafe 'script': !unsafe 'v.batch.sh'" in text and "!unsafe 'batch': 0" in text
+    script, batches = tmp_path / "v.batch.sh", tmp_path / "v.batches.json"
+    assert "storadvise batch wrapper" in script.read_text()
+    assert json.loads(batches.read_text())["batches"][0]["commands"]
+    for written in (vars_file, script, batches):
+        assert written.stat().st_mode & 0o077 == 0
+        assert "s3cret-pw" not in written.read_text()  # the become password stays in the site file and the inventory
 
 
 def test_unreached_host_is_unreachable_and_bad_vars_refused(tmp_path):
@@ -68,20 +72,20 @@ def _sites_hosts(tmp: Path, names: list[str], roles: dict[str, list[str]]) -> Pa
 def test_hosts_with_the_same_commands_share_one_batch_and_the_script_holds_each_script_once(tmp_path):
     """500 hosts in two roles: two batches, each probe script once in the shared script, and the
     vars file grows by a few bytes per host (it held a whole wrapper per host before)."""
-    vars_small, vars_big = tmp_path / "small.yml", tmp_path / "big.yml"
+    vars_small, vars_big = tmp_path / "small.yml", tmp_path / "big.yml"  # each with its .batch.sh, .batches.json
     roles = {"st": ["storage"], "wn": ["worker"]}
     small = _sites_hosts(tmp_path, ["st01", "wn001"], roles)
     assert _run("--site", str(small), "--ansible-vars", str(vars_small)).returncode == 0
     big = _sites_hosts(tmp_path, ["st01", *(f"wn{i:03d}" for i in range(1, 500))], roles)
     assert _run("--site", str(big), "--ansible-vars", str(vars_big)).returncode == 0
-    from advisor.ansible_collect import read_vars_file
-
-    data = read_vars_file(vars_big)
+    data = json.loads((tmp_path / "big.batches.json").read_text())
     assert len(data["batches"]) == 2 and len(data["hosts"]) == 500
     assert {spec["batch"] for spec in data["hosts"].values()} == {0, 1}
     scripts = {c["script"] for b in data["batches"] for c in b["commands"]}
-    assert data["script"].count("storadvise batch wrapper") == 1
-    assert data["script"].count("() { cat >") == len(scripts)  # each distinct probe script once
-    # per host beyond the first two: its batch number and its entry in the site (name, address, roles, ...)
+    script = (tmp_path / "big.batch.sh").read_text()
+    assert script.count("storadvise batch wrapper") == 1
+    assert script.count("() { cat >") == len(scripts)  # each distinct probe script once
+    # what every host's task loads: per host its batch number only
     per_host = (vars_big.stat().st_size - vars_small.stat().st_size) / 498
-    assert per_host < 1000, per_host  # ~400 bytes here; a whole wrapper (~40 KB) per host before
+    assert per_host < 60, per_host  # a whole wrapper (~40 KB) per host before
+    assert (tmp_path / "big.batch.sh").stat().st_size == (tmp_path / "small.batch.sh").stat().st_size

@@ -3,6 +3,7 @@ the collect vars file is refused in one line, and nothing is written outside the
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,10 @@ def test_vars_file_host_key_cannot_leave_the_capture(tmp_path):
     hostile = "../../outside/x"
     data["hosts"] = {hostile: data["hosts"]["n1"]}
     vars_file.write_text(dump_data({"storadvise_collect": as_data(data)}))
+    batches_file = tmp_path / "v.batches.json"  # what the capture is written from
+    batches = json.loads(batches_file.read_text())
+    batches["hosts"] = {hostile: batches["hosts"]["n1"]}
+    batches_file.write_text(json.dumps(batches))
     capture = tmp_path / "a" / "cap"
     capture.mkdir(parents=True)
     r = _run("--from-ansible", str(capture), "--ansible-vars", str(vars_file))
