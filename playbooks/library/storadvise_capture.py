@@ -68,14 +68,18 @@ def main():
         results=dict(type="dict", required=True),
     ), supports_check_mode=False)
     results = module.params["results"]
+    # the result echoes the arguments without the hosts' outputs (megabytes, already in the capture)
+    invocation = {"module_args": {"dest": module.params["dest"], "batches_file": module.params["batches_file"],
+                                  "results": "<the batch outputs of %d hosts>" % len(results)}}
     try:
         with open(module.params["batches_file"], encoding="utf-8") as f:
             collect = json.load(f)
     except (OSError, ValueError) as e:
-        module.fail_json(msg="%s: unreadable: %s" % (module.params["batches_file"], e))
+        module.fail_json(msg="%s: unreadable: %s" % (module.params["batches_file"], e), invocation=invocation)
     if not isinstance(collect, dict) or collect.get("format") != VARS_FORMAT or not isinstance(collect.get("hosts"), dict):
         module.fail_json(msg="%s: not a format %d storadvise batches file; write it again with "
-                             "storadvise collect --ansible-vars" % (module.params["batches_file"], VARS_FORMAT))
+                             "storadvise collect --ansible-vars" % (module.params["batches_file"], VARS_FORMAT),
+                         invocation=invocation)
     try:
         decoded = {}
         for name, spec in collect["hosts"].items():
@@ -84,10 +88,11 @@ def main():
         collected_at = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
         hosts = write_batch_capture(module.params["dest"], collect, decoded, collected_at)
     except (CaptureLayoutError, KeyError, IndexError, TypeError, ValueError) as e:
-        module.fail_json(msg="collect vars or results unusable: %s" % e)
+        module.fail_json(msg="collect vars or results unusable: %s" % e, invocation=invocation)
     except OSError as e:
-        module.fail_json(msg="cannot write the capture in %s: %s" % (module.params["dest"], e))
-    module.exit_json(changed=True, hosts=hosts, unreachable=sorted(n for n, h in hosts.items() if not h["reachable"]))
+        module.fail_json(msg="cannot write the capture in %s: %s" % (module.params["dest"], e), invocation=invocation)
+    module.exit_json(changed=True, hosts=hosts, unreachable=sorted(n for n, h in hosts.items() if not h["reachable"]),
+                     invocation=invocation)
 
 
 if __name__ == "__main__":

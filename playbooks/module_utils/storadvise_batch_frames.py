@@ -218,7 +218,7 @@ def decode_saved(saved, token, batch, host_label, cap=MAX_OUTPUT_BYTES):
     ``script`` (or ``raw``) task (``stdout``, ``rc``, ``msg``, ``unreachable``), None when the host
     ran no task; ``batch``: {"commands": [{"key", ...}], "timeouts": [...]}. Returns (results, None),
     or (None, a one-line reason) when nothing of the batch arrived."""
-    if not isinstance(saved, dict) or saved.get("skipped"):
+    if not isinstance(saved, dict) or not saved or saved.get("skipped"):
         return None, "%s: no output from Ansible (unreachable or not in the play)" % host_label
     if saved.get("unreachable"):
         why = (str(saved.get("msg") or "unreachable").strip().splitlines() or ["unreachable"])[0][:200]
