@@ -4,6 +4,8 @@ DIR/
   ansible.cfg            inventory, roles_path, module_utils; host key checking on
   inventory.yml          the affected hosts with their connection settings, one group per role,
                          one group per change set shared by several hosts (storadvise_changeset_<n>)
+  groups.json            host -> those groups: plan_groups.yml (imported first by both playbooks)
+                         adds the hosts of a site's own inventory (AWX) to them
   group_vars/<group>.yml the role variables a change set's hosts share (advisor.apply.changesets)
   host_vars/<host>.yml   the role variables only that host has
   apply-tuning.yml       copied from the shipped playbooks/ (with roles/ and module_utils/)
@@ -37,7 +39,11 @@ from advisor.secret_vars import redact_vars
 from advisor.site import Host, Site
 
 PROJECT_MARK = "plan.json"
-SHIPPED = ["apply-tuning.yml", "rollback.yml", "roles", "module_utils"]
+SHIPPED = ["apply-tuning.yml", "rollback.yml", "plan_groups.yml", "roles", "module_utils"]
+#: host -> the plan's groups it is in (plan_groups.yml adds a site inventory's hosts to them)
+GROUPS_FILE = "groups.json"
+#: the group of every planned host in the plan's own inventory.yml (plan_groups.yml: nothing to add)
+PLAN_GROUP = "storadvise_plan"
 
 ANSIBLE_CFG = """\
 # Written by storadvise plan. Everything this project needs is in this directory.
@@ -100,7 +106,8 @@ def _prepare_dir(out: Path) -> None:
         raise StoradviseError(f"{out}: directory is not empty and holds no storadvise plan; choose a new one (nothing was overwritten)")
     try:
         out.mkdir(parents=True, exist_ok=True)
-        for name in SHIPPED + ["host_vars", "group_vars", "inventory.yml", "ansible.cfg", "PLAN.md", PROJECT_MARK]:
+        for name in SHIPPED + ["host_vars", "group_vars", "inventory.yml", "ansible.cfg", "PLAN.md", GROUPS_FILE,
+                               PROJECT_MARK]:
             p = out / name
             if p.is_dir() and not p.is_symlink():
                 shutil.rmtree(p)
@@ -137,6 +144,12 @@ def write_project(plan: Plan, site: Site, out: Path) -> dict[str, Any]:
                             {name: set(all_hosts[name]) for name in plan.hosts})
         for cs in layout.changesets:
             groups[cs.name] = {"hosts": dict.fromkeys(cs.hosts)}
+        membership: dict[str, list[str]] = {name: [] for name in plan.hosts}
+        for group, members in groups.items():
+            for name in members["hosts"]:
+                membership[name].append(group)
+        _write_private(out / GROUPS_FILE, json.dumps(membership, indent=1, sort_keys=True) + "\n")
+        groups[PLAN_GROUP] = {"hosts": dict.fromkeys(plan.hosts)}
         inventory = {"all": {"hosts": all_hosts, "children": groups}}
         _write_private(out / "inventory.yml",
             "# Written by storadvise plan for site " + site.name + ": the hosts the plan changes.\n"
@@ -188,7 +201,7 @@ def _add_plugin_roles(out: Path) -> None:
                     f"  roles:\n    - role: {name}\n")
         # rollback runs in reverse order: the plug-in's play first (roles take ``<role>_state: rollback``)
         rb = (out / "rollback.yml").read_text()
-        at = rb.index("\n- name:") + 1 if "\n- name:" in rb else len(rb)
+        at = rb.index("\n- name: Roll back") + 1 if "\n- name: Roll back" in rb else len(rb)
         play = (f"- name: {json.dumps('Roll back ' + name)}\n  hosts: {group_name(name)}\n  gather_facts: false\n"
                 f"  roles:\n    - role: {name}\n      vars:\n        {name}_state: rollback\n\n")
         (out / "rollback.yml").write_text(rb[:at] + play + rb[at:])

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from advisor.apply.ansible_data import load_data
+from advisor.apply.ansible_data import dump_data, load_data
 
 from tests.apply.conftest import (ANSIBLE_PLAYBOOK, STORADVISE, file_digests, load_json, play_recap,
                                   requirements_missing, root_sysctls, start_ns_host)
@@ -175,6 +175,45 @@ def test_rollback_without_backup_says_so_and_changes_nothing(world):
     assert play_recap(cp.stdout)["st01"]["changed"] == 0
     assert "no backup at" in cp.stdout and "nothing to roll back on this host" in cp.stdout
     assert host.sysctl("net.ipv4.tcp_sack") == "0"
+
+
+def _runner_job(world, ident: str, inventory: str) -> tuple[int, dict]:
+    """The apply job as AWX runs it: ansible-runner, the plan directory as the project, the site's own
+    inventory (no storadvise group in it): returns the exit status and the summary it wrote."""
+    private = world["host"].dir / f"runner-{ident}"
+    (private / "inventory").mkdir(parents=True)
+    (private / "inventory" / "hosts").write_text(inventory)
+    summary = world["plan"] / "apply-summary.json"
+    summary.unlink(missing_ok=True)
+    cp = world["host"].controller([str(Path(ANSIBLE_PLAYBOOK).parent / "ansible-runner"), "run", str(private),
+                                   "-p", "apply-tuning.yml", "--project-dir", str(world["plan"]), "--ident", ident],
+                                  check=False)
+    return cp.returncode, load_json(summary)
+
+
+def test_the_apply_job_runs_through_ansible_runner_against_the_sites_own_inventory(world):
+    """After the rollback (tcp_sack 0 again): the plan applied by ansible-runner with an inventory
+    that has only the site's host and its connection (plan_groups.yml puts it into the plan's
+    groups); then with an inventory that lacks the planned host: it fails and names the host."""
+    host = world["host"]
+    assert host.sysctl("net.ipv4.tcp_sack") == "0"
+    # the site's inventory: the host with its connection and site variables (this test host's private
+    # paths among them), in a group of the site's own, none of the plan's
+    st01 = load_data((world["plan"] / "inventory.yml").read_text())["all"]["hosts"]["st01"]
+    site_inventory = dump_data({"all": {"children": {"storage": {"hosts": {"st01": st01}}}}})
+    assert "storadvise_" not in site_inventory.replace("storadvise_backup_dir", "")
+    rc, summary = _runner_job(world, "101", site_inventory)
+    assert rc == 0, summary
+    assert host.sysctl("net.ipv4.tcp_sack") == "1"
+    assert (host.backup_dir / "network_tuning.json").is_file()
+    assert [c["setting"] for c in summary["hosts"]["st01"]["changed"]].count("net.ipv4.tcp_sack") == 1
+    assert summary["failed_count"] == 0 and summary["unfinished_hosts"] == []
+    rc, summary = _runner_job(world, "102", "[other]\nwn99 ansible_connection=local\n")
+    assert rc != 0
+    assert summary["failed_hosts"] == ["st01"] and summary["unfinished_hosts"] == ["st01"]
+    assert "not in the inventory" in summary["hosts"]["st01"]["failed"][0]["why"]
+    cp = playbook(world, "rollback.yml")  # the state the next test expects
+    assert play_recap(cp.stdout)["st01"]["failed"] == 0 and host.sysctl("net.ipv4.tcp_sack") == "0", cp.stdout[-3000:]
 
 
 def test_plan_refuses_another_site_schema_and_unreachable_hosts(world, tmp_path):

@@ -29,6 +29,13 @@ options:
     description: The run was in check mode (the changes are those that would be made).
     type: bool
     default: false
+  missing_hosts:
+    description:
+      - Hosts the plan names that the run's inventory does not hold (plan_groups.yml names them): each
+        counts as failed, its planned changes as unfinished.
+    type: list
+    elements: str
+    default: []
   plan_file:
     description:
       - The plan's plan.json (its C(changes), each with host, role and setting). For an apply, a role
@@ -105,10 +112,18 @@ def main():
         summary_file=dict(type="path"),
         check=dict(type="bool", default=False),
         plan_file=dict(type="path"),
+        missing_hosts=dict(type="list", elements="str", default=[]),
     ), supports_check_mode=True)
     p = module.params
     planned = planned_changes(p["plan_file"]) if p["run"] == "apply" else {}
     hosts = {}
+    for host in p["missing_hosts"]:
+        h = hosts.setdefault(host, {"changed": [], "failed": []})
+        h["failed"].append({"setting": "(whole host)", "role": "-",
+                            "why": "not in the inventory this run used: nothing was changed on it"})
+        todo = [dict(c, role=role) for role, changes in sorted(planned.get(host, {}).items()) for c in changes]
+        if todo:
+            h["unfinished"] = todo
     for entry in p["results"]:
         changed, failed = outcome(entry)
         h = hosts.setdefault(entry["host"], {"changed": [], "failed": []})
