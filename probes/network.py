@@ -190,16 +190,18 @@ if [ -f {SYSCTL_CONF} ]; then
   if [ -r {SYSCTL_CONF} ]; then echo "@@section {_FILE_SECTION}{SYSCTL_CONF}"; cat {SYSCTL_CONF}; echo
   else echo "@@section {_UNREADABLE_SECTION}{SYSCTL_CONF}"; fi
 fi
-extra=$(for d in {dirs}; do cat "$d"/*.conf 2>/dev/null; done; cat {SYSCTL_CONF} 2>/dev/null) || true
+extra=$(cat {" ".join(d + "/*.conf" for d in SYSCTL_DIRS)} {SYSCTL_CONF} 2>/dev/null) || true
 extra=$(printf '%s\\n' "$extra" | sed -n 's/^[[:space:]]*-\\{{0,1\\}}[[:space:]]*\\(net[./][A-Za-z0-9_.:/@+-]*\\)[[:space:]]*=.*$/\\1/p' | sort -u)
 echo "@@section {_REQUESTED_SECTION}"
 printf '%s\\n' {shlex.quote(listed)}
 echo "@@section runtime"
-# tr runs only for a key written with a slash or a value holding a tab or newline (a process per
-# key and step made this loop the costliest part of a host's batch); each value keeps its cat:
-# /proc/sys files give a shell's byte-wise read only their first byte
-TAB=$(printf '\\t'); NL='
+# a process per key and step made this loop the costliest part of a host's batch: tr runs only for
+# a key written with a slash, a value's tabs and newlines become blanks by the shell's own expansion,
+# one stat gives every file's mode (looked up by the shell's own pattern matching), and each value
+# keeps its cat (/proc/sys files give a shell's byte-wise read only their first byte)
+TAB=$(printf '\t'); NL='
 '
+keys=; files=
 for k in $(printf '%s\\n' {tracked} $extra | awk '!seen[$0]++'); do
   case "$k" in
     net/*) p=$k; k=$(printf '%s' "$k" | tr '/.' './') ;;
@@ -207,13 +209,24 @@ for k in $(printf '%s\\n' {tracked} $extra | awk '!seen[$0]++'); do
     *) p=; r=$k
        while :; do case "$r" in *.*) p="$p${{r%%.*}}/"; r=${{r#*.}} ;; *) p="$p$r"; break ;; esac; done ;;
   esac
+  keys="$keys$k $p$NL"
+  [ -e "/proc/sys/$p" ] && files="$files /proc/sys/$p"
+done
+modes=
+if [ -n "$files" ]; then modes="$NL$(stat -L -c '%a %n' $files 2>/dev/null)$NL"; fi
+while read -r k p; do
+  [ -n "$k" ] || continue
   f="/proc/sys/$p"
   if [ ! -e "$f" ]; then printf '%s\\t%s\\n' "$k" "{_RUNTIME_ABSENT}"
   elif v=$(cat "$f" 2>/dev/null); then
-    case "$v" in *"$TAB"*|*"$NL"*) v=$(printf '%s' "$v" | tr '\\t\\n' '  ') ;; esac
-    printf '%s\\t%s\\t%s\\n' "$k" "$v" "$(stat -L -c %a "$f" 2>/dev/null)"
+    while :; do case "$v" in *"$TAB"*) v="${{v%%"$TAB"*}} ${{v#*"$TAB"}}" ;; *"$NL"*) v="${{v%%"$NL"*}} ${{v#*"$NL"}}" ;; *) break ;; esac; done
+    m=${{modes%%" $f$NL"*}}
+    if [ "$m" = "$modes" ]; then m=; else m=${{m##*"$NL"}}; fi
+    printf '%s\\t%s\\t%s\\n' "$k" "$v" "$m"
   else printf '%s\\t%s\\n' "$k" "{_RUNTIME_UNREADABLE}"; fi
-done
+done <<SA_KEYS
+$keys
+SA_KEYS
 echo "@@section {_PROCSYS_SECTION}"
 awk '$5 == "/proc/sys" || $5 == "/proc" || index($5, "/proc/sys/") == 1 {{print $5, $6}}' /proc/self/mountinfo 2>/dev/null
 """
@@ -418,7 +431,8 @@ for d in /sys/class/net/*; do
   [ -d "$d" ] || continue
   i=${d##*/}
   for f in speed mtu tx_queue_len operstate address type; do
-    if v=$(cat "$d/$f" 2>/dev/null); then printf '%s\\t%s\\t%s\\n' "$i" "$f" "$v"; else printf '%s\\t%s\\t\\n' "$i" "$f"; fi
+    # the shell's own read (no process per value): a sysfs attribute reads back whole, a byte at a time
+    v=; read -r v 2>/dev/null <"$d/$f"; printf '%s\\t%s\\t%s\\n' "$i" "$f" "$v"
   done
   drv=""
   if [ -e "$d/device/driver" ]; then drv=$(readlink "$d/device/driver"); drv=${drv##*/}; fi
