@@ -34,8 +34,14 @@ if command -v base64 >/dev/null 2>&1; then SA_ENC=b64; else SA_ENC=hex; fi
 SA_CAP=@CAP@
 if command -v head >/dev/null 2>&1; then SA_HEAD=1; else SA_HEAD=0; fi
 sa_cut() { if [ "$SA_HEAD" = 1 ]; then head -c "$SA_CAP" "$1"; else cat "$1"; fi; }
-# an empty file encodes to nothing: no process is started for it (most stderr files)
-sa_enc() { [ -s "$1" ] || return 0; if [ "$SA_ENC" = b64 ]; then sa_cut "$1" | base64; else sa_cut "$1" | od -An -v -tx1; fi; }
+# sa_enc FILE SIZE: an empty file encodes to nothing: no process is started for it (most stderr
+# files); one no longer than the cap is encoded whole (no head)
+sa_enc() {
+  [ -s "$1" ] || return 0
+  if [ "$2" != - ] && [ "$2" -le "$SA_CAP" ]; then
+    if [ "$SA_ENC" = b64 ]; then base64 "$1"; else od -An -v -tx1 "$1"; fi
+  elif [ "$SA_ENC" = b64 ]; then sa_cut "$1" | base64; else sa_cut "$1" | od -An -v -tx1; fi
+}
 # sa_size FILE VAR: VAR = the file's size in bytes, - when unreadable (wc only for a non-empty file)
 sa_size() { if [ -s "$1" ]; then sa_n=$(wc -c <"$1" 2>/dev/null) && sa_n=$((sa_n)) || sa_n=-; elif [ -e "$1" ]; then sa_n=0; else sa_n=-; fi; eval "$2=\$sa_n"; }
 # sa_now VAR: VAR = a clock in seconds; /proc/uptime is read by the shell itself (no process),
@@ -72,8 +78,9 @@ sa_run() {
   sa_now sa_e
   sa_size "$SA_T/$sa_i.out" sa_so; sa_size "$SA_T/$sa_i.err" sa_se
   sa_mark R "$sa_i" "$sa_rc" "$sa_s" "$sa_e" "$sa_su" "$sa_so" "$sa_se"
-  sa_mark O; sa_enc "$SA_T/$sa_i.out"; sa_mark E; sa_enc "$SA_T/$sa_i.err"; sa_mark Z "$sa_i"
-  rm -f "$SA_T/$sa_i.sh" "$SA_T/$sa_i.out" "$SA_T/$sa_i.err" "$SA_T/$sa_i.to"
+  sa_mark O; sa_enc "$SA_T/$sa_i.out" "$sa_so"; sa_mark E; sa_enc "$SA_T/$sa_i.err" "$sa_se"; sa_mark Z "$sa_i"
+  # emptied by the shell itself (no rm per command): the directory goes at exit
+  : >"$SA_T/$sa_i.out"; : >"$SA_T/$sa_i.err"
 }
 sa_mark BEGIN "uid=$SA_UID" "timeout=$SA_TO" "enc=$SA_ENC" "pid=$$"
 """

@@ -109,16 +109,17 @@ def test_sudo_flag_modes():
 
 
 def test_wrapper_starts_no_process_for_an_empty_stream_or_the_clock(tmp_path):
-    """Per command the wrapper starts the command (timeout, sh) and, for a non-empty output, wc,
-    head and base64; an empty stderr costs no process, and the clock is read from /proc/uptime by
-    the shell itself (date only where /proc is missing). 32 lab hosts' batches share 2 cores:
-    each saved process is CPU the scan waits for."""
+    """Per command the wrapper starts the command (timeout, sh) and, for a non-empty output, wc and
+    base64 (head only for an output past the cap, rm never: the shell empties the files and the
+    directory goes at exit); an empty stderr costs no process, and the clock is read from
+    /proc/uptime by the shell itself (date only where /proc is missing). 32 lab hosts' batches
+    share 2 cores: each saved process is CPU the scan waits for."""
     if not Path("/proc/uptime").is_file():
         pytest.skip("no /proc/uptime: the wrapper reads the clock with date")
     log = tmp_path / "calls.log"
     shims = tmp_path / "shims"
     shims.mkdir()
-    for tool in ("date", "wc", "head", "base64"):
+    for tool in ("date", "wc", "head", "base64", "rm"):
         real = shutil.which(tool)
         assert real, tool
         shim = shims / tool
@@ -133,5 +134,7 @@ def test_wrapper_starts_no_process_for_an_empty_stream_or_the_clock(tmp_path):
         [(0, f"out{i}\n", "") for i in range(5)] + [(3, "", "oops\n")])
     assert all(r.duration_s is not None and 0 <= r.duration_s < 10 for r in results)
     calls = log.read_text().split()
-    # one non-empty stream per command: one wc, head and base64 each; no date
-    assert {t: calls.count(t) for t in ("date", "wc", "head", "base64")} == {"date": 0, "wc": 6, "head": 6, "base64": 6}
+    # one non-empty stream per command: one wc and base64 each; no date, no head, no rm (the exit
+    # trap's rm -rf runs once, at the end)
+    assert {t: calls.count(t) for t in ("date", "wc", "head", "base64", "rm")} == {
+        "date": 0, "wc": 6, "head": 0, "base64": 6, "rm": 1}
