@@ -4,11 +4,11 @@ no control character, not empty, at most 255 characters."""
 
 from __future__ import annotations
 
-import re
-
 from advisor.errors import StoradviseError
+from advisor.shipped_code import module_utils
 
-_COMPONENT = re.compile(r"^[A-Za-z0-9_@:+-][A-Za-z0-9._@:+-]{0,254}$")
+#: the rule itself lives with the capture layout, which the collect playbook's module runs without storadvise
+_layout = module_utils("storadvise_capture_layout")
 
 
 class PathComponentError(StoradviseError):
@@ -18,8 +18,7 @@ class PathComponentError(StoradviseError):
 def path_component(value: object, what: str) -> str:
     """``value`` if it is one safe path component; else :class:`PathComponentError` naming ``what``
     (e.g. "host name in vars file x.yml")."""
-    if isinstance(value, str) and _COMPONENT.match(value):
-        return value
-    shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
-    raise PathComponentError(f"{what} {shown}: not usable as a file name (letters, digits and . _ - @ : + only, "
-                             "not starting with '.', at most 255)")
+    try:
+        return _layout.host_component(value, what)
+    except _layout.CaptureLayoutError as exc:
+        raise PathComponentError(str(exc)) from None
