@@ -42,7 +42,8 @@ def test_collection_builds_installs_offline_and_its_playbooks_resolve(tmp_path):
     listed = _run([str(BIN / "ansible-galaxy"), "collection", "list", "-p", str(tmp_path / "installed")], tmp_path)
     assert "storadvise.tuning" in listed.stdout
     # the playbook by its fully qualified name, and a role of the collection by its own
-    _run([str(BIN / "ansible-playbook"), "--syntax-check", "-i", "localhost,", "storadvise.tuning.collect"], tmp_path)
+    for book in ("collect", "apply_tuning", "rollback"):  # the last two import plan_groups.yml beside them
+        _run([str(BIN / "ansible-playbook"), "--syntax-check", "-i", "localhost,", f"storadvise.tuning.{book}"], tmp_path)
     play = tmp_path / "uses_role.yml"
     play.write_text("---\n- name: Use a role of the collection\n  hosts: all\n  gather_facts: false\n  roles:\n"
                     "    - role: storadvise.tuning.network_tuning\n")
