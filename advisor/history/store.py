@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
 import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -95,6 +96,26 @@ def compressed_report(report: ScanReport, written: Path | None = None) -> bytear
     out.extend(packer.flush())
     return out
 
+def _retry_while_busy(step: Callable[[], None], budget_s: float = BUSY_TIMEOUT_S) -> None:
+    """Run ``step`` again while SQLite answers "locked" or "busy" without waiting, up to ``budget_s``.
+    Turning a new file into WAL needs its exclusive lock: two processes that both hold the shared
+    lock of the same fresh file cannot both upgrade, and SQLite fails one of them at once instead of
+    calling the busy handler (it would deadlock). Whoever gets through first finishes the set-up;
+    the other finds the file in WAL mode when it tries again."""
+    deadline = time.monotonic() + budget_s
+    pause = 0.005
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            text = str(exc)
+            if ("locked" not in text and "busy" not in text) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.25)
+
+
 class HistoryStore:
     def __init__(self, path: str | Path, create: bool = True):
         self.path = Path(path)
@@ -106,21 +127,24 @@ class HistoryStore:
             # gives the -wal and -shm files the database's mode
             os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
             self.db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute("PRAGMA foreign_keys=ON")
-            version = self.db.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise StoradviseError(f"{self.path}: history schema {version} is newer than this storadvise ({SCHEMA_VERSION})")
-            if version < SCHEMA_VERSION:
-                with self._write():
-                    for statement in filter(str.strip, _SCHEMA.split(";")):
-                        self.db.execute(statement)
-                    self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            _retry_while_busy(self._set_up)
         except sqlite3.DatabaseError as exc:
             raise StoradviseError(f"{self.path}: not a storadvise history database: {exc}") from None
         except OSError as exc:
             raise StoradviseError(f"{self.path}: cannot open the scan history: {exc.strerror or exc}") from None
+
+    def _set_up(self) -> None:
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StoradviseError(f"{self.path}: history schema {version} is newer than this storadvise ({SCHEMA_VERSION})")
+        if version < SCHEMA_VERSION:
+            with self._write():
+                for statement in filter(str.strip, _SCHEMA.split(";")):
+                    self.db.execute(statement)
+                self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def close(self) -> None:
         self.db.close()
