@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.collector import probe_context, probes_for
+from advisor.host_tmp import MKTEMP
 from advisor.scan_options import ScanOptions
 from advisor.site import Host, Site
 from advisor.probe_helper import HostCommands
@@ -21,7 +22,7 @@ from advisor.transport.base import sudo_flag
 from probes.probe import Probe
 
 #: where the batch wrapper (advisor/transport/batch_framing.py) keeps each probe's script and output
-BATCH_TEMP_DIR = 'mktemp -d "${TMPDIR:-/tmp}/storadvise.XXXXXXXXXX" (0700, removed when the batch ends)'
+BATCH_TEMP_DIR = f"{MKTEMP} (0700, removed when the batch ends)"
 
 
 def _reached_by(host: Host, site: Site) -> str:
@@ -83,8 +84,8 @@ def mesh_plan(site: Site, hosts: list[Host]) -> dict[str, Any] | None:
             address = mesh_address(site.host(dst))
             tests.append({
                 "src": src, "dst": dst, "bidir": both and opts.bidir, "port": port,
-                "on_dst": f"iperf3 -s -1 -p {port} -B {address} --forceflush  (in mktemp -d "
-                          "${TMPDIR:-/tmp}/storadvise-iperf3.XXXXXX, stopped and removed after the test)",
+                "on_dst": f"iperf3 -s -1 -p {port} -B {address} --forceflush  (in {MKTEMP}, "
+                          "stopped and removed after the test)",
                 "on_src": iperf.client_command(address, port, opts.duration, opts.omit, opts.streams,
                                                congestion=opts.congestion, bidir=both and opts.bidir,
                                                connect_timeout_ms=opts.connect_timeout_ms,
@@ -119,8 +120,8 @@ def efficiency_plan(site: Site, settings: dict[str, Any] | None) -> dict[str, An
         "protocols": protos, "sources": {p: {k: v for k, v in s.items() if isinstance(v, (str, int, float))}
                                          for p, s in sources.items()},
         "clients": sorted({int(c) for c in (cfg.get("clients") or [1])}), "mb_per_host": cfg.get("mb"),
-        "on_source": f"{python} job.py serve (the job's own data server, in mktemp -d "
-                     "${TMPDIR:-/tmp}/storadvise-eff.XXXXXXXX, stopped and removed after the test)",
+        "on_source": f"{python} job.py serve (the job's own data server, in {MKTEMP}, "
+                     "stopped and removed after the test)",
         "on_worker": f"{python} - job ...  (the job read from stdin: nothing installed)",
     }
 

@@ -28,6 +28,8 @@ from typing import Any, Callable, Iterable
 
 from advisor.efficiency.protocols import EfficiencyTestError, resolve_source  # noqa: F401 (re-exported)
 from advisor.efficiency.scaling_curve import MIN_EFFICIENCY, RATE_DROP, find_knee
+from advisor import host_tmp
+from advisor.host_tmp import MKTEMP
 from advisor.site import Host, Site, host_address
 from advisor.transport.base import Transport, TransportError
 from advisor.units import parse_rate_bps
@@ -93,7 +95,7 @@ def server_start_script(token: str, lifetime: float, bind: str = "0.0.0.0", pyth
     delim, src = _heredoc(job_source())
     secret = _auth(auth if auth is not None else new_auth_secret())
     return (
-        'D=$(mktemp -d "${TMPDIR:-/tmp}/storadvise-eff.XXXXXXXX") || exit 90\n'
+        f'D=$({MKTEMP}) || exit 90\n'
         f"cat >\"$D/job.py\" <<'{delim}'\n{src}{delim}\n"
         f'(umask 077; echo {secret} >"$D/auth")\n'
         f'if command -v setsid >/dev/null 2>&1; then S=setsid; else S=; fi\n'
@@ -108,7 +110,6 @@ def server_start_script(token: str, lifetime: float, bind: str = "0.0.0.0", pyth
 
 def server_stop_script(pid: int, token: str, tmpdir: str) -> str:
     """Kill the server by pid, only if that pid still carries our token; remove its dir."""
-    q = shlex.quote(tmpdir)
     return (
         f"P={int(pid)}\n"
         f'if [ -r /proc/$P/cmdline ] && tr "\\0" " " </proc/$P/cmdline | grep -q -- {token}; then\n'
@@ -117,7 +118,7 @@ def server_stop_script(pid: int, token: str, tmpdir: str) -> str:
         "    sleep 0.1; i=$((i+1)); done\n"
         "  kill -9 $P 2>/dev/null; echo killed\n"
         "else echo gone; fi\n"
-        f"case {q} in */storadvise-eff.*) rm -rf {q};; esac\n"
+        + host_tmp.remove(tmpdir)
     )
 
 

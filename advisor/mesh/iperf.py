@@ -22,6 +22,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor import host_tmp
+from advisor.host_tmp import MKTEMP
 from advisor.mesh import sampling
 from advisor.mesh.iperf_auth import IperfAuth
 from probes.json_text import MAX_JSON_DEPTH, json_depth
@@ -80,7 +82,7 @@ def server_start_script(port: int, lifetime_s: float, bind: str | None = None, a
     sampler = sampling.server_start_fragment(bind, port) if sample else ""
     return f"""\
 command -v iperf3 >/dev/null 2>&1 || {{ echo {_MISSING}; exit 127; }}
-d=$(mktemp -d "${{TMPDIR:-/tmp}}/storadvise-iperf3.XXXXXX") || exit 1
+d=$({MKTEMP}) || exit 1
 {auth_files}if command -v timeout >/dev/null 2>&1; then lim="timeout {life}"; else lim=""; fi
 nohup $lim iperf3 -s -1 -p {int(port)}{bind_opt}{auth_opt} --forceflush >"$d/log" 2>&1 </dev/null &
 pid=$!
@@ -141,8 +143,7 @@ if [ -d {d} ] && kill -0 $p 2>/dev/null && tr '\\0' ' ' </proc/$p/cmdline 2>/dev
   kill -9 $p 2>/dev/null
   echo stopped
 fi
-rm -rf {d}
-""" + sampling.SERVER_SAMPLER_WAIT
+""" + host_tmp.remove(workdir) + sampling.SERVER_SAMPLER_WAIT
 
 
 # ----------------------------------------------------------------------------- client

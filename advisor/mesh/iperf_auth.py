@@ -16,6 +16,8 @@ import secrets
 import shlex
 from dataclasses import dataclass
 
+from advisor.host_tmp import MKTEMP
+
 #: printed by AUTH_PROBE when the host's iperf3 can authenticate
 AUTH_MARK = "STORADVISE-IPERF3-AUTH"
 AUTH_PROBE = f"iperf3 --help 2>&1 | grep -q -- --rsa-public-key-path && echo {AUTH_MARK}; true"
@@ -61,7 +63,7 @@ class IperfAuth:
         """``line`` (an iperf3 -c command using client_env/client_options) run with the public key
         in a private temp dir ``$ad``, removed afterwards; the exit status is kept."""
         return (
-            'ad=$(mktemp -d "${TMPDIR:-/tmp}/storadvise-iperf3c.XXXXXX") || exit 1\n'
+            f'ad=$({MKTEMP}) || exit 1\n'
             + _file('"$ad"/pub.pem', self.public_pem)
             + line + "\n"
             + 'rc=$?; rm -rf "$ad"; exit $rc\n'

@@ -23,6 +23,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from advisor.host_tmp import MKTEMP
 from advisor.mesh.tcp_info import SAMPLE_MARK
 
 SECTION_MARK = "@@storadvise-sampling"
@@ -61,7 +62,7 @@ def wrap_client(command: str, address: str, port: int) -> str:
     a = shlex.quote(address)
     filt = f"dst {shlex.quote(_ss_host(address))} dport = :{int(port)}"
     return (
-        'sd=$(mktemp -d "${TMPDIR:-/tmp}/storadvise-sample.XXXXXX" 2>/dev/null) || sd=""\n'
+        f'sd=$({MKTEMP} 2>/dev/null) || sd=""\n'
         f"sif=$(ip -o route get {a} 2>/dev/null | sed -n 's/.* dev \\([^ ]*\\).*/\\1/p' | head -n 1)\n"
         '[ "$sif" = lo ] && sif=""\n'
         + _NIC_FN

@@ -13,6 +13,7 @@ import math
 import secrets
 from dataclasses import dataclass
 
+from advisor.host_tmp import MKTEMP
 from advisor.shipped_code import module_utils
 from advisor.transport.base import MAX_OUTPUT_BYTES, Command, CommandResult, sudo_flag
 
@@ -23,7 +24,7 @@ explain_sudo = frames.explain_sudo
 _PROLOGUE = r"""# storadvise batch wrapper (POSIX sh)
 SA_TOK='@TOKEN@'
 sa_mark() { printf '@@SA %s %s\n' "$SA_TOK" "$*"; }
-SA_T=$(mktemp -d "${TMPDIR:-/tmp}/storadvise.XXXXXXXXXX" 2>/dev/null) || SA_T=$(mktemp -d 2>/dev/null) || SA_T=
+SA_T=$(@MKTEMP@ 2>/dev/null) || SA_T=
 if [ -z "$SA_T" ] || [ ! -d "$SA_T" ]; then sa_mark FATAL "mktemp -d failed: cannot create a private temp dir"; exit 97; fi
 trap 'rm -rf "$SA_T"' EXIT
 trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 141' PIPE
@@ -115,7 +116,8 @@ class BatchScript:
 
 
 def _prologue(token: str) -> str:
-    return _PROLOGUE.replace("@TOKEN@", token).replace("@CAP@", str(int(MAX_OUTPUT_BYTES)))
+    return (_PROLOGUE.replace("@TOKEN@", token).replace("@CAP@", str(int(MAX_OUTPUT_BYTES)))
+            .replace("@MKTEMP@", MKTEMP))
 
 
 def _batch_body(commands: list[Command], timeouts: list[float], sudo: list[bool], delim: str, write_script) -> str:

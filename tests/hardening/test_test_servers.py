@@ -166,7 +166,7 @@ def _eff_servers() -> list[psutil.Process]:
     out = []
     for p in psutil.process_iter(["cmdline"]):
         cmd = " ".join(p.info.get("cmdline") or [])
-        if "storadvise-eff." in cmd and " serve " in cmd and f"--bind {INT_ADDR}" in cmd:
+        if "/storadvise." in cmd and "/job.py serve " in cmd and f"--bind {INT_ADDR}" in cmd:
             out.append(p)
     return out
 
@@ -210,7 +210,7 @@ def test_efficiency_data_server_stopped_when_the_controller_is_interrupted(tmp_p
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGKILL)
                 proc.wait(10)
-        dirs = {Path(a).parent for p in servers for a in p.info["cmdline"] if "/storadvise-eff." in a}
+        dirs = {Path(a).parent for p in servers for a in p.info["cmdline"] if "/storadvise." in a and a.endswith("/job.py")}
         try:
             left = [p.pid for p in servers if _gone(p.pid, within=5.0) is False]
             assert not left, f"data server still running after {sig}: {left}; {errs[-500:]}"
@@ -224,5 +224,5 @@ def test_efficiency_data_server_stopped_when_the_controller_is_interrupted(tmp_p
                 except psutil.NoSuchProcess:
                     pass
             for d in dirs:
-                if d.name.startswith("storadvise-eff."):
+                if d.name.startswith("storadvise."):
                     shutil.rmtree(d, ignore_errors=True)

@@ -71,6 +71,6 @@ def test_real_client_and_server_sampling_on_loopback_leaves_nothing_running():
             cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if ("storadvise-sample" in cmd or f"-p {port}" in cmd) and "pytest" not in cmd:
+        if ("/storadvise." in cmd or f"-p {port}" in cmd) and "pytest" not in cmd:
             left.append((pid, cmd[:120]))
     assert left == []
