@@ -157,9 +157,13 @@ def _render_mesh(mesh: dict, slow_paths: bool = True) -> None:
 @app.command("report", epilog="Examples:\n\n  storadvise report scan.json --html scan.html\n\n"
              "  storadvise report scan.json --junit scan.xml --prometheus /var/lib/node_exporter/storadvise.prom\n\n"
              "  storadvise report scan.json --html site.html --cache-simulation sim.json\n\n"
-             "  storadvise report scan.json --ndjson scan.ndjson")
+             "  storadvise report scan.json --ndjson scan.ndjson\n\n"
+             "  storadvise report old-1.2.json -o scan-2.json   # a report of schema 1.x as schema 2")
 def report_cmd(
     scan_json: Path = typer.Argument(..., help="A scan JSON written by 'storadvise scan --json' or '--output'."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the scan as JSON of the current schema "
+                                          "(2.x) to FILE: a report of schema 1.x is converted "
+                                          "(docs/report-schema.md)."),
     html: Optional[Path] = typer.Option(None, "--html", help="Write a self-contained HTML report to FILE."),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Write findings as JUnit XML to FILE."),
     prometheus: Optional[Path] = typer.Option(None, "--prometheus", help="Write node_exporter textfile metrics to FILE."),
@@ -169,20 +173,23 @@ def report_cmd(
                                           "OpenSearch, Loki (docs/report-schema.md)."),
     json_out: bool = typer.Option(False, "--json", help="Print the files written as JSON."),
 ) -> None:
-    """Render a saved scan as HTML, JUnit, Prometheus metrics or NDJSON (no host is contacted)."""
+    """Render a saved scan as HTML, JUnit, Prometheus metrics, NDJSON or JSON of the current schema (no host
+    is contacted)."""
     from advisor.report.model import load_report
     from advisor.report.outputs import ReportFiles, load_cache_simulation, write_report_files
 
-    if not (html or junit or prometheus or ndjson):
-        raise UsageError("say what to write: --html FILE, --junit FILE, --prometheus FILE and/or --ndjson FILE")
+    if not (html or junit or prometheus or ndjson or output):
+        raise UsageError("say what to write: --html FILE, --junit FILE, --prometheus FILE, --ndjson FILE "
+                         "and/or --output FILE")
     if ndjson is not None and str(ndjson) == "-" and json_out:
         raise UsageError("--ndjson - writes to stdout: leave out --json")
     if cache_sim and not html:
         raise UsageError("--cache-simulation goes into the HTML report: add --html FILE")
     rep = load_report(scan_json)
     sim = load_cache_simulation(cache_sim) if cache_sim else None
-    write_report_files(rep, ReportFiles(junit=junit, html=html, prometheus=prometheus), cache=sim)
-    written = {k: str(v) for k, v in (("html", html), ("junit", junit), ("prometheus", prometheus)) if v}
+    write_report_files(rep, ReportFiles(json=output, junit=junit, html=html, prometheus=prometheus), cache=sim)
+    written = {k: str(v) for k, v in (("json", output), ("html", html), ("junit", junit), ("prometheus", prometheus))
+               if v}
     if ndjson is not None:
         from advisor.report.ndjson import write_ndjson
 

@@ -10,7 +10,6 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from advisor.atomic_files import write_atomic
 from advisor.errors import UsageError
 from advisor.findings import SEVERITY_ORDER
 from advisor.option_aliases import ALIAS_HELP, one_of_aliases
@@ -80,7 +79,10 @@ def plan(
     the_plan = build_plan(report, the_site, source, min_severity=min_severity)
     summary = write_project(the_plan, the_site, out_dir)
     if scan is None:
-        write_atomic(Path(out_dir) / "scan-before.json", report.model_dump_json(indent=2) + "\n")
+        from advisor.report.outputs import ReportFiles, write_report_files
+
+        # streamed a host at a time, as scan --output writes it (schema 2)
+        write_report_files(report, ReportFiles(json=Path(out_dir) / "scan-before.json"))
         summary["scan"] = str(Path(out_dir) / "scan-before.json")
     else:
         summary["scan"] = str(scan)

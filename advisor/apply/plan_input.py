@@ -20,7 +20,7 @@ import msgspec
 
 from advisor.errors import StoradviseError
 from advisor.findings import ChangeScope, FindingStatus, Severity
-from advisor.report.model import SCHEMA_VERSION
+from advisor.report.wire import facts_from_leaves, major_of
 
 
 class PlanChange(msgspec.Struct):
@@ -68,7 +68,8 @@ class PlanScan(msgspec.Struct):
     started_at: str
     hosts: list[PlanHost]
     findings: list[PlanFinding]
-    schema_version: str = SCHEMA_VERSION
+    #: 1.x or 2.x (advisor.report.wire); a file without it is refused
+    schema_version: Any = None
     #: what the planner's prediction reads (advisor/apply/plan_outcome.py)
     mesh: dict[str, Any] | None = None
     efficiency: dict[str, Any] | None = None
@@ -95,14 +96,18 @@ class RawProbeFacts(Mapping):
     ``decoded`` is shared by the hosts of one report: the same text is decoded once (adapters
     only read facts)."""
 
-    def __init__(self, raw: dict[str, bytes], decoded: dict[bytes, Any]) -> None:
+    def __init__(self, raw: dict[str, bytes], decoded: dict[bytes, Any], where: str, leaves: bool) -> None:
         self._raw = raw
         self._decoded = decoded
+        self._where = where
+        #: schema 2: each probe's facts are a list of leaves (advisor.report.wire)
+        self._leaves = leaves
 
     def __getitem__(self, probe: str) -> Any:
         text = self._raw[probe]
         if text not in self._decoded:
-            self._decoded[text] = msgspec.json.decode(text)
+            data = msgspec.json.decode(text)
+            self._decoded[text] = facts_from_leaves(data, f"{self._where}.facts.{probe}") if self._leaves else data
         return self._decoded[text]
 
     def __contains__(self, probe: object) -> bool:
@@ -135,18 +140,18 @@ def load_plan_scan(path: str | Path) -> PlanScan:
         raise StoradviseError(f"{p}: invalid scan report: {exc}") from None
     except msgspec.DecodeError as exc:
         raise StoradviseError(f"{p}: not JSON: {exc}") from None
-    _check_version(p, report.schema_version)
+    leaves = _major(p, report.schema_version) == "2"
     _validate_diagnosis(p, report)
     # each probe's raw text copied out once per distinct text (identical workers share one), so
     # the file's buffer, which every msgspec.Raw points into, is freed when this returns
     texts: dict[bytes, bytes] = {}
     decoded: dict[bytes, Any] = {}
-    for h in report.hosts:
+    for i, h in enumerate(report.hosts):
         own = {}
         for probe, raw in h.facts.items():
             text = bytes(raw)
             own[probe] = texts.setdefault(text, text)
-        h.facts = RawProbeFacts(own, decoded)  # type: ignore[assignment]
+        h.facts = RawProbeFacts(own, decoded, f"{p}: hosts[{i}]", leaves)  # type: ignore[assignment]
     return report
 
 
@@ -155,14 +160,11 @@ def _check_schema(p: Path, data: bytes) -> None:
         head = msgspec.json.decode(data, type=_Head)
     except (msgspec.ValidationError, msgspec.DecodeError):
         raise StoradviseError(f"{p}: not a storadvise scan report (not a JSON object)") from None
-    if head.schema_version is None:
-        raise StoradviseError(f"{p}: not a storadvise scan report (no schema_version)")
-    _check_version(p, head.schema_version)
+    _major(p, head.schema_version)
 
 
-def _check_version(p: Path, version: Any) -> None:
-    if str(version).split(".")[0] != SCHEMA_VERSION.split(".")[0]:
-        raise StoradviseError(f"{p}: scan report schema {version} is not supported (this storadvise reads {SCHEMA_VERSION})")
+def _major(p: Path, version: Any) -> str:
+    return major_of(p, {} if version is None else {"schema_version": version})
 
 
 def _validate_diagnosis(p: Path, report: PlanScan) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import StoradviseError
-from advisor.report.model import ScanReport
+from advisor.report.model import ScanReport, report_from_data
 
 ENV = "STORADVISE_HISTORY"
 SCHEMA_VERSION = 1
@@ -288,7 +288,11 @@ class HistoryStore:
             text = zlib.decompress(data) if isinstance(data, bytes) else data
         except zlib.error as exc:
             raise StoradviseError(f"{self.path}: scan {scan_id}: stored report unreadable: {exc}") from None
-        return ScanReport.model_validate_json(text)
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise StoradviseError(f"{self.path}: scan {scan_id}: stored report is not JSON: {exc}") from None
+        return report_from_data(f"{self.path}: scan {scan_id}", data)
 
     def last(self, site: str, before_id: int | None = None) -> ScanReport | None:
         """The newest stored scan of ``site`` (older than ``before_id`` when given)."""

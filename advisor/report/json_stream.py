@@ -1,34 +1,75 @@
-"""The JSON scan report written a host and a finding at a time.
+"""The JSON scan report (schema 2, advisor.report.wire) written a host and a finding at a time.
 
 A 10,000-host report is hundreds of megabytes of JSON (every host's facts); building it as one
-string doubles the scan's peak memory. ``write_report_json`` writes the very text of
-``report.model_dump_json(indent=2)`` (the same bytes), holding one host or one finding's text
-at a time.
+string doubles the scan's peak memory. ``write_report_json`` holds one host's or one finding's text
+at a time. The rest of the report is ``model_dump_json(indent=2)``'s text; a fact leaf is one line.
+Workers with the same facts share their text: each probe's facts are turned into leaves once per
+distinct value.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
-from typing import TextIO
+from typing import Any, TextIO
 
-from pydantic import BaseModel
+import msgspec
 
-from advisor.report.model import ScanReport
+from advisor.findings import Finding
+from advisor.report.model import HostReport, ScanReport
+from advisor.report.wire import fact_leaves, finding_out
 
 #: the report's top-level lists, streamed item by item
 _STREAMED = ("hosts", "findings")
+_FACTS = '\n  "facts": {}'
 
 
-def _items(items: Iterable[BaseModel]) -> Iterable[str]:
+class _LeafTexts:
+    """Each probe's facts as the text of their leaves, once per distinct facts."""
+
+    def __init__(self) -> None:
+        self._seen: dict[bytes, str] = {}
+
+    def __call__(self, facts: Any) -> str:
+        try:
+            key: bytes | None = msgspec.json.encode(facts)
+        except (TypeError, UnicodeEncodeError, msgspec.EncodeError):  # a lone surrogate, an odd type
+            key = None
+        if key is not None and key in self._seen:
+            return self._seen[key]
+        text = "[\n" + ",\n".join("      " + json.dumps(leaf, default=str) for leaf in fact_leaves(facts)) + "\n    ]"
+        if key is not None:
+            self._seen[key] = text
+        return text
+
+
+def _host_text(h: HostReport, leaves: _LeafTexts) -> str:
+    shell = h.model_copy(update={"facts": {}}).model_dump_json(indent=2)
+    if not h.facts:
+        return shell
+    head, found, tail = shell.partition(_FACTS)
+    if not found:  # the schema lost the field: never write a host without it
+        raise RuntimeError("host schema has no 'facts'")
+    probes = ",\n".join(f"    {json.dumps(probe)}: {leaves(facts)}" for probe, facts in h.facts.items())
+    return f'{head}\n  "facts": {{\n{probes}\n  }}{tail}'
+
+
+def _finding_text(f: Finding) -> str:
+    return json.dumps(finding_out(f.model_dump(mode="json")), indent=2, default=str)
+
+
+def _items(name: str, items: Iterable[Any]) -> Iterable[str]:
     """Each item as it appears inside a top-level list of an indent=2 dump."""
+    leaves = _LeafTexts()
     for item in items:
-        yield "    " + item.model_dump_json(indent=2).replace("\n", "\n    ")
+        text = _host_text(item, leaves) if name == "hosts" else _finding_text(item)
+        yield "    " + text.replace("\n", "\n    ")
 
 
 def write_report_json(report: ScanReport, out: TextIO) -> None:
-    """Write ``report`` as ``report.model_dump_json(indent=2)`` would, then a newline."""
-    shell = report.model_copy(update={name: [] for name in _STREAMED}).model_dump_json(indent=2)
-    rest = shell
+    """Write ``report`` as schema 2 JSON, then a newline."""
+    shell = report.model_copy(update={name: [] for name in _STREAMED})
+    rest = shell.model_dump_json(indent=2)
     for name in _STREAMED:
         marker = f'\n  "{name}": []'
         head, found, rest = rest.partition(marker)
@@ -41,7 +82,7 @@ def write_report_json(report: ScanReport, out: TextIO) -> None:
             continue
         out.write(f'\n  "{name}": [\n')
         first = True
-        for text in _items(items):
+        for text in _items(name, items):
             if not first:
                 out.write(",\n")
             out.write(text)
@@ -49,3 +90,12 @@ def write_report_json(report: ScanReport, out: TextIO) -> None:
         out.write("\n  ]")
     out.write(rest)
     out.write("\n")
+
+
+def report_json_text(report: ScanReport) -> str:
+    """The whole schema 2 text of a (small) report."""
+    import io
+
+    buf = io.StringIO()
+    write_report_json(report, buf)
+    return buf.getvalue()

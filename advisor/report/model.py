@@ -8,14 +8,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_serializer, model_validator
 
 from advisor.diagnosis.model import Cause, Diagnosis, FindingRef, Predicted, SetAside
 from advisor.errors import StoradviseError
 from advisor.facts import FactSet, ProbeStatus
 from advisor.findings import SEVERITY_ORDER, Finding, FindingStatus
-
-SCHEMA_VERSION = "1.2"
+from advisor.report.wire import SCHEMA_VERSION, report_out, upgrade
 
 
 class HostReport(BaseModel):
@@ -85,6 +84,12 @@ class ScanReport(BaseModel):
             self.scan_id = report_id(self.site, self.started_at)
         return self
 
+    @model_serializer(mode="wrap", when_used="json")
+    def _schema_2(self, handler: Any) -> dict[str, Any]:
+        """As JSON the report is always schema 2 (advisor.report.wire); in Python it keeps its types.
+        A large report is written by advisor.report.json_stream, a host at a time."""
+        return report_out(handler(self))
+
     def with_diagnosis(self, d: Diagnosis) -> "ScanReport":
         for k, v in d.parts().items():
             setattr(self, k, v)
@@ -135,7 +140,8 @@ def build_report(factset: FactSet, findings: list[Finding], *, profiles: list[st
 
 
 def load_report(path: str | Path) -> ScanReport:
-    """Read a scan JSON written by ``storadvise scan --json``; refuses other schema versions."""
+    """Read a scan JSON written by ``storadvise scan --json`` (schema 2.x, or 1.x: advisor.report.wire);
+    refuses other schema versions."""
     p = Path(path)
     try:
         data = json.loads(p.read_text())
@@ -145,16 +151,17 @@ def load_report(path: str | Path) -> ScanReport:
         raise StoradviseError(f"{p}: cannot read scan report: {exc}") from None
     except json.JSONDecodeError as exc:
         raise StoradviseError(f"{p}:{exc.lineno}: not JSON: {exc.msg}") from None
-    if not isinstance(data, dict) or "schema_version" not in data:
-        raise StoradviseError(f"{p}: not a storadvise scan report (no schema_version)")
-    major = str(data["schema_version"]).split(".")[0]
-    if major != SCHEMA_VERSION.split(".")[0]:
-        raise StoradviseError(f"{p}: scan report schema {data['schema_version']} is not supported (this storadvise reads {SCHEMA_VERSION})")
+    return report_from_data(p, data)
+
+
+def report_from_data(where: Any, data: Any) -> ScanReport:
+    """A report from its JSON data as read (schema 2.x or 1.x); ``where`` names it in errors."""
+    data = upgrade(where, data)
     try:
         return ScanReport.model_validate(data)
     except ValidationError as exc:
         e = exc.errors()[0]
-        raise StoradviseError(f"{p}: invalid scan report at {'.'.join(str(x) for x in e['loc'])}: {e['msg']}") from None
+        raise StoradviseError(f"{where}: invalid scan report at {'.'.join(str(x) for x in e['loc'])}: {e['msg']}") from None
 
 
 def exit_code(summary: ScanSummary, fail_on: str) -> int:

@@ -43,8 +43,37 @@ _MESH = {"type": ["object", "null"], "required": ["paths"], "properties": {
     "rounds": _typed("integer"), "paths": {"type": "array", "items": _PATH}}}
 
 
+#: a value written as a string with its number and its type (advisor.report.wire)
+_TYPE = {"enum": ["string", "number", "boolean", "array", "object", None]}
+#: one leaf of a probe's facts
+_LEAF = {
+    "type": "object",
+    "required": ["name", "value", "value_num", "type"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string", "description": "JSON Pointer (RFC 6901) into the probe's facts; '' the whole"},
+        "value": _typed("string", "null"), "value_num": _typed("number", "null"), "type": _TYPE,
+    },
+}
+
+
+def _schema_2(defs: dict[str, Any]) -> None:
+    """The models' schema, where schema 2 writes other types than the model holds."""
+    finding = defs["Finding"]["properties"]
+    for k in ("observed", "expected"):
+        finding[k] = {**_typed("string", "null"), "default": None, "title": k.title()}
+        finding[f"{k}_value"] = {**_typed("number", "null"), "default": None, "title": f"{k.title()} Value"}
+        finding[f"{k}_type"] = {**_TYPE, "default": None, "title": f"{k.title()} Type"}
+    defs["HostReport"]["properties"]["facts"] = {
+        "type": "object", "title": "Facts", "description": "probe name -> its facts as leaves",
+        "additionalProperties": {"type": "array", "items": _LEAF}}
+
+
 def report_schema() -> dict[str, Any]:
-    schema = ScanReport.model_json_schema(mode="serialization")
+    # the validation schema: the serialised one is schema 2's (a model serializer, opaque to pydantic)
+    schema = ScanReport.model_json_schema(mode="validation")
+    _schema_2(schema["$defs"])
+    schema["properties"]["schema_version"]["pattern"] = r"^2\.[0-9]+$"
     schema["properties"]["mesh"] = {**_MESH, "default": None, "title": "Mesh"}
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": f"https://storadvise.invalid/schema/scan-report-{SCHEMA_VERSION}.json",

@@ -225,10 +225,10 @@ def test_plan_refuses_another_site_schema_and_unreachable_hosts(world, tmp_path)
                           "--out", str(tmp_path / "p1")], check=False)
     assert cp.returncode == 1 and "is of site 'elsewhere', not 'applytest'" in cp.stderr
     assert "Traceback" not in cp.stderr and len(cp.stderr.strip().splitlines()) == 1
-    (tmp_path / "v2.json").write_text(json.dumps(dict(data, schema_version="2.0")))
-    cp = host.controller([STORADVISE, "plan", "--site", str(world["site"]), "--scan", str(tmp_path / "v2.json"),
+    (tmp_path / "v3.json").write_text(json.dumps(dict(data, schema_version="3.0")))
+    cp = host.controller([STORADVISE, "plan", "--site", str(world["site"]), "--scan", str(tmp_path / "v3.json"),
                           "--out", str(tmp_path / "p2")], check=False)
-    assert cp.returncode == 1 and "schema 2.0 is not supported" in cp.stderr
+    assert cp.returncode == 1 and "schema 3.0 is not supported" in cp.stderr
     down = json.loads(json.dumps(data))
     for h in down["hosts"]:
         h["reachable"] = False

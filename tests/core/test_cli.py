@@ -33,7 +33,8 @@ def test_local_scan_json_schema(local_scan):
     (h,) = d["hosts"]
     assert set(h) >= {"name", "roles", "reachable", "errors"} and h["reachable"] is True
     assert h["probes"]["network.sysctl"] == "ok" and h["probes"]["host"] == "ok"
-    assert h["facts"]["host"]["memory_bytes"] > 0
+    memory = next(leaf for leaf in h["facts"]["host"] if leaf["name"] == "/memory_bytes")
+    assert memory["type"] == "number" and memory["value_num"] > 0
     ids = {f["rule_id"] for f in d["findings"]}
     assert "NET-TCP-SACK" in ids
     for f in d["findings"]:

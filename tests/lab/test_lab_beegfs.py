@@ -53,7 +53,7 @@ def test_beegfs_loop(lab_registry: Path, tmp_path: Path) -> None:
         scan_file.write_text(cp.stdout)
         failed = [f for f in json.loads(cp.stdout)["findings"] if f["rule_id"] in RULES and f["status"] == "fail"]
         assert {f["rule_id"]: (f["observed"], sorted(f["hosts"])) for f in failed} == {
-            "BEEGFS-FILE-CACHE": ("none", ["wn01", "wn02"]), "BEEGFS-CONN-MAX-INTERNODE": (4, ["wn01", "wn02"])}
+            "BEEGFS-FILE-CACHE": ("none", ["wn01", "wn02"]), "BEEGFS-CONN-MAX-INTERNODE": ("4", ["wn01", "wn02"])}
         assert "wn01: tuneFileCacheType             = none" in json.dumps(failed)
 
         plan = tmp_path / "plan"

@@ -63,7 +63,7 @@ def test_cephfs_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert set(failing) == MANUAL | FIXABLE, failing
 
         slow = failing["CEPH-OSD-SLOW"]
-        assert [(f["subject"], f["observed"], sorted(f["hosts"])) for f in slow] == [("3", 250, ["st01", "st02"])]
+        assert [(f["subject"], f["observed"], sorted(f["hosts"])) for f in slow] == [("3", "250", ["st01", "st02"])]
         assert "st01: 3                250               250" in slow[0]["evidence"]
         assert failing["CEPH-SLOW-OPS"][0]["evidence"][0].endswith("[WRN] SLOW_OPS: 17 slow ops, oldest one blocked "
                                                                    "for 62 sec, osd.3 has slow ops")
@@ -73,7 +73,7 @@ def test_cephfs_loop(lab_registry: Path, tmp_path: Path) -> None:
         # the evidence is the worker's real mount table line
         assert "wn01: ceph-fuse /mnt/cephfs fuse.ceph-fuse rw,nosuid,nodev" in json.dumps(fuse)
         oc = failing["CEPH-CLIENT-OBJECT-CACHE"][0]
-        assert oc["observed"] is False and sorted(oc["hosts"]) == ["wn01", "wn02"]
+        assert oc["observed"] == "false" and oc["observed_type"] == "boolean" and sorted(oc["hosts"]) == ["wn01", "wn02"]
         assert "wn01: client_oc = false" in oc["evidence"]
 
         plan = tmp_path / "plan"

@@ -77,10 +77,10 @@ def test_dcache_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert all("unset (dCache default 512m)" in json.dumps(f["evidence"]) for f in mem)
         movers = fails["DCACHE-POOL-MOVER-MAX-ACTIVE"]
         assert sorted(f["subject"] for f in movers) == ["pool01_1", "pool01_2", "pool02_1", "pool02_2"]
-        assert all(f["observed"] == 20 and "mover set max active -queue=regular 20" in json.dumps(f["evidence"])
+        assert all(f["observed_value"] == 20 and "mover set max active -queue=regular 20" in json.dumps(f["evidence"])
                    for f in movers)
         srm = fails["DCACHE-SRM-TCP-BUFFER"]
-        assert [(f["hosts"], f["subject"], f["observed"]) for f in srm] == [(["door01"], "doorsDomain", 1048576)]
+        assert [(f["hosts"], f["subject"], f["observed"]) for f in srm] == [(["door01"], "doorsDomain", "1048576")]
 
         plan = tmp_path / "plan"
         cp = _cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")

@@ -54,8 +54,8 @@ def test_hdfs_balancer_loop(lab_registry: Path, tmp_path: Path) -> None:
         scan_file.write_text(cp.stdout)
         failed = [f for f in json.loads(cp.stdout)["findings"] if f["rule_id"] in RULES and f["status"] == "fail"]
         assert {f["rule_id"]: (f["observed"], sorted(f["hosts"])) for f in failed} == {
-            "HDFS-BALANCER-CONCURRENT-MOVES": (200, ["dn01", "dn02"]),
-            "HDFS-BALANCER-DISPATCHER-THREADS": (400, ["dn01", "dn02"])}
+            "HDFS-BALANCER-CONCURRENT-MOVES": ("200", ["dn01", "dn02"]),
+            "HDFS-BALANCER-DISPATCHER-THREADS": ("400", ["dn01", "dn02"])}
         assert "dn01: hdfs getconf -confKey dfs.datanode.balance.max.concurrent.moves: 200" in json.dumps(failed)
 
         plan = tmp_path / "plan"

@@ -52,7 +52,7 @@ def test_lustre_loop(lab_registry: Path, tmp_path: Path) -> None:
         rpcs = [f for f in failed if f["rule_id"] == "LUSTRE-OSC-RPCS-IN-FLIGHT"]
         # one OSC per OST per client mount (each mount has its own instance in the device name)
         assert sorted(h for f in rpcs for h in f["hosts"]) == ["wn01"] * 4 + ["wn02"] * 4
-        assert all(f["observed"] == 8 and f["subject"].startswith("atlas-OST000") for f in rpcs)
+        assert all(f["observed"] == "8" and f["observed_value"] == 8 and f["subject"].startswith("atlas-OST000") for f in rpcs)
         assert any(".max_rpcs_in_flight=8" in json.dumps(f.get("evidence")) for f in rpcs)
         ok = [f for f in scan["findings"] if f["rule_id"] == "LUSTRE-OSC-CHECKSUMS"]
         assert ok and all(f["status"] == "pass" for f in ok)

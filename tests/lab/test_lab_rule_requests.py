@@ -69,7 +69,8 @@ def _check_live(report: dict, lab: dict) -> None:
     assert [(c["adapter"], c["key"], c["target"]) for c in v["h1"]["changes"]] == [("sysctl", NEW_KEY, "0")]
     assert v["h2"]["status"] == "pass"
     for host in report["hosts"]:
-        assert host["facts"]["network.sysctl"]["sysctls"][NEW_KEY]["runtime"] == live[host["name"]]
+        runtime = {leaf["name"]: leaf["value"] for leaf in host["facts"]["network.sysctl"]}[f"/sysctls/{NEW_KEY}/runtime"]
+        assert runtime == live[host["name"]]
 
 
 def test_site_rules_dir_on_the_command_line(lab: dict, tmp_path: Path) -> None:

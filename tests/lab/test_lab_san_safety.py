@@ -60,7 +60,7 @@ def test_mirroring_off_gets_no_write_cache_change(lab_registry: Path, tmp_path: 
         wc = [f for f in scan["findings"] if f["rule_id"] == "SAN-WRITE-CACHE"]
         assert sorted(f["subject"] for f in wc) == ["data01", "data02"], wc
         for f in wc:
-            assert f["status"] == "fail" and f["observed"] is False
+            assert f["status"] == "fail" and f["observed"] == "false" and f["observed_type"] == "boolean"
             assert "acknowledged writes" in f["message"] and "controller fails" in f["message"], f
             assert f["changes"] == [], f
         out = tmp_path / "plan"

@@ -56,10 +56,10 @@ def test_xrootd_server_loop(lab_registry: Path, tmp_path: Path) -> None:
         scan_file.write_text(cp.stdout)
         found = _xrootd(json.loads(cp.stdout))
         maxt = found["XROOTD-SCHED-MAXT"]
-        assert maxt["status"] == "fail" and maxt["subject"] == "origin" and maxt["observed"] == 64
+        assert maxt["status"] == "fail" and maxt["subject"] == "origin" and maxt["observed_value"] == 64
         assert "xrd.sched mint 4 maxt 64 avlt 8 idle 60" in json.dumps(maxt["evidence"])
         nofile = found["XROOTD-OPEN-FILES-LIMIT"]
-        assert nofile["status"] == "fail" and nofile["subject"] == "xrootd:origin" and nofile["observed"] == 1024
+        assert nofile["status"] == "fail" and nofile["subject"] == "xrootd:origin" and nofile["observed_value"] == 1024
         assert "Max open files" in json.dumps(nofile["evidence"]) and f"/proc/{pid0}/limits" in json.dumps(nofile["evidence"])
         assert found["XROOTD-EXPORT-SET"]["status"] == "pass" and found["XROOTD-OPEN-FILES-USE"]["status"] == "pass"
 

@@ -82,11 +82,12 @@ def test_xcache_scenario_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert before[("XCACHE-WATERMARKS", ("cache01",))]["status"] == "fail"
         # df of the cache's own 64 MiB space: the file read above is in it
         space = before[("XCACHE-SPACE-ABOVE-HWM", ("cache01",))]
-        assert space["status"] == "pass" and 0 < space["observed"] < 0.5, space
+        assert space["status"] == "pass" and 0 < space["observed_value"] < 0.5, space
         assert before[("XCACHE-PROCESS-RUNNING", ("cache01",))]["status"] == "pass"
         # the live cache's .cinfo records (xrdpfc_print -j over ssh): the file read above, whole
         facts = next(h for h in json.loads(scan.read_text())["hosts"] if h["name"] == "cache01")["facts"]
-        held = {Path(f["file"]).name: f for f in facts["xcache.cinfo"]["files"]}
+        files = next(leaf for leaf in facts["xcache.cinfo"] if leaf["name"] == "/files")  # an array: one leaf
+        held = {Path(f["file"]).name: f for f in json.loads(files["value"])}
         assert held["file0003"]["complete"] and held["file0003"]["block_size"] == 65536, held
 
         run(BIN / "storadvise", "plan", "--site", name, "--scan", scan, "--out", tmp_path / "plan",
