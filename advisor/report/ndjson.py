@@ -15,38 +15,16 @@ finding and host, per measured path and per cause. Every document carries ``doc_
 from __future__ import annotations
 
 import json
-import math
-import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from advisor.report.model import ScanReport
+from advisor.report.wire import number_of, text_of
 
 #: a host document carries at most this many facts (a cache host's file records can be many more)
 MAX_FACTS_PER_HOST = 5000
-_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
-
-
-def text_of(v: Any) -> str | None:
-    """A value as a string: strings as they are, anything else as compact JSON; None stays None."""
-    if v is None or isinstance(v, str):
-        return v
-    return json.dumps(v, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def number_of(v: Any) -> float | None:
-    """A value as a number where it is one (booleans 0/1, numeric strings such as sysctl values)."""
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, (int, float)):
-        f = float(v)
-        return f if math.isfinite(f) else None
-    if isinstance(v, str) and _NUMBER.match(v.strip()) and len(v) < 40:
-        f = float(v)
-        return f if math.isfinite(f) else None
-    return None
 
 
 def _flat(prefix: str, v: Any, out: list[dict[str, Any]]) -> None:
