@@ -96,6 +96,7 @@ def compressed_report(report: ScanReport, written: Path | None = None) -> bytear
     out.extend(packer.flush())
     return out
 
+
 def _retry_while_busy(step: Callable[[], None], budget_s: float = BUSY_TIMEOUT_S) -> None:
     """Run ``step`` again while SQLite answers "locked" or "busy" without waiting, up to ``budget_s``.
     Turning a new file into WAL needs its exclusive lock: two processes that both hold the shared
