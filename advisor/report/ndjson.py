@@ -28,7 +28,7 @@ MAX_FACTS_PER_HOST = 5000
 
 
 def _flat(prefix: str, v: Any, out: list[dict[str, Any]]) -> None:
-    if len(out) >= MAX_FACTS_PER_HOST:
+    if len(out) > MAX_FACTS_PER_HOST:  # one past the cap: tells a cut list from a full one
         return
     if isinstance(v, dict):
         for k, x in v.items():
@@ -43,7 +43,7 @@ def _flat(prefix: str, v: Any, out: list[dict[str, Any]]) -> None:
 def _facts(facts: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
     out: list[dict[str, Any]] = []
     _flat("", facts, out)
-    return out, len(out) >= MAX_FACTS_PER_HOST
+    return out[:MAX_FACTS_PER_HOST], len(out) > MAX_FACTS_PER_HOST
 
 
 def documents(report: ScanReport) -> Iterator[dict[str, Any]]:

@@ -89,3 +89,17 @@ def test_values_as_text_and_number():
         (None, "fq", "0", "[4096,87380,6291456]")
     assert (number_of("1"), number_of(" 0.5 "), number_of(True), number_of("512M"), number_of(float("nan")),
             number_of([1])) == (1.0, 0.5, 1.0, None, None, None)
+
+
+def test_facts_truncated_only_when_facts_were_left_out():
+    from advisor.report import ndjson
+
+    def host_doc(n):
+        rep = make_report()
+        rep.hosts[0].facts = {"p": {f"k{i}": i for i in range(n)}}
+        return next(d for d in documents(rep) if d["doc_type"] == "host")
+
+    full = host_doc(ndjson.MAX_FACTS_PER_HOST)
+    assert len(full["facts"]) == ndjson.MAX_FACTS_PER_HOST and full["facts_truncated"] is False
+    cut = host_doc(ndjson.MAX_FACTS_PER_HOST + 1)
+    assert len(cut["facts"]) == ndjson.MAX_FACTS_PER_HOST and cut["facts_truncated"] is True
