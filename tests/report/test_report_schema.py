@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import jsonschema
+import pytest
 
 from advisor.report.schema import SCHEMA_FILE, schema_text
 from tests.report.conftest import diagnosed_report, local_scan
@@ -28,8 +30,14 @@ def test_the_shipped_schema_is_the_models():
         "regenerate: python -m advisor.report.schema > advisor/report/scan-report.schema.json"
 
 
-def test_a_real_scan_validates_and_wrong_types_do_not(tmp_path):
-    report = json.loads(local_scan(tmp_path, ["storage", "worker"]).read_text())
+@pytest.fixture(scope="module")
+def scan_file(tmp_path_factory) -> Path:
+    """One real scan of this machine for the tests below (a scan takes seconds)."""
+    return local_scan(tmp_path_factory.mktemp("scan"), ["storage", "worker"])
+
+
+def test_a_real_scan_validates_and_wrong_types_do_not(scan_file):
+    report = json.loads(scan_file.read_text())
     assert errors(report) == []
     bad = copy.deepcopy(report)
     bad["findings"][0]["status"] = "bogus"
@@ -45,14 +53,14 @@ def test_a_report_with_mesh_and_diagnosis_validates_and_a_bad_path_does_not():
     assert [e.split(":")[0] for e in errors(report)] == ["mesh.paths.0.measured_bps", "mesh.paths.1.limited_by"]
 
 
-def test_schema_2_gives_observed_and_facts_one_type_and_reads_back_exactly(tmp_path):
+def test_schema_2_gives_observed_and_facts_one_type_and_reads_back_exactly(scan_file):
     """Schema 2 on a real scan of this machine: a finding's observed/expected are strings with their number
     and type, facts are leaves named by JSON Pointers (sysctl, device and interface names are values), every
     one of those keys has one JSON type, and reading the file back gives the very same report."""
     from advisor.report.model import load_report
     from tests.report.test_ndjson import key_types
 
-    path = local_scan(tmp_path, ["storage", "worker"])
+    path = scan_file
     report = json.loads(path.read_text())
     assert report["schema_version"].startswith("2.")
     sack = next(f for f in report["findings"] if f["rule_id"] == "NET-TCP-SACK")
@@ -65,13 +73,13 @@ def test_schema_2_gives_observed_and_facts_one_type_and_reads_back_exactly(tmp_p
     assert json.loads(load_report(path).model_dump_json()) == report
 
 
-def test_a_version_1_report_is_read_and_written_as_version_2(tmp_path):
+def test_a_version_1_report_is_read_and_written_as_version_2(scan_file, tmp_path):
     """A 1.x report (typed observed, facts as objects) is read wherever reports are read, and 'report -o'
     writes it as schema 2, which validates."""
     from advisor.report.model import load_report
     from tests.report.conftest import cli
 
-    v2 = json.loads(local_scan(tmp_path, ["storage"]).read_text())
+    v2 = json.loads(scan_file.read_text())
     v1 = copy.deepcopy(v2)
     v1["schema_version"] = "1.2"
     for f in v1["findings"]:
@@ -104,11 +112,11 @@ def _nested(leaves: list[dict]) -> object:
     return root
 
 
-def test_hostile_schema_2_values_are_one_line_errors(tmp_path):
+def test_hostile_schema_2_values_are_one_line_errors(scan_file, tmp_path):
     from advisor.errors import StoradviseError
     from advisor.report.model import load_report
 
-    good = json.loads(local_scan(tmp_path, ["storage"]).read_text())
+    good = json.loads(scan_file.read_text())
     cases = {
         "a number that is not one": lambda r: r["findings"][0].update(observed="x", observed_type="number"),
         "an unknown type": lambda r: r["findings"][0].update(observed_type="pointer"),
