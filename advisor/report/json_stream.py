@@ -4,7 +4,7 @@ A 10,000-host report is hundreds of megabytes of JSON (every host's facts); buil
 string doubles the scan's peak memory. ``write_report_json`` holds one host's or one finding's text
 at a time. The rest of the report is ``model_dump_json(indent=2)``'s text; a fact leaf is one line.
 Workers with the same facts share their text: each probe's facts are turned into leaves once per
-distinct value.
+distinct value (hosts whose outputs were the same share one facts object, advisor.output_store).
 """
 
 from __future__ import annotations
@@ -25,21 +25,27 @@ _FACTS = '\n  "facts": {}'
 
 
 class _LeafTexts:
-    """Each probe's facts as the text of their leaves, once per distinct facts."""
+    """Each probe's facts as the text of their leaves, once per facts object (hosts whose outputs were
+    the same share one, advisor.output_store) and once per distinct value."""
 
     def __init__(self) -> None:
-        self._seen: dict[bytes, str] = {}
+        self._by_object: dict[int, tuple[Any, str]] = {}  # the object is held: its id stays its own
+        self._by_value: dict[bytes, str] = {}
 
     def __call__(self, facts: Any) -> str:
+        seen = self._by_object.get(id(facts))
+        if seen is not None and seen[0] is facts:
+            return seen[1]
         try:
             key: bytes | None = msgspec.json.encode(facts)
         except (TypeError, UnicodeEncodeError, msgspec.EncodeError):  # a lone surrogate, an odd type
             key = None
-        if key is not None and key in self._seen:
-            return self._seen[key]
-        text = "[\n" + ",\n".join("      " + json.dumps(leaf, default=str) for leaf in fact_leaves(facts)) + "\n    ]"
-        if key is not None:
-            self._seen[key] = text
+        text = self._by_value.get(key) if key is not None else None
+        if text is None:
+            text = "[\n" + ",\n".join("      " + _compact(leaf) for leaf in fact_leaves(facts)) + "\n    ]"
+            if key is not None:
+                self._by_value[key] = text
+        self._by_object[id(facts)] = (facts, text)
         return text
 
 
@@ -54,8 +60,21 @@ def _host_text(h: HostReport, leaves: _LeafTexts) -> str:
     return f'{head}\n  "facts": {{\n{probes}\n  }}{tail}'
 
 
+def _compact(data: Any) -> str:
+    """One line of JSON (C speed); text a host gave with a lone surrogate is escaped instead."""
+    try:
+        return msgspec.json.encode(data).decode()
+    except (UnicodeEncodeError, TypeError):
+        return json.dumps(data, default=str, separators=(",", ":"))
+
+
 def _finding_text(f: Finding) -> str:
-    return json.dumps(finding_out(f.model_dump(mode="json")), indent=2, default=str)
+    # json's indenting encoder is pure Python: a finding merged over 10,000 hosts took 30 ms
+    data = finding_out(f.model_dump(mode="json"))
+    try:
+        return msgspec.json.format(msgspec.json.encode(data), indent=2).decode()
+    except (UnicodeEncodeError, TypeError):
+        return json.dumps(data, indent=2, default=str)
 
 
 def _items(name: str, items: Iterable[Any]) -> Iterable[str]:

@@ -40,5 +40,5 @@ def test_streamed_report_is_the_dump_and_reads_back(tmp_path):
         if n:
             assert '"hosts": [\n    {\n      "name": "wn0"' in buf.getvalue()
             # one line per fact leaf; the key with / and ~ escaped as JSON Pointer wants
-            assert '\n          {"name": "/a~1b~0c/", "value": "[1,\\"x\\"]", "value_num": null, "type": "array"}' \
+            assert '\n          {"name":"/a~1b~0c/","value":"[1,\\"x\\"]","value_num":null,"type":"array"}' \
                 in buf.getvalue(), buf.getvalue()
