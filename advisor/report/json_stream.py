@@ -110,11 +110,3 @@ def write_report_json(report: ScanReport, out: TextIO) -> None:
     out.write(rest)
     out.write("\n")
 
-
-def report_json_text(report: ScanReport) -> str:
-    """The whole schema 2 text of a (small) report."""
-    import io
-
-    buf = io.StringIO()
-    write_report_json(report, buf)
-    return buf.getvalue()
