@@ -107,7 +107,7 @@ def render_hosts(report: ScanReport, console: Console, verbose: bool = False) ->
     if shown:
         table = Table(title="Hosts" if verbose else "Hosts with failures", show_lines=False, header_style="bold")
         for col in ("hosts", "n", "roles", "reachable", "probes ok / n.a. / error", "failed (crit/high/med/low)"):
-            table.add_column(col)
+            table.add_column(col, overflow="fold")  # a narrow terminal folds a long cell, never cuts it
         for (roles, unreachable, counts, failed), names in shown:
             reach = Text("NO: " + terminal_text(_short(unreachable, 60)), style="bold red") if unreachable else Text("yes", style="green")
             table.add_row(markup_text(hosts_text(names, limit=0 if verbose else 8)), str(len(names)), markup_text(roles), reach,

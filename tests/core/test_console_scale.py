@@ -96,3 +96,21 @@ def test_console_verbose_lists_every_host_and_json_stays_complete(tmp_path):
     assert len(data["hosts"]) == 1000
     failed = next(f for f in data["findings"] if f["status"] == "fail")
     assert failed["hosts"] == ["wn0007", "wn0500", "wn0501", "wn0502"]
+
+
+def test_hosts_table_at_80_columns_folds_long_cells_and_never_cuts_them():
+    """At 80 columns the hosts table cut its last header to "failed (crit/high/me…" and a host's roles to
+    "storage,san-c…" (the ifca lab's gpfs01); a cell too wide now folds onto more lines, whole."""
+    from advisor.report.console import render_hosts
+    from tests.report.conftest import make_report
+
+    report = make_report()
+    report.hosts[0].roles = ["storage", "san-controller", "cache"]
+    buf = io.StringIO()
+    render_hosts(report, Console(file=buf, width=80, color_system=None, force_terminal=False))
+    text = buf.getvalue()
+    assert "…" not in text, text
+    rows = [line.split("│") for line in text.splitlines() if line.startswith("│")]
+    assert "".join(r[3].strip() for r in rows) == "storage,san-controller,cache", text
+    header = [line.split("┃") for line in text.splitlines() if line.startswith("┃")]
+    assert "".join(h[6].strip() for h in header) == "failed(crit/high/med/low)", text
