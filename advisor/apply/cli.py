@@ -100,7 +100,7 @@ def _render_plan_causes(the_plan) -> None:
     """The causes the plan acts on, worst first, with what each is predicted to buy."""
 
     from advisor.diagnosis.model import Predicted
-    from advisor.report.console_causes import prediction_line
+    from advisor.report.console_causes import calibration_line, prediction_line
 
     for i, c in enumerate(the_plan.causes, 1):
         preds = [Predicted.model_validate(p) for p in c["predicted"]]
@@ -287,7 +287,7 @@ def _render_verify(result: dict) -> None:
 def _render_causes(result: dict) -> None:
 
     from advisor.diagnosis.model import Predicted
-    from advisor.report.console_causes import prediction_line
+    from advisor.report.console_causes import calibration_line, prediction_line
 
     for i, c in enumerate(result.get("causes") or [], 1):
         preds = [Predicted.model_validate(p) for p in c["predicted"]]
@@ -300,13 +300,9 @@ def _render_causes(result: dict) -> None:
             out.print(f"    predicted {m_(prediction_line(preds))}", highlight=False)
         if measured:
             out.print(f"    predicted -> measured: {m_(prediction_line(measured))}", highlight=False)
-    cal = result.get("calibration") or {}
-    if cal.get("n"):
-        src = "the plan's" if result.get("prediction_source") == "plan" else "the scan's"
-        out.print(f"calibration: {cal['n']} of {src} predictions compared, measured / predicted median "
-                  f"{cal['median_ratio']:.2f}, worst {cal['worst_ratio']:.2f}"
-                  + (f" ({cal['inconclusive']} inconclusive: CPU or other traffic)" if cal.get("inconclusive") else ""),
-                  highlight=False)
+    line = calibration_line(result)
+    if line:
+        out.print(line, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

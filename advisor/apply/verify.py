@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.apply.verify_predictions import calibration, verify_causes
+from advisor.apply.verify_predictions import by_hand_subjects, calibration, verify_causes
 from advisor.diagnosis.report import ensure_diagnosis
 from advisor.errors import StoradviseError
 from advisor.findings import SEVERITY_ORDER, FindingStatus
@@ -134,7 +134,8 @@ def verify_result(before: ScanReport, after: ScanReport, fail_on: str,
         "findings": findings, "paths": paths,
         "efficiency": compare_efficiency(before.efficiency, after.efficiency),
         "causes": verify_causes(before, after),
-        "calibration": calibration(before.plan_prediction if prediction is None else prediction, after),
+        "calibration": calibration(before.plan_prediction if prediction is None else prediction, after,
+                                   by_hand_subjects(before)),
         "prediction_source": "plan" if prediction is not None else "scan",
     }
 

@@ -1,10 +1,13 @@
 """verify proves the prediction: each cause's predicted metrics against what the new scan measured,
 and a calibration of the plan's prediction (docs/diagnosis.md).
 
-``calibration``: {n, median_ratio, worst_ratio, inconclusive}: n plan predictions compared with a
-measurement, each ratio measured / predicted, the worst the one farthest from 1 (by |log ratio|).
-A path the new measurement itself calls inconclusive (CPU, other traffic) is counted apart, never
-compared.
+``calibration``: {n, median_ratio, worst_ratio, inconclusive, held}: n plan predictions compared
+with a measurement, each ratio measured / predicted, the worst the one farthest from 1 (by |log
+ratio|). A path the new measurement itself calls inconclusive (CPU, other traffic) is counted apart,
+never compared. A path a by-hand cause of the before scan still limits (packet loss on a switch
+port: nothing the plan changes removes it) is compared apart, in ``held`` {n, median_ratio,
+worst_ratio}: the models bound such a path (Mathis at the measured loss) rather than predict it, so
+its ratio says how much the remaining cause costs, not how good the prediction was.
 """
 
 from __future__ import annotations
@@ -52,9 +55,22 @@ def _measured(after: ScanReport) -> dict[tuple[str, str], tuple[float | None, st
     return out
 
 
-def calibration(predictions: list[Predicted], after: ScanReport) -> dict[str, Any]:
+def _ratios_summary(ratios: list[float]) -> dict[str, Any]:
+    if not ratios:
+        return {"n": 0, "median_ratio": None, "worst_ratio": None}
+    worst = max(ratios, key=lambda r: abs(math.log(r)) if r > 0 else math.inf)
+    return {"n": len(ratios), "median_ratio": round(statistics.median(ratios), 3), "worst_ratio": round(worst, 3)}
+
+
+def by_hand_subjects(before: ScanReport) -> set[tuple[str, str]]:
+    """(metric, subject) of every prediction a by-hand cause of ``before`` makes: what stays held."""
+    return {(p.metric, p.subject) for c in before.causes if c.kind == "by_hand" for p in c.predicted}
+
+
+def calibration(predictions: list[Predicted], after: ScanReport,
+                held_by_hand: set[tuple[str, str]] | frozenset = frozenset()) -> dict[str, Any]:
     measured = _measured(after)
-    ratios, inconclusive = [], 0
+    ratios, held, inconclusive = [], [], 0
     for pr in predictions:
         if pr.after is None or not pr.after:
             continue
@@ -64,12 +80,8 @@ def calibration(predictions: list[Predicted], after: ScanReport) -> dict[str, An
         if m[2].get("limited_by") in INCONCLUSIVE:
             inconclusive += 1
             continue
-        ratios.append(m[0] / pr.after)
-    if not ratios:
-        return {"n": 0, "median_ratio": None, "worst_ratio": None, "inconclusive": inconclusive}
-    worst = max(ratios, key=lambda r: abs(math.log(r)) if r > 0 else math.inf)
-    return {"n": len(ratios), "median_ratio": round(statistics.median(ratios), 3), "worst_ratio": round(worst, 3),
-            "inconclusive": inconclusive}
+        (held if (pr.metric, pr.subject) in held_by_hand else ratios).append(m[0] / pr.after)
+    return {**_ratios_summary(ratios), "inconclusive": inconclusive, "held": _ratios_summary(held)}
 
 
 def _applied(change, after: ScanReport) -> bool | None:

@@ -27,6 +27,26 @@ def _ratio(p: Predicted, v: float | None) -> float | None:
     return v / exp if (v is not None and exp) else None
 
 
+def calibration_line(result: dict) -> str | None:
+    """verify's calibration in one line: the predictions it compared, and apart those a by-hand cause
+    still holds (their ratio is what the remaining cause costs)."""
+    cal = result.get("calibration") or {}
+    held = cal.get("held") or {}
+    if not cal.get("n") and not held.get("n"):
+        return None
+    src = "the plan's" if result.get("prediction_source") == "plan" else "the scan's"
+    parts = []
+    if cal.get("n"):
+        parts.append(f"{cal['n']} of {src} predictions compared, measured / predicted median "
+                     f"{cal['median_ratio']:.2f}, worst {cal['worst_ratio']:.2f}")
+    if held.get("n"):
+        parts.append(f"{held['n']} held by a by-hand cause, median {held['median_ratio']:.2f}, "
+                     f"worst {held['worst_ratio']:.2f}")
+    if cal.get("inconclusive"):
+        parts.append(f"{cal['inconclusive']} inconclusive: CPU or other traffic")
+    return "calibration: " + "; ".join(parts)
+
+
 def prediction_line(preds: list[Predicted], *, after_key: str | None = None) -> str:
     """``8 paths 0.02-0.06 -> 0.96 of expected (link); efficiency wn[01-04] 0.20-0.32 -> 0.90-0.94``."""
     parts = []

@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any
 
 from advisor.diagnosis.model import Cause, FindingRef, Predicted
-from advisor.report.console_causes import grouped_refs
+from advisor.report.console_causes import calibration_line, grouped_refs
 from advisor.report.host_ranges import hosts_text
 from advisor.report.model import ScanReport
 from advisor.report.safe_text import xml_text
@@ -66,8 +66,7 @@ def causes_section(report: ScanReport) -> str:
 
 def verify_causes_section(result: dict[str, Any]) -> str:
     causes = result.get("causes") or []
-    cal = result.get("calibration") or {}
-    if not causes and not cal.get("n"):
+    if not causes and not calibration_line(result):
         return ""
     rows = []
     for c in causes:
@@ -81,9 +80,7 @@ def verify_causes_section(result: dict[str, Any]) -> str:
             pairs.append(f"{_e(p['subject'])} {p['after'] / scale:,.2f} → {v / scale:,.2f}")
         rows.append(f"<tr><td>{_e(c['title'])}</td><td>{_e(c.get('verdict') or '')}</td>"
                     f"<td>{'; '.join(pairs[:6])}{' …' if len(pairs) > 6 else ''}</td></tr>")
-    line = ""
-    if cal.get("n"):
-        line = (f"<p class='facts'>calibration: {cal['n']} predictions compared; measured / predicted median "
-                f"{cal['median_ratio']:.2f}, worst {cal['worst_ratio']:.2f}</p>")
+    text = calibration_line(result)
+    line = f"<p class='facts'>{_e(text)}</p>" if text else ""
     return ("<h3>Causes: predicted → measured</h3>" + line + "<table><thead><tr><th>cause</th><th>verdict</th>"
             "<th>predicted → measured (Mb/s or ratio)</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from advisor.apply.verify_predictions import calibration, load_plan_prediction, verify_causes
+from advisor.apply.verify_predictions import by_hand_subjects, calibration, load_plan_prediction, verify_causes
 from advisor.diagnosis import DiagnosisInput, diagnose
 from advisor.errors import StoradviseError
 from advisor.report.model import HostReport, ScanReport, ScanSummary
@@ -51,6 +51,24 @@ def test_calibration_of_a_prediction_that_held(before):
     cal = calibration(before.plan_prediction, after_scan(before, sack_applied=True, factor=0.97))
     assert cal["n"] == len(before.mesh["paths"])
     assert cal["median_ratio"] == pytest.approx(0.97, abs=0.01) and cal["worst_ratio"] == pytest.approx(0.97, abs=0.01)
+
+
+def test_paths_a_by_hand_cause_still_holds_are_calibrated_apart(before):
+    """The loss on st01's port stays after the plan: its paths run below what the models bound
+    (their ratio is what the loss costs). They are counted in ``held``, and the calibration of the
+    plan's own prediction is over the other paths only."""
+    held = by_hand_subjects(before)
+    assert held and all(metric == "throughput" and subject.startswith("st01->") for metric, subject in held)
+    after = after_scan(before, sack_applied=True, factor=0.97)
+    for p in after.mesh["paths"]:
+        if ("throughput", f"{p['src']}->{p['dst']}") in held:
+            p["measured_bps"] *= 0.6 / 0.97
+    cal = calibration(before.plan_prediction, after, held)
+    assert cal["held"]["n"] == len(held) and cal["n"] == len(before.mesh["paths"]) - len(held)
+    assert cal["median_ratio"] == pytest.approx(0.97, abs=0.01) and cal["worst_ratio"] == pytest.approx(0.97, abs=0.01)
+    assert cal["held"]["median_ratio"] == pytest.approx(0.6, abs=0.01)
+    # without the by-hand subjects every path is one calibration, and the held ones are its worst
+    assert calibration(before.plan_prediction, after)["worst_ratio"] == pytest.approx(0.6, abs=0.01)
 
 
 def test_a_cause_whose_symptoms_remain_is_said_plainly(before):

@@ -214,8 +214,9 @@ def test_delay_is_exact_at_a_low_rate(delay_lab: dict) -> None:
         assert "error" not in data, (src, dst, data["error"])
         s = data["end"]["streams"][0]["sender"]
         # a paced 4 Mbit/s stream: no queue anywhere, the RTT is the delay plus what the user-space
-        # forwarder's scheduling on two shared cores adds (measured 0.1-1.3 ms)
-        assert ms * 1000 <= s["min_rtt"] and s["mean_rtt"] <= ms * 1000 + 1500, (src, dst, s)
+        # forwarder's scheduling on two shared cores adds (measured 0.1-1.3 ms here, 1.6 ms on a
+        # CI machine): well apart from the next delay of the test (5 ms from 0, 20 from 5)
+        assert ms * 1000 <= s["min_rtt"] and s["mean_rtt"] <= ms * 1000 + 2500, (src, dst, s)
 
 
 @pytest.mark.root
