@@ -8,7 +8,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 
 class ProbeStatus(str, Enum):
@@ -59,3 +59,13 @@ class FactSet(BaseModel):
     efficiency: dict[str, Any] | None = None
     #: site-level context the rules may use (storage network, link rates, ...)
     context: dict[str, Any] = Field(default_factory=dict)
+    _by_probe: dict[tuple[str, ...], dict[str, dict[str, Any]]] = PrivateAttr(default_factory=dict)
+
+    def site_facts(self, probes: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+        """{probe: {host: facts}} of the hosts where each probe succeeded; built once per set of
+        probes (read after collection, when the hosts are all in)."""
+        found = self._by_probe.get(probes)
+        if found is None:
+            found = {p: {name: f for name, hf in self.hosts.items() if (f := hf.facts(p)) is not None} for p in probes}
+            self._by_probe[probes] = found
+        return found

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.adapters import Adapter, get_adapter
+from advisor.adapters.base import SITE_FACTS
 from advisor.change_templates import TemplateError, render_change_groups
 from advisor.errors import RuleDefinitionError
 from advisor.facts import FactSet, ProbeStatus
@@ -47,9 +48,12 @@ def finding_changes(rule: Any, factset: FactSet, hosts: list[str], fields: dict[
         # identity of the facts objects the adapter reads -> (runtime, persisted, scope) or None; the
         # objects are held by the fact set meanwhile, so no id is reused
         by_facts: dict[tuple, tuple | None] = {}
+        site = {SITE_FACTS: factset.site_facts(adapter.site_probes)} if adapter.site_probes else None
         for host in r["hosts"]:
             hf = all_hosts.get(host)
             facts = _usable_facts(hf, reads)
+            if site:  # the same object for every host: the grouping below still holds
+                facts.update(site)
             ident = (*facts, *map(id, facts.values()))
             if ident not in by_facts:
                 runtime, persisted = adapter.current(facts, key)

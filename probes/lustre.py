@@ -11,8 +11,13 @@ Script output (sections):
 
 * ``get_param`` -- the output of ``lctl get_param`` for ``PARAMS`` below (stderr merged)
 * ``rc``        -- its exit status
+* ``llog``      -- ``lctl llog_print params`` (stderr merged): the MGS's permanent parameters
+  (``lctl set_param -P``), one ``- { index: N, event: set_param, ... }`` record per line. Only the
+  MGS has the log: elsewhere lctl fails, and the host is not the MGS.
+* ``llog_rc``   -- its exit status
 
-``parse`` also accepts a raw ``lctl get_param`` capture without sections.
+``parse`` also accepts a raw ``lctl get_param`` capture without sections, and a capture made before
+the ``llog`` section (the permanent parameters are then unknown: ``mgs`` None).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import re
 
 from pydantic import BaseModel, Field
 
+from advisor.shipped_code import module_utils
 from probes.probe import SECTION_MARKER, Probe, ProbeContext, ProbeParseError, bounded_int, require_tool, section, split_sections
 
 #: the parameters read, per device type
@@ -58,6 +64,17 @@ class LustreDevice(BaseModel):
     lines: dict[str, str] = Field(default_factory=dict)
 
 
+class PermanentParam(BaseModel):
+    """A record of the MGS's params log (``lctl set_param -P``)."""
+
+    index: int
+    #: the parameter pattern (globs per component: ``osc.*.max_dirty_mb``)
+    parameter: str
+    value: str
+    #: the record as llog_print printed it
+    line: str
+
+
 class LustreParamsFacts(BaseModel):
     osc: dict[str, LustreDevice] = Field(default_factory=dict)
     mdc: dict[str, LustreDevice] = Field(default_factory=dict)
@@ -70,6 +87,10 @@ class LustreParamsFacts(BaseModel):
     client_mounted: bool = False
     #: how many parameter lines were read
     parameters: int = 0
+    #: the host is the file system's MGS (``lctl llog_print params`` read its log); None: not asked
+    mgs: bool | None = None
+    #: the MGS's permanent parameters in index order (empty unless ``mgs``)
+    permanent: list[PermanentParam] = Field(default_factory=list)
 
 
 def _device(kind: str, name: str) -> LustreDevice:
@@ -126,6 +147,11 @@ class LustreParamsProbe(Probe):
             + "printf '%s\\n' \"$out\"\n"
             + section("rc")
             + 'echo "$rc"\n'
+            + section("llog")
+            + 'out=$("$TOOL_lctl" llog_print params 2>&1); rc=$?\n'
+            + "printf '%s\\n' \"$out\"\n"
+            + section("llog_rc")
+            + 'echo "$rc"\n'
         )
 
     def parse(self, text: str) -> LustreParamsFacts:
@@ -136,5 +162,23 @@ class LustreParamsProbe(Probe):
             # lctl exits non-zero when any one pattern matched nothing; that alone is not a failure
             if rc != "0" and not body.strip():
                 raise ProbeParseError(f"lctl get_param exited with status {rc} and printed nothing")
-            return parse_get_param(body)
+            facts = parse_get_param(body)
+            if "llog_rc" in sections:
+                _read_llog(facts, sections.get("llog", ""), sections["llog_rc"].strip())
+            return facts
         return parse_get_param(text)
+
+
+def _read_llog(facts: LustreParamsFacts, text: str, rc: str) -> None:
+    """The MGS's params log into ``facts``. lctl fails on a host that is not the MGS (``mgs`` False),
+    and without the privilege to read the log (``mgs`` None: not known)."""
+    if rc != "0":
+        denied = re.search(r"Permission denied|Operation not permitted", text)
+        facts.mgs = None if denied else False
+        return
+    try:
+        records = module_utils("storadvise_lustre_params").parse_llog_params(text)
+    except ValueError as exc:
+        raise ProbeParseError(str(exc)) from None
+    facts.mgs = True
+    facts.permanent = [PermanentParam(**r) for r in records]

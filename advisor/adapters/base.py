@@ -34,6 +34,10 @@ def int_fields(v: Any) -> list[int] | None:
     return [int(f) for f in fields]
 
 
+#: the key of ``facts`` holding the site-wide facts an adapter's ``site_probes`` name
+SITE_FACTS = "@site"
+
+
 class Adapter:
     """The default behaviour; an adapter module subclasses it and sets ``ADAPTER``."""
 
@@ -46,6 +50,10 @@ class Adapter:
     #: the probes whose facts ``current`` reads (None: any probe); the rule engine hands it only
     #: those, and reads the current values once per group of hosts holding the same facts of them
     probes: tuple[str, ...] | None = None
+    #: probes whose facts on every host of the site ``current`` and ``boot`` also read, where a
+    #: setting's persisted home is another host (a Lustre client's permanent parameters live on the
+    #: MGS): they find them in ``facts[SITE_FACTS]``, {probe: {host: facts}}
+    site_probes: tuple[str, ...] = ()
 
     def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:
         """(runtime, persisted) values of ``key`` as the scan saw them; None where unknown."""
@@ -100,6 +108,9 @@ class Adapter:
         """What PLAN.md's notices say about ``changes`` on ``host`` (e.g. when they take effect). Default: nothing."""
         return None
 
-    def finish(self, plan_vars: dict[str, dict[str, Any]]) -> None:
+    def finish(self, plan_vars: dict[str, dict[str, Any]], facts: Mapping[str, HostProbeFacts]) -> list[str] | None:
         """Cross-host adjustments once every host's variables of this role are known
-        (``plan_vars``: host -> this role's variables). Default: nothing."""
+        (``plan_vars``: host -> this role's variables; ``facts``: every host's facts). It may add a
+        host that runs the role for the others (a cluster's management host). Returns PLAN.md
+        notices about them. Default: nothing."""
+        return None

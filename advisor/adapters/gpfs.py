@@ -45,7 +45,7 @@ class GpfsAdapter(Adapter):
             out["gpfs_tuning_pending_attrs"] = pending
         return out
 
-    def finish(self, plan_vars: dict[str, dict[str, Any]]) -> None:
+    def finish(self, plan_vars: dict[str, dict[str, Any]], facts: Mapping[str, HostProbeFacts]) -> list[str] | None:
         groups: dict[str, list[str]] = {}
         for host in sorted(plan_vars):
             groups.setdefault(repr(sorted(plan_vars[host]["gpfs_config"].items())), []).append(host)
@@ -54,6 +54,7 @@ class GpfsAdapter(Adapter):
             for h in members:
                 plan_vars[h]["gpfs_tuning_runner"] = runner
             plan_vars[runner]["gpfs_tuning_group"] = members
+        return None
 
 
 ADAPTER = GpfsAdapter()

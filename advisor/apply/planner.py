@@ -128,7 +128,9 @@ def build_plan(report: ScanReport | PlanScan, site: Site, source: str = "scan", 
     for adapter in registry.values():
         members = {h: v[adapter.role] for h, v in plan.host_vars.items() if adapter.role in v}
         if members:
-            adapter.finish(members)
+            plan.notices.extend(adapter.finish(members, facts) or [])
+            for h, v in members.items():  # a host finish added runs the role for the others
+                plan.host_vars.setdefault(h, {}).setdefault(adapter.role, v)
     plan.refused = [{"host": h, "reason": r} for h, r in sorted(refused.items())]
     plan.causes, plan.prediction = predicted_outcome(report, plan.changes)
     plan.changes.sort(key=lambda c: (c.host, plan.role_order.index(c.role) if c.role in plan.role_order else 99, c.key))

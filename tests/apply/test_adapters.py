@@ -147,7 +147,7 @@ def test_gpfs_adapter_runtime_from_mmdiag_persisted_from_mmlsconfig_and_groups()
                        "gpfs_tuning_pending_attrs": ["pagepool"]}
     members = {h: a.role_vars([change("gpfs", "pagepool", v, host=h)], facts, {"inventory_name": h})
                for h, v in (("st01", "1G"), ("st02", "1G"), ("st03", "2G"))}
-    a.finish(members)
+    assert a.finish(members, {}) is None
     assert members["st01"]["gpfs_tuning_group"] == ["st01", "st02"] and members["st02"]["gpfs_tuning_runner"] == "st01"
     # the node name is written only where it is not the inventory name (identical hosts share their vars)
     assert not [h for h, v in members.items() if "gpfs_tuning_node_name" in v]
@@ -202,3 +202,35 @@ def test_verify_measures_the_mesh_again_when_a_change_acts_on_the_network():
     assert network_touched(report(change("firewall", "nft inet filter input: drop", "absent")))
     assert not network_touched(report(change("block", "sda/read_ahead_kb", 1024)))
     assert not network_touched(report())
+
+
+def test_lustre_persisted_value_is_the_mgs_params_log_and_finish_moves_it_there():
+    """A client's persisted value is the MGS's last matching set_param -P record (read through the
+    adapter's site facts); the plan persists the clients' asks on the MGS, one pattern per OST."""
+    from advisor.adapters.base import SITE_FACTS
+
+    a = get_adapter("lustre")
+    key = "osc.atlas-OST0000-osc-ffff88203b1e4000.max_rpcs_in_flight"
+    client = {"lustre.params": {"osc": {"atlas-OST0000-osc-ffff88203b1e4000": {"values": {"max_rpcs_in_flight": 8}}},
+                                "mgs": False}}
+    mgs = {"mgs": True, "permanent": [
+        {"index": 2, "parameter": "osc.*.max_rpcs_in_flight", "value": "32", "line": "-"},
+        {"index": 4, "parameter": "osc.atlas-OST0000-osc-*.max_rpcs_in_flight", "value": "16", "line": "-"}]}
+    site = {"lustre.params": {"wn01": client["lustre.params"], "mgs01": mgs}}
+    runtime, persisted = a.current({**client, SITE_FACTS: site}, key)
+    assert (runtime, persisted) == ("8", "16")
+    # no record matches: the boot value is the client's documented default; no MGS read: unknown
+    mgs_empty = {"mgs": True, "permanent": []}
+    facts = {**client, SITE_FACTS: {"lustre.params": {"mgs01": mgs_empty}}}
+    assert a.current(facts, key) == ("8", None) and a.boot(facts, key, None).value == "8"
+    assert a.boot({**client, SITE_FACTS: {"lustre.params": {}}}, key, None) is None
+    members = {h: a.role_vars([change("lustre", key.replace("ffff88203b1e4000", inst), "16", host=h)], {}, {})
+               for h, inst in (("wn01", "ffff88203b1e4000"), ("wn02", "ffff000011112222"))}
+    notices = a.finish(members, {"wn01": client, "mgs01": {"lustre.params": mgs_empty}})
+    assert members["mgs01"]["lustre_permanent"] == {"osc.atlas-OST0000-osc-*.max_rpcs_in_flight": "16"}
+    assert members["wn01"]["lustre_persisted_by"] == "mgs01" and "lustre_permanent_asks" not in members["wn02"]
+    assert notices and notices[0].startswith("mgs01: lctl set_param -P")
+    # without an MGS in the scan nothing is persisted, and the plan says so
+    members = {"wn01": a.role_vars([change("lustre", key, "16")], {}, {})}
+    notices = a.finish(members, {"wn01": client})
+    assert set(members) == {"wn01"} and "runtime only" in notices[0]

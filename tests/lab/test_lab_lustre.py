@@ -2,7 +2,9 @@
 emulated by the lab's lctl emulator, runs at Lustre's defaults): scan finds the lustre rule pack's
 faults with the lctl lines as evidence -> plan writes lustre_tuning variables -> real ansible-playbook
 apply-tuning.yml -> verify says they are fixed; a second apply changes nothing; rollback.yml restores
-the values; a reboot loses lctl set_param's runtime values. Real namespace hosts and sshd; needs root (CI is root)."""
+the values. The plan persists the values on the MGS (mgs01: lctl set_param -P): a rebooted client
+mounts with them; after rollback.yml the MGS's params log no longer holds them, and a reboot gives back
+the before state. Real namespace hosts and sshd; needs root (CI is root)."""
 
 from __future__ import annotations
 
@@ -62,6 +64,10 @@ def test_lustre_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert cp.returncode == 0, cp.stderr[-2000:]
         hv = plan_vars_text(plan, "wn02")
         assert "lustre_params" in hv and ".max_read_ahead_mb': !unsafe '256'" in hv
+        # the persisted home of a client's value is the MGS: one pattern per OST for every client
+        mv = plan_vars_text(plan, "mgs01")
+        assert "lustre_permanent" in mv and "osc.atlas-OST0000-osc-*.max_rpcs_in_flight': !unsafe '16'" in mv, mv
+        assert "mgs01: lctl set_param -P" in (plan / "PLAN.md").read_text()
 
         ap = _playbook(plan, "apply-tuning.yml")
         assert "Set Lustre client parameters with lctl set_param" in ap.stdout
@@ -79,13 +85,28 @@ def test_lustre_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert {f["rule_id"] for f in back["findings"]
                 if f["rule_id"].startswith("LUSTRE-") and f["status"] == "fail"} == LUSTRE_FAILS
 
-        # lctl set_param is runtime only: a rebooted client mounts again at its old values
+        # the values persist on the MGS: a rebooted client mounts with them, and the scan reads them
+        # as the persisted values (no finding returns)
         _playbook(plan, "apply-tuning.yml")
         lab_cli(["reboot", "wn01", "--name", name])
         cp = _cli("scan", "--site", name, "--json", "--no-history")
-        hosts = {h for f in json.loads(cp.stdout)["findings"]
-                 if f["rule_id"] in LUSTRE_FAILS and f["status"] == "fail" for h in f["hosts"]}
-        assert hosts == {"wn01"}
+        after = json.loads(cp.stdout)
+        assert not [f for f in after["findings"] if f["rule_id"].startswith("LUSTRE-") and f["status"] == "fail"]
+        mgs = next(h for h in after["hosts"] if h["name"] == "mgs01")
+        leaves = {leaf["name"]: leaf["value"] for leaf in mgs["facts"]["lustre.params"]}
+        assert leaves["/mgs"] == "true" and "osc.atlas-OST0000-osc-*.max_rpcs_in_flight" in str(leaves["/permanent"])
+        # rollback removes the MGS's records too: after a reboot the clients are back at the before values
+        _playbook(plan, "rollback.yml")
+        lab_cli(["reboot", "wn01", "--name", name])
+        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        back = json.loads(cp.stdout)
+        by_rule = {}
+        for f in back["findings"]:
+            if f["rule_id"].startswith("LUSTRE-") and f["status"] == "fail":
+                by_rule.setdefault(f["rule_id"], set()).update(f["hosts"])
+        assert set(by_rule) == LUSTRE_FAILS and by_rule["LUSTRE-OSC-RPCS-IN-FLIGHT"] == {"wn01", "wn02"}, by_rule
+        mgs = next(h for h in back["hosts"] if h["name"] == "mgs01")
+        assert {leaf["name"]: leaf["value"] for leaf in mgs["facts"]["lustre.params"]}["/permanent"] == "[]"
     finally:
         lab_cli(["down", "--name", name], check=False)
         assert no_traces(lab_traces(name))

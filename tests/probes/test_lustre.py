@@ -40,15 +40,49 @@ def test_script_asks_for_the_client_tunables_and_keeps_lctl_errors(tmp_path):
     """lctl exits non-zero when one pattern matches nothing (no llite: not mounted); the rest is still read."""
     (tmp_path / "args").write_text("")
     text = _run_script(tmp_path, (
-        f'echo "$@" > {tmp_path / "args"}\n'
+        f'echo "$@" >> {tmp_path / "args"}\n'
         "cat " + str(REAL / "lustre-qos-notes-osc-max_rpcs_in_flight.txt") + "\n"
         "echo \"error: get_param: param_path 'llite/*/max_read_ahead_mb': No such file or directory\" >&2\n"
         "exit 2\n"))
-    args = (tmp_path / "args").read_text().split()
+    args = (tmp_path / "args").read_text().splitlines()[0].split()
     assert args[0] == "get_param" and "osc.*.max_rpcs_in_flight" in args and "llite.*.max_read_ahead_mb" in args
     facts = PROBE.parse(text)
     assert len(facts.osc) == 16 and facts.errors == [
         "error: get_param: param_path 'llite/*/max_read_ahead_mb': No such file or directory"]
+
+
+def _lctl_with_log(tmp_path: Path, llog: str) -> str:
+    """A stand-in lctl: get_param finds no client mount (a server), llog_print runs ``llog``."""
+    return _run_script(tmp_path, (
+        'if [ "$1" = llog_print ]; then\n' + llog + 'fi\n'
+        "echo \"error: get_param: param_path 'osc/*/max_rpcs_in_flight': No such file or directory\" >&2\n"
+        "exit 2\n"))
+
+
+def test_the_mgs_permanent_parameters_are_read_from_its_params_log(tmp_path):
+    """On the MGS, ``lctl llog_print params`` prints the set_param -P records (lctl-llog_print(8)'s example)."""
+    text = _lctl_with_log(tmp_path, f'[ "$2" = params ] && cat {REAL / "lctl-llog_print-8-params-example.llog"} && exit 0\n')
+    facts = PROBE.parse(text)
+    assert facts.mgs is True and not facts.client_mounted
+    assert [(r.index, r.parameter, r.value) for r in facts.permanent] == [
+        (2, "osc.*.max_dirty_mb", "32"), (4, "osc.*.checksum_type", "crc32c")]
+
+
+def test_a_client_is_not_the_mgs_and_a_denied_log_is_unknown(tmp_path):
+    text = _lctl_with_log(tmp_path, 'echo "error: llog_print: no MGS device: No such device" >&2; exit 19\n')
+    assert PROBE.parse(text).mgs is False
+    text = _lctl_with_log(tmp_path, 'echo "error: llog_print: open /dev/obd: Permission denied" >&2; exit 13\n')
+    facts = PROBE.parse(text)
+    assert facts.mgs is None and facts.permanent == []
+    # a capture made before the probe read the log: the permanent values are not known
+    old = text.split("@@section llog")[0]
+    assert PROBE.parse(old).mgs is None
+
+
+def test_a_params_log_that_is_not_records_is_refused(tmp_path):
+    text = _lctl_with_log(tmp_path, 'echo "osc.*.max_dirty_mb=32"; exit 0\n')
+    with pytest.raises(ProbeParseError, match="llog_print params, record 1"):
+        PROBE.parse(text)
 
 
 def test_lctl_that_prints_nothing_and_fails_is_an_error(tmp_path):

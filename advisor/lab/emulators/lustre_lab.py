@@ -23,6 +23,9 @@ class LustreEmulation(BaseModel):
     mdts: int = Field(default=1, ge=1, le=16)
     #: boot values, ``TYPE.PARAM: value`` (``osc.max_rpcs_in_flight: 8``); unnamed ones keep Lustre's defaults
     settings: dict[str, int] = Field(default_factory=dict)
+    #: the host that is the file system's MGS (a selector matching one host; not a client): it keeps
+    #: the permanent parameters (``lctl set_param -P``) every client applies when it mounts
+    mgs: str | None = None
 
 
 class LustreLab(LabEmulation):
@@ -39,14 +42,28 @@ class LustreLab(LabEmulation):
         for key in spec.settings:
             if key not in known:
                 raise ValueError(f"lustre.settings: unknown parameter {key!r} (known: {', '.join(sorted(known))})")
+        if spec.mgs is not None:
+            mgs = [h.name for h in scenario.select(spec.mgs)]
+            if len(mgs) != 1:
+                raise ValueError(f"lustre.mgs: selector {spec.mgs!r} must match one host, matches {len(mgs)}")
+            if mgs[0] in self._clients(spec, scenario):
+                raise ValueError(f"lustre.mgs: {mgs[0]} is also a client; the lab's MGS is a server of its own")
+
+    def _clients(self, spec: LustreEmulation, scenario: Any) -> list[str]:
+        return [h.name for h in scenario.select_all(spec.clients)]
+
+    def _mgs(self, spec: LustreEmulation, scenario: Any) -> str | None:
+        return scenario.select(spec.mgs)[0].name if spec.mgs is not None else None
 
     def hosts(self, spec: LustreEmulation, scenario: Any) -> list[str]:
-        return [h.name for h in scenario.select_all(spec.clients)]
+        mgs = self._mgs(spec, scenario)
+        return self._clients(spec, scenario) + ([mgs] if mgs else [])
 
     def setup(self, state_dir: Path, spec: LustreEmulation, scenario: Any) -> None:
         from advisor.lab.emulators import lustre
 
-        lustre.setup_state(state_dir, self.hosts(spec, scenario), spec.fsname, spec.osts, spec.mdts, spec.settings)
+        lustre.setup_state(state_dir, self._clients(spec, scenario), spec.fsname, spec.osts, spec.mdts, spec.settings,
+                           mgs=self._mgs(spec, scenario))
 
     def install(self, host_dir: Path, state_dir: Path) -> dict[str, Path]:
         from advisor.lab.emulators.common import write_wrapper
@@ -60,7 +77,8 @@ class LustreLab(LabEmulation):
         return {BIN_DIR: d}
 
     def reboot(self, host_dir: Path, host: str) -> str | None:
-        """A rebooted client mounts again: values set with lctl set_param are gone."""
+        """A rebooted client mounts again: values set with lctl set_param are gone, the MGS's
+        permanent parameters (set_param -P) are applied again. The MGS keeps its log."""
         import subprocess
 
         from advisor.lab.emulators.lustre import REMOUNT_TOOL
@@ -71,7 +89,10 @@ class LustreLab(LabEmulation):
         cp = subprocess.run(["env", f"STORADVISE_LAB_HOST={host}", str(tool)], capture_output=True, text=True, timeout=60)
         if cp.returncode != 0:
             raise RuntimeError(f"{REMOUNT_TOOL} on {host} failed: {(cp.stderr or cp.stdout).strip()[-300:]}")
-        return "the Lustre client mounted again: lctl set_param values are gone, boot values (set_param -P) rule"
+        if cp.stdout.startswith("the MGS"):
+            return "the Lustre MGS started again: its params log (lctl set_param -P) is kept"
+        return ("the Lustre client mounted again: lctl set_param values are gone, the MGS's permanent "
+                "parameters (set_param -P) are applied again")
 
 
 EMULATION = LustreLab()

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# storadvise lustre_tuning: lctl get_param -n NAME, then lctl set_param NAME=VALUE for those that differ.
+# storadvise lustre_tuning: lctl get_param -n NAME, then lctl set_param NAME=VALUE for those that differ;
+# on the MGS, lctl set_param -P PATTERN=VALUE for the permanent parameters the params log lacks.
 
 from __future__ import annotations
 
@@ -12,9 +13,16 @@ description:
     C(lctl set_param NAME=VALUE), then reads back and fails when a value did not take.
   - Records the replaced values in a JSON backup before the change; C(state=rollback) restores them.
   - C(lctl set_param) changes the running client only.
+  - On the MGS, I(permanent) patterns are read from C(lctl llog_print params) and set with
+    C(lctl set_param -P PATTERN=VALUE) where the log holds another value or none; every client applies
+    them when it mounts. Rollback restores the old record or removes the new one (C(set_param -P -d)).
 options:
   params:
     description: Full parameter name (as lctl get_param prints it) to value.
+    type: dict
+    default: {}
+  permanent:
+    description: On the MGS, parameter pattern (globs per component) to value, kept with lctl set_param -P.
     type: dict
     default: {}
   lctl:
@@ -53,12 +61,17 @@ import re
 try:  # a project's module_utils (a plan directory's ansible.cfg), else the installed collection's
     from ansible.module_utils.storadvise_state import (load_backup, record_change, record_failure, retire_backup,
                                                        run_backed_module, save_backup)
+    from ansible.module_utils.storadvise_lustre_params import exact_value, parse_llog_params
 except ImportError:
     from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_state import (
         load_backup, record_change, record_failure, retire_backup, run_backed_module, save_backup)
+    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_lustre_params import (
+        exact_value, parse_llog_params)
 
 #: TYPE.DEVICE.PARAM of a client device (no glob: one parameter per name)
 _NAME = re.compile(r"^(osc|mdc|llite)\.[A-Za-z0-9_-]+\.[a-z0-9_]+$")
+#: a permanent parameter's pattern: a device glob of letters, digits, '-', '_' and '*' only
+_PATTERN = re.compile(r"^(osc|mdc|llite)\.[A-Za-z0-9_*-]+\.[a-z0-9_]+$")
 _VALUE = re.compile(r"^[0-9]+$")
 
 
@@ -126,26 +139,43 @@ def apply(module, p):
             continue
         if cur != v:
             old[n], changes[n] = cur, v
+    permanent = {}
+    for n, v in sorted((p["permanent"] or {}).items()):
+        v = str(v).strip()
+        if not _PATTERN.match(str(n)) or not _VALUE.match(v):
+            record_failure(result, "-P %s=%s" % (n, v), "not an osc/mdc/llite parameter pattern with a whole-number value")
+        else:
+            permanent[n] = v
+    perm = permanent_changes(module, p, result, permanent) if permanent else {}
+    perm = perm or {}
     result["old"] = old
     result["set"] = ["%s=%s" % (n, v) for n, v in sorted(changes.items())]
-    result["changed"] = bool(changes)
+    result["set_permanent"] = ["%s=%s" % (n, v) for n, (_, v) in sorted(perm.items())]
+    result["changed"] = bool(changes or perm)
     if module._diff and changes:
         result["diff"] = {"before_header": "lctl", "after_header": "lctl",
                           "before": "".join("%s=%s\n" % (n, old[n]) for n in sorted(changes)),
                           "after": "".join("%s=%s\n" % (n, changes[n]) for n in sorted(changes))}
-    if not changes:
+    if not changes and not perm:
         return result
     if module.check_mode:
         for n in sorted(changes):
             record_change(result, n, old[n], changes[n])
+        for n, (was, v) in sorted(perm.items()):
+            record_change(result, "-P " + n, was, v)
         return result
     backup = load_backup(p["backup_file"]) or {"role": "lustre_tuning", "params": {}}
     for n, v in old.items():
         backup["params"].setdefault(n, v)
+    # a pattern the log did not hold is recorded as None: rollback removes it (set_param -P -d)
+    for n, (was, _) in perm.items():
+        backup.setdefault("permanent", {}).setdefault(n, was)
     save_backup(p["backup_file"], backup)
     # one set_param per parameter: one lctl refuses does not keep the others unchanged
     for n in sorted(changes):
         _set_and_check(module, p, result, n, old[n], changes[n])
+    if perm:
+        apply_permanent(module, p, result, perm)
     return result
 
 
@@ -164,17 +194,88 @@ def rollback(module, p):
             continue
         if current[n] != str(v):
             changes[n] = str(v)
+    perm = {}
+    if backup.get("permanent"):
+        wanted = backup["permanent"]
+        try:
+            records = read_log(module, p)
+        except ValueError as exc:
+            for n in sorted(wanted):
+                record_failure(result, "-P " + n, str(exc))
+            records = None
+        for n, was in sorted(wanted.items()) if records is not None else ():
+            now = exact_value(records, n)
+            if now != was:
+                perm[n] = (now, was)
     result["set"] = ["%s=%s" % (n, v) for n, v in sorted(changes.items())]
     result["changed"] = result["rolled_back"] = True
     if module.check_mode:
         return result
     for n in sorted(changes):
         _set_and_check(module, p, result, n, current[n], changes[n])
+    if perm:
+        apply_permanent(module, p, result, perm)
     if result["failed_settings"]:
         result["msg"] = "backup %s kept: some values could not be restored" % p["backup_file"]
         return result
     result["backup_kept_as"] = retire_backup(p["backup_file"])
     return result
+
+
+def read_log(module, p):
+    """The params log's records (ValueError: lctl failed, or printed what is not a record)."""
+    rc, out, err = module.run_command([lctl_path(module, p), "llog_print", "params"])
+    if rc != 0:
+        why = (err or out or "").strip().splitlines()
+        raise ValueError("lctl llog_print params: %s (is this host the MGS?)" % (why[-1] if why else "exit %s" % rc))
+    return parse_llog_params(out)
+
+
+def set_permanent(module, p, pattern, value):
+    """lctl set_param -P PATTERN=VALUE (value None: -P -d PATTERN); ValueError when lctl fails."""
+    args = ["set_param", "-P", "-d", pattern] if value is None else ["set_param", "-P", "%s=%s" % (pattern, value)]
+    rc, out, err = module.run_command([lctl_path(module, p)] + args)
+    if rc != 0:
+        why = (err or out or "").strip().splitlines()
+        raise ValueError("lctl %s failed: %s" % (" ".join(args), why[-1] if why else "exit %s" % rc))
+
+
+def permanent_changes(module, p, result, wanted):
+    """{pattern: (old value or None, new value or None)} of the patterns whose log value differs."""
+    try:
+        records = read_log(module, p)
+    except ValueError as exc:
+        for n in sorted(wanted):
+            record_failure(result, "-P " + n, str(exc))
+        return None
+    out = {}
+    for n, v in sorted(wanted.items()):
+        old = exact_value(records, n)
+        if old != v:
+            out[n] = (old, v)
+    return out
+
+
+def apply_permanent(module, p, result, changes):
+    """Set each pattern, then read the log back: a value that did not take is a failure."""
+    for n, (old, v) in sorted(changes.items()):
+        try:
+            set_permanent(module, p, n, v)
+        except ValueError as exc:
+            record_failure(result, "-P " + n, str(exc))
+            changes.pop(n)
+    try:
+        records = read_log(module, p)
+    except ValueError as exc:
+        for n in changes:
+            record_failure(result, "-P " + n, str(exc))
+        return
+    for n, (old, v) in sorted(changes.items()):
+        now = exact_value(records, n)
+        if now != v:
+            record_failure(result, "-P " + n, "lctl set_param -P reported success but the params log holds %s" % now)
+        else:
+            record_change(result, "-P " + n, old, v)
 
 
 def check_lctl(module, p):
@@ -186,6 +287,7 @@ def main():
     run_backed_module(
         dict(
             params=dict(type="dict", default={}),
+            permanent=dict(type="dict", default={}),
             lctl=dict(type="str", default=""),
         ),
         apply, rollback, check=check_lctl,
