@@ -1,0 +1,1 @@
+../../module_utils/storadvise_lustre_params.py
