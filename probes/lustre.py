@@ -16,8 +16,9 @@ Script output (sections):
   MGS has the log: elsewhere lctl fails, and the host is not the MGS.
 * ``llog_rc``   -- its exit status
 
-``parse`` also accepts a raw ``lctl get_param`` capture without sections, and a capture made before
-the ``llog`` section (the permanent parameters are then unknown: ``mgs`` None).
+``parse`` also accepts a raw ``lctl get_param`` capture without sections, a raw ``lctl llog_print
+params`` capture (the MGS's log alone), and a capture made before the ``llog`` section (the
+permanent parameters are then unknown: ``mgs`` None).
 """
 
 from __future__ import annotations
@@ -165,6 +166,10 @@ class LustreParamsProbe(Probe):
             facts = parse_get_param(body)
             if "llog_rc" in sections:
                 _read_llog(facts, sections.get("llog", ""), sections["llog_rc"].strip())
+            return facts
+        if text.lstrip().startswith("- {"):  # a raw capture of the MGS's log alone
+            facts = LustreParamsFacts()
+            _read_llog(facts, text, "0")
             return facts
         return parse_get_param(text)
 
