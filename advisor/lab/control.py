@@ -260,7 +260,12 @@ def _build(rec: LabRecord, sc: Scenario, progress: Progress) -> None:
         emus: dict[str, Path] = {}
         for emulation, spec in emulated:
             if h.name in emulation.hosts(spec, sc):
-                emus.update(emulation.install(hdir, emu))
+                binds = emulation.install(hdir, emu)
+                twice = sorted(set(binds) & set(emus))
+                if twice:  # the scenario's check refuses this for the declared bind_dirs
+                    raise StoradviseError(f"{h.name}: the {emulation.section} emulation binds {', '.join(twice)} "
+                                          "that another emulation binds already")
+                emus.update(binds)
         (hdir / "boot.sh").write_text(hostmod.boot_script(d, hdir, h.name, info["address"], emus, h.iperf3,
                                                           h.read_only_sysctls, h.cpu_load))
     (d / "known_hosts").write_text("\n".join(known) + "\n")

@@ -21,6 +21,8 @@ class LabEmulation:
     section: str = ""
     #: the pydantic model of that section
     model: type[BaseModel]
+    #: the paths in a host that ``install`` binds (two emulations may not bind one on the same host)
+    bind_dirs: tuple[str, ...] = ()
 
     def check(self, spec: Any, scenario: Any) -> None:
         """Raise ValueError when the section does not fit the scenario (unknown hosts ...)."""

@@ -319,6 +319,14 @@ class Scenario(_Strict):
             model = spec if isinstance(spec, e.model) else e.model.model_validate(spec)
             e.check(model, self)
             self.emulations[section] = model
+        claimed: dict[tuple[str, str], str] = {}
+        for section, model in self.emulations.items():
+            for host in known[section].hosts(model, self):
+                for d in known[section].bind_dirs:
+                    other = claimed.setdefault((host, d), section)
+                    if other != section:
+                        raise ValueError(f"the {other} and {section} sections share hosts ({host}): both emulate "
+                                         f"tools in {d}")
         self._expand_group_firewalls()
         for i, e in enumerate(self.expect):
             if e.host not in names:

@@ -41,6 +41,7 @@ def client_conf(spec: BeegfsEmulation) -> str:
 
 class BeegfsLab(LabEmulation):
     section = "beegfs"
+    bind_dirs = ("/etc/beegfs",)
     model = BeegfsEmulation
 
     def check(self, spec: BeegfsEmulation, scenario: Any) -> None:

@@ -49,6 +49,7 @@ def _conf(spec: CephEmulation, mons: list[str]) -> str:
 
 class CephLab(LabEmulation):
     section = "ceph"
+    bind_dirs = (BIN_DIR, "/etc/ceph")  # and the mount point the section names
     model = CephEmulation
 
     def check(self, spec: CephEmulation, scenario: Any) -> None:

@@ -37,6 +37,7 @@ class DcacheEmulation(BaseModel):
 
 class DcacheLab(LabEmulation):
     section = "dcache"
+    bind_dirs = (BIN_DIR, "/etc/dcache", "/var/lib/dcache")
     model = DcacheEmulation
 
     def check(self, spec: DcacheEmulation, scenario: Any) -> None:

@@ -57,6 +57,7 @@ class DiskEmulation(BaseModel):
 
 class DisksLab(LabEmulation):
     section = "disks"
+    bind_dirs = (BIN_DIR, "/sys/block", "/proc/diskstats", MOUNT_ROOT)
     model = DiskEmulation
 
     def check(self, spec: DiskEmulation, scenario: Any) -> None:
@@ -72,10 +73,6 @@ class DisksLab(LabEmulation):
                 raise ValueError(f"disks.failing: host {f.host!r} has no emulated disks (disks.hosts)")
             if f.disk not in names:
                 raise ValueError(f"disks.failing: {f.host} has no disk {f.disk!r} (it has {', '.join(names)})")
-        lustre = getattr(scenario, "emulations", {}).get("lustre")
-        clients = (lustre.get("clients") if isinstance(lustre, dict) else getattr(lustre, "clients", None)) or []
-        if hosts & {h.name for h in scenario.select_all([c for c in clients if isinstance(c, str)])}:
-            raise ValueError(f"disks.hosts and lustre.clients share hosts: both emulate tools in {BIN_DIR}")
 
     def hosts(self, spec: DiskEmulation, scenario: Any) -> list[str]:
         return [h.name for h in scenario.select_all(spec.hosts)]

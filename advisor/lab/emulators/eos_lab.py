@@ -31,6 +31,7 @@ class EosEmulation(BaseModel):
 
 class EosLab(LabEmulation):
     section = "eos"
+    bind_dirs = (BIN_DIR,)
     model = EosEmulation
 
     def check(self, spec: EosEmulation, scenario: Any) -> None:

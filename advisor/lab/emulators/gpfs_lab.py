@@ -35,6 +35,7 @@ class GpfsEmulation(_Strict):
 
 class GpfsLab(LabEmulation):
     section = "gpfs"
+    bind_dirs = (BIN_DIR,)
     model = GpfsEmulation
 
     def check(self, spec: GpfsEmulation, scenario: Any) -> None:

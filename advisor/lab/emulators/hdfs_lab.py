@@ -35,6 +35,7 @@ def site_xml(properties: dict[str, str]) -> str:
 
 class HdfsLab(LabEmulation):
     section = "hdfs"
+    bind_dirs = (BIN_DIR, "/etc/hadoop/conf")
     model = HdfsEmulation
 
     def check(self, spec: HdfsEmulation, scenario: Any) -> None:

@@ -30,6 +30,7 @@ class LustreEmulation(BaseModel):
 
 class LustreLab(LabEmulation):
     section = "lustre"
+    bind_dirs = (BIN_DIR,)
     model = LustreEmulation
 
     def check(self, spec: LustreEmulation, scenario: Any) -> None:

@@ -40,6 +40,7 @@ class SanEmulation(_Strict):
 
 class SanLab(LabEmulation):
     section = "san"
+    bind_dirs = (CLIENT_DIR,)
     model = SanEmulation
 
     def check(self, spec: SanEmulation, scenario: Any) -> None:
