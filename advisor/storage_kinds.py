@@ -39,7 +39,8 @@ class StorageKind:
     #: the host's ``vars``; the probes read them from ``ProbeContext.vars``, the adapter from the
     #: planner's host settings; the site model refuses a value that is not what it says
     host_settings: dict[str, str] = field(default_factory=dict)
-    #: the title of the role's play in apply-tuning.yml (for a role not in the shipped playbook)
+    #: the title of the role's play in apply-tuning.yml, when the kind's adapter gives none
+    #: (``Adapter.play_title``, advisor.apply.playbooks_gen)
     play_title: str = ""
     #: the module whose ``EMULATION`` (advisor.lab.emulation.LabEmulation) emulates the system in the lab
     lab_emulation: str | None = None
@@ -68,16 +69,15 @@ _BUILTIN = (
     StorageKind("gpfs", "IBM Storage Scale (GPFS): mmlsconfig/mmdiag, mmchconfig",
                 probe_module="probes.gpfs", rule_pack="gpfs.yml", role="gpfs_tuning",
                 adapter_module="advisor.adapters.gpfs", default_profile="gpfs-site", host_settings={"gpfs_node": "address"},
-                play_title="Change GPFS configuration with mmchconfig", lab_emulation="advisor.lab.emulators.gpfs_lab"),
+                lab_emulation="advisor.lab.emulators.gpfs_lab"),
     StorageKind("san", "SAN logical drives behind the storage servers (DS/SANtricity SMcli)",
                 probe_module="probes.san", rule_pack="san.yml", role="san_cache",
                 adapter_module="advisor.adapters.san", host_settings={"san_controllers": "addresses"},
-                play_title="Set SAN logical drive cache settings with SMcli", lab_emulation="advisor.lab.emulators.san_lab"),
+                lab_emulation="advisor.lab.emulators.san_lab"),
     StorageKind("xrootd", "XRootD servers and XCache proxies",
                 probe_module="probes.xcache", rule_pack="xcache.yml", role="xcache", aliases=("xcache",),
                 extra_probe_modules=("probes.xcache_live", "probes.xrootd_server"), extra_rule_packs=("xrootd.yml",),
                 adapter_module="advisor.adapters.xcache",
-                play_title="Set XCache pfc directives and restart the instance when they changed",
                 lab_emulation="advisor.lab.xcache_lab",
                 # XRootD data servers and redirectors: xrootd.server / xrootd.process probes, rules/xrootd.yml
                 extra_adapter_modules=("advisor.adapters.xrootd",)),
@@ -87,7 +87,6 @@ _BUILTIN = (
                 adapter_module="advisor.adapters.dcache", default_profile="dcache-site",
                 extra_probe_modules=("probes.dcache_status",),
                 host_settings={"dcache_restart_domains": "text"},
-                play_title="Set dCache layout properties and pool mover limits (restart domains only where the site opts in)",
                 lab_emulation="advisor.lab.emulators.dcache_lab"),
     StorageKind("eos", "EOS: eos fs ls and eos space status on the MGM (file system boot, configstatus, drain; "
                 "balancer)", probe_module="probes.eos", rule_pack="eos.yml", default_profile="eos-site",
@@ -97,24 +96,20 @@ _BUILTIN = (
                 probe_module="probes.ceph", rule_pack="ceph.yml", role="ceph_client",
                 adapter_module="advisor.adapters.ceph_client", default_profile="ceph-site", aliases=("cephfs",),
                 extra_probe_modules=("probes.ceph_conf",),
-                play_title="Set CephFS FUSE client options in ceph.conf",
                 lab_emulation="advisor.lab.emulators.ceph_lab"),
     StorageKind("lustre", "Lustre clients: lctl get_param of osc/mdc/llite devices",
                 probe_module="probes.lustre", rule_pack="lustre.yml", role="lustre_tuning",
                 adapter_module="advisor.adapters.lustre",
-                play_title="Set Lustre client parameters with lctl set_param",
                 lab_emulation="advisor.lab.emulators.lustre_lab"),
     StorageKind("beegfs", "BeeGFS clients: beegfs-client.conf",
                 probe_module="probes.beegfs", rule_pack="beegfs.yml", role="beegfs_client",
                 adapter_module="advisor.adapters.beegfs_client", default_profile="beegfs-site",
-                play_title="Set BeeGFS client settings in beegfs-client.conf",
                 lab_emulation="advisor.lab.emulators.beegfs_lab"),
     StorageKind("nfs"),
     StorageKind("hdfs", "HDFS: balancer concurrency and bandwidth (hdfs getconf)",
                 probe_module="probes.hdfs", rule_pack="hdfs.yml", role="hdfs_balancer",
                 adapter_module="advisor.adapters.hdfs_balancer", default_profile="hdfs-site",
                 host_settings={"hdfs_site_xml": "text"},
-                play_title="Set HDFS balancer properties in hdfs-site.xml",
                 lab_emulation="advisor.lab.emulators.hdfs_lab"),
     StorageKind("other"),
 )

@@ -45,6 +45,8 @@ class Adapter:
     name: str = ""
     #: the Ansible role (playbooks/roles/<role>) that applies this adapter's changes
     role: str = ""
+    #: the title of the role's play in apply-tuning.yml (advisor.apply.playbooks_gen)
+    play_title: str = ""
     #: its changes act on the network (verify then measures the mesh again)
     touches_network: bool = False
     #: the probes whose facts ``current`` reads (None: any probe); the rule engine hands it only

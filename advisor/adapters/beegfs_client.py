@@ -21,6 +21,7 @@ _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 class BeegfsClientAdapter(Adapter):
     name = "beegfs_client"
     role = "beegfs_client"
+    play_title = "Set BeeGFS client settings in beegfs-client.conf"
     probes = (PROBE,)
 
     def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:

@@ -24,6 +24,7 @@ def split_key(key: str) -> tuple[str, str]:
 class BlockAdapter(Adapter):
     name = "block"
     role = "block_tuning"
+    play_title = "Set block device read-ahead and scheduler now and with a udev rule"
 
     probes = (PROBE,)
 

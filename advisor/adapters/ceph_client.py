@@ -21,6 +21,7 @@ _OPTION = re.compile(r"^[a-z][a-z0-9_]*$")
 class CephClientAdapter(Adapter):
     name = "ceph_client"
     role = "ceph_client"
+    play_title = "Set CephFS FUSE client options in ceph.conf"
     probes = (PROBE,)
 
     def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:

@@ -49,6 +49,7 @@ def restarts(host_vars: Mapping[str, Any]) -> bool:
 class DcacheAdapter(Adapter):
     name = "dcache"
     role = "dcache_tuning"
+    play_title = "Set dCache layout properties and pool mover limits (restart domains only where the site opts in)"
 
     def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:
         kind, where, service, what = split_key(key)

@@ -40,6 +40,7 @@ class FirewallAdapter(Adapter):
     touches_network = True
     name = "firewall"
     role = "firewall"
+    play_title = "Remove the firewall rules the plan names (never a whole ruleset)"
 
     probes = (PROBE,)
 

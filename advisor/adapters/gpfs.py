@@ -19,6 +19,7 @@ ACTIVE = "gpfs.mmdiag"
 class GpfsAdapter(Adapter):
     name = "gpfs"
     role = "gpfs_tuning"
+    play_title = "Change GPFS configuration with mmchconfig"
 
     probes = (PERSISTED, ACTIVE)
 

@@ -20,6 +20,7 @@ _NAME = re.compile(r"^dfs\.[A-Za-z0-9_.-]+$")
 class HdfsBalancerAdapter(Adapter):
     name = "hdfs_balancer"
     role = "hdfs_balancer"
+    play_title = "Set HDFS balancer properties in hdfs-site.xml"
     probes = (PROBE,)
 
     def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:

@@ -52,6 +52,7 @@ def the_mgs(facts: Mapping[str, Any]) -> tuple[str, dict] | None:
 class LustreAdapter(Adapter):
     name = "lustre"
     role = "lustre_tuning"
+    play_title = "Set Lustre parameters: lctl set_param on the clients, set_param -P on the MGS"
 
     probes = (PROBE,)
     site_probes = (PROBE,)

@@ -29,6 +29,7 @@ def _controllers(facts: HostProbeFacts, host_vars: Mapping[str, Any]) -> list[st
 class SanAdapter(Adapter):
     name = "san"
     role = "san_cache"
+    play_title = "Set SAN logical drive cache settings with SMcli"
 
     probes = (PROBE,)
 

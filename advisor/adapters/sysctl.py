@@ -22,6 +22,7 @@ class SysctlAdapter(Adapter):
     touches_network = True
     name = "sysctl"
     role = "network_tuning"
+    play_title = "Set kernel network parameters now and at boot"
 
     probes = (PROBE,)
 

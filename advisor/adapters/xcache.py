@@ -28,6 +28,7 @@ def _config_file(facts: HostProbeFacts) -> str | None:
 class XcacheAdapter(Adapter):
     name = "xcache"
     role = "xcache"
+    play_title = "Set XCache pfc directives and restart the instance when they changed"
 
     probes = (PROBE,)
 

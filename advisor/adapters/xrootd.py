@@ -34,6 +34,7 @@ def _server(facts: HostProbeFacts, name: str) -> dict[str, Any] | None:
 class XrootdAdapter(Adapter):
     name = "xrootd"
     role = "xrootd_tuning"
+    play_title = "Set XRootD server directives and restart the instances whose files changed"
 
     def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:
         inst, directive, option = split_key(key)

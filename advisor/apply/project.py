@@ -31,6 +31,7 @@ from advisor.apply.ansible_data import dump_data, vars_as_data
 from advisor.apply.changesets import VarsLayout, split_vars
 from advisor.apply.plan_markdown import plan_markdown
 from advisor.apply.planner import Plan
+from advisor.apply.playbooks_gen import generated
 from advisor.atomic_files import write_atomic
 from advisor.errors import StoradviseError
 from advisor.path_component import path_component
@@ -130,6 +131,8 @@ def write_project(plan: Plan, site: Site, out: Path) -> dict[str, Any]:
             else:
                 shutil.copy2(s, out / name)
         _add_plugin_roles(out)
+        for name, text in generated().items():  # the registry's plays, plug-ins included
+            (out / name).write_text(text)
         (out / "ansible.cfg").write_text(ANSIBLE_CFG)
         hosts = {h.name: h for h in site.hosts}
         groups: dict[str, dict[str, Any]] = {}
@@ -185,7 +188,7 @@ def _write_vars(out: Path, site: str, layout: VarsLayout) -> None:
 
 def _add_plugin_roles(out: Path) -> None:
     """Storage kinds registered from outside (advisor.storage_kinds) bring their role directory:
-    copied into roles/, with a play appended to apply-tuning.yml (after the shipped ones)."""
+    copied into roles/ (their plays are in the generated apply-tuning.yml and rollback.yml)."""
     from advisor.storage_kinds import storage_kinds
 
     for kind in storage_kinds().values():
@@ -195,13 +198,3 @@ def _add_plugin_roles(out: Path) -> None:
         if (out / "roles" / name).exists():
             continue
         shutil.copytree(kind.role, out / "roles" / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        title = kind.play_title or f"Apply {kind.name} settings"
-        with open(out / "apply-tuning.yml", "a") as f:
-            f.write(f"\n- name: {json.dumps(title)}\n  hosts: {group_name(name)}\n  gather_facts: false\n"
-                    f"  roles:\n    - role: {name}\n")
-        # rollback runs in reverse order: the plug-in's play first (roles take ``<role>_state: rollback``)
-        rb = (out / "rollback.yml").read_text()
-        at = rb.index("\n- name: Roll back") + 1 if "\n- name: Roll back" in rb else len(rb)
-        play = (f"- name: {json.dumps('Roll back ' + name)}\n  hosts: {group_name(name)}\n  gather_facts: false\n"
-                f"  roles:\n    - role: {name}\n      vars:\n        {name}_state: rollback\n\n")
-        (out / "rollback.yml").write_text(rb[:at] + play + rb[at:])

@@ -117,7 +117,7 @@ def test_device_without_a_queue_depth_fails_alone(tmp_path: Path) -> None:
         "hosts": {"st01": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}}}))
     (tmp_path / "play.yml").write_text(PLAY.replace("hosts: localhost", "hosts: storadvise_block_tuning")
                                        + "- name: Summary\n  hosts: localhost\n  gather_facts: false\n"
-                                         "  roles:\n    - role: apply_summary\n")
+                                         "  roles:\n    - role: apply_summary\n      vars: {apply_summary_roles: [block_tuning]}\n")
     env = {**os.environ, "ANSIBLE_ROLES_PATH": str(REPO / "playbooks" / "roles"),
            "ANSIBLE_MODULE_UTILS": str(REPO / "playbooks" / "module_utils"), "ANSIBLE_NOCOLOR": "1",
            "ANSIBLE_PYTHON_INTERPRETER": sys.executable}
@@ -145,7 +145,7 @@ def test_unknown_device_fails_alone_and_the_summary_names_it(tmp_path: Path) -> 
         "hosts": {"st01": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}}}))
     (tmp_path / "play.yml").write_text(PLAY.replace("hosts: localhost", "hosts: storadvise_block_tuning")
                                        + "- name: Summary\n  hosts: localhost\n  gather_facts: false\n"
-                                         "  roles:\n    - role: apply_summary\n")
+                                         "  roles:\n    - role: apply_summary\n      vars: {apply_summary_roles: [block_tuning]}\n")
     env = {**os.environ, "ANSIBLE_ROLES_PATH": str(REPO / "playbooks" / "roles"),
            "ANSIBLE_MODULE_UTILS": str(REPO / "playbooks" / "module_utils"), "ANSIBLE_NOCOLOR": "1",
            "ANSIBLE_PYTHON_INTERPRETER": sys.executable}
@@ -170,7 +170,7 @@ def test_an_unreachable_host_does_not_stop_the_others(tmp_path: Path) -> None:
     }}}}}))
     play = PLAY.replace("hosts: localhost", "hosts: storadvise_block_tuning").replace("  connection: local\n", "")
     (tmp_path / "play.yml").write_text(play + "- name: Summary\n  hosts: localhost\n  connection: local\n  gather_facts: false\n"
-                                              "  roles:\n    - role: apply_summary\n")
+                                              "  roles:\n    - role: apply_summary\n      vars: {apply_summary_roles: [block_tuning]}\n")
     env = {**os.environ, "ANSIBLE_ROLES_PATH": str(REPO / "playbooks" / "roles"),
            "ANSIBLE_MODULE_UTILS": str(REPO / "playbooks" / "module_utils"), "ANSIBLE_NOCOLOR": "1",
            "ANSIBLE_PYTHON_INTERPRETER": sys.executable, "ANSIBLE_HOST_KEY_CHECKING": "False"}

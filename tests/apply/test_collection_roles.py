@@ -121,6 +121,7 @@ def test_every_role_runs_by_its_fully_qualified_name_from_the_installed_collecti
     - role: storadvise.tuning.apply_summary
       vars:
         apply_summary_file: "{d / 'apply-summary.json'}"
+        apply_summary_roles: {json.dumps(ROLES)}
 """, _inventory(world, {"co01": _role_vars(world)}))
     recap = play_recap(cp.stdout)
     assert cp.returncode == 0, cp.stdout[-4000:]

@@ -34,6 +34,7 @@ PLAYS = """---
   gather_facts: false
   roles:
     - role: apply_summary
+      vars: {apply_summary_roles: [gpfs_tuning, san_cache]}
 """
 
 

@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 from advisor.storage_kinds import StorageKind, register_storage_kind, unregister_storage_kind
 
@@ -89,6 +90,7 @@ ROLE_TASKS = '''
     regexp: "^{{ item.key }}="
     line: "{{ item.key }}={{ item.value }}"
   loop: "{{ fakefs_settings | dict2items }}"
+  register: fakefs_tuning_result
   when: fakefs_tuning_state | default('present') == 'present'
 '''
 
@@ -136,28 +138,42 @@ def test_a_new_storage_kind_is_scanned_planned_applied_and_verified(fakefs, tmp_
 
     conf = tmp_path / "fakefs.conf"
     conf.write_text("stripe_kb=256\nqueue=8\n")
+    # fs02's file is gone by the time the plan is applied: its role fails there
+    gone = tmp_path / "gone" / "fakefs.conf"
+    gone.parent.mkdir()
+    gone.write_text("stripe_kb=256\n")
     site = Site.model_validate({"name": "plug", "storage_kind": "fakefs", "transport": "local", "hosts": [
-        {"name": "fs01", "address": "localhost", "roles": ["storage"], "vars": {"fakefs_conf": str(conf)}}]})
+        {"name": "fs01", "address": "localhost", "roles": ["storage"], "vars": {"fakefs_conf": str(conf)}},
+        {"name": "fs02", "address": "localhost", "roles": ["storage"], "vars": {"fakefs_conf": str(gone)}}]})
     assert site.profiles == ["generic"]  # the kind's default profile
     report = scan(site, collect_site_facts, transport_for)
     fail = [f for f in report.findings if f.rule_id == "FAKEFS-STRIPE"]
     assert [(f.status.value, f.observed) for f in fail] == [("fail", 256)]
     assert [(c.host, c.adapter, c.key, c.runtime, c.target, c.scope.value) for c in fail[0].changes] == [
-        ("fs01", "fakefs", "stripe_kb", 256, "1024", "both")]
+        ("fs01", "fakefs", "stripe_kb", 256, "1024", "both"), ("fs02", "fakefs", "stripe_kb", 256, "1024", "both")]
 
     plan = build_plan(report, site)
-    assert plan.host_vars == {"fs01": {"fakefs_tuning": {"fakefs_settings": {"stripe_kb": "1024"}}}}
+    assert plan.host_vars == {h: {"fakefs_tuning": {"fakefs_settings": {"stripe_kb": "1024"}}} for h in ("fs01", "fs02")}
     out = tmp_path / "plan"
     write_project(plan, site, out)
     assert (out / "roles" / "fakefs_tuning" / "tasks" / "main.yml").is_file()
-    assert "storadvise_fakefs_tuning" in (out / "apply-tuning.yml").read_text()
+    # the plug-in's play runs before the summary, which is handed its role with the shipped ones
+    apply = yaml.safe_load((out / "apply-tuning.yml").read_text())
+    assert [p.get("hosts") for p in apply].index("storadvise_fakefs_tuning") == len(apply) - 2
+    assert "fakefs_tuning" in apply[-1]["roles"][0]["vars"]["apply_summary_roles"]
     assert "fakefs_tuning_state: rollback" in (out / "rollback.yml").read_text()
     assert json.loads((out / "plan.json").read_text())["changes"][0]["role"] == "fakefs_tuning"
+    shutil.rmtree(gone.parent)
     cp = subprocess.run([ANSIBLE_PLAYBOOK, "apply-tuning.yml", "-e", "ansible_connection=local",
                          "-e", f"ansible_python_interpreter={sys.executable}"],
                         cwd=out, capture_output=True, text=True, timeout=300)
-    assert cp.returncode == 0, cp.stdout[-2000:] + cp.stderr[-2000:]
     assert conf.read_text() == "stripe_kb=1024\nqueue=8\n"
+    # fs02's failure reaches apply-summary.json and fails the run, as a shipped role's would
+    assert cp.returncode != 0, cp.stdout[-2000:]
+    summary = json.loads((out / "apply-summary.json").read_text())
+    assert summary["failed_hosts"] == ["fs02"], summary
+    assert [u["setting"] for u in summary["hosts"]["fs02"]["unfinished"]] == ["stripe_kb"], summary
+    site = site.model_copy(update={"hosts": site.hosts[:1]})
     after = scan(site, collect_site_facts, transport_for)
     assert [f.status.value for f in after.findings if f.rule_id == "FAKEFS-STRIPE"] == ["pass"]
 

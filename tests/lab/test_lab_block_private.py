@@ -44,6 +44,7 @@ PLAY = """---
   gather_facts: false
   roles:
     - role: apply_summary
+      vars: {apply_summary_roles: [block_tuning]}
 """
 
 
