@@ -49,6 +49,21 @@ def the_mgs(facts: Mapping[str, Any]) -> tuple[str, dict] | None:
     return found[0] if len(found) == 1 else None
 
 
+#: (the last site map read, its MGS): every client of a scan asks of the same map, once per key,
+#: and a site of many clients would otherwise walk every host for each of them
+_last_site: tuple[Any, Any] = (None, None)
+
+
+def _mgs_of(facts: HostProbeFacts) -> tuple[str, dict] | None:
+    global _last_site
+    site = (facts.get(SITE_FACTS) or {}).get(PROBE) or {}
+    seen, mgs = _last_site  # one read: another thread may replace the pair meanwhile
+    if seen is not site:
+        mgs = the_mgs(site)
+        _last_site = (site, mgs)
+    return mgs
+
+
 class LustreAdapter(Adapter):
     name = "lustre"
     role = "lustre_tuning"
@@ -61,12 +76,12 @@ class LustreAdapter(Adapter):
         kind, device, param = split_key(key)
         dev = (((facts.get(PROBE) or {}).get(kind) or {}).get(device) or {}) if kind in DEVICE_TYPES else {}
         v = (dev.get("values") or {}).get(param)
-        mgs = the_mgs((facts.get(SITE_FACTS) or {}).get(PROBE) or {})
+        mgs = _mgs_of(facts)
         record = _params().boot_record(mgs[1].get("permanent") or [], key) if mgs else None
         return (None if v is None else str(v)), (None if record is None else str(record["value"]))
 
     def default_value(self, facts: HostProbeFacts, key: str) -> tuple[Any, str] | None:
-        if not the_mgs((facts.get(SITE_FACTS) or {}).get(PROBE) or {}):
+        if not _mgs_of(facts):
             return None  # the MGS's log was not read: a record may set it
         kind, _, param = split_key(key)
         found = DEFAULTS.get((kind, param))

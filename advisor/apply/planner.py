@@ -130,6 +130,11 @@ def build_plan(report: ScanReport | PlanScan, site: Site, source: str = "scan", 
         if members:
             plan.notices.extend(adapter.finish(members, facts) or [])
             for h, v in members.items():  # a host finish added runs the role for the others
+                if h not in plan.host_vars and (h in refused or h not in site_hosts):
+                    why = refused.get(h) or "not a host of the site"
+                    plan.notices.append(f"{h}: {adapter.role} would run there for the other hosts, but {why}: "
+                                        "not planned")
+                    continue
                 plan.host_vars.setdefault(h, {}).setdefault(adapter.role, v)
     plan.refused = [{"host": h, "reason": r} for h, r in sorted(refused.items())]
     plan.causes, plan.prediction = predicted_outcome(report, plan.changes)
