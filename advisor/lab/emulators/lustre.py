@@ -136,10 +136,6 @@ def _mgs_main(state: Path, host: str, argv: list[str]) -> int:
     return rc
 
 
-def _matches(pattern: str, name: str) -> bool:
-    return _llog().matches(pattern, name)
-
-
 def _path(pattern: str) -> str:
     return pattern.replace(".", "/")
 
@@ -175,7 +171,7 @@ def main(tool: str, argv: list[str], state_dir: str) -> int:
             args = argv[1:]
             only_value = "-n" in args
             for pat in [a for a in args if not a.startswith("-")]:
-                hits = [n for n in params if _matches(pat, n)]
+                hits = [n for n in params if _llog().matches(pat, n)]
                 if not hits:
                     print(f"error: get_param: param_path '{_path(pat)}': No such file or directory", file=sys.stderr)
                     rc = 2
@@ -184,7 +180,7 @@ def main(tool: str, argv: list[str], state_dir: str) -> int:
         else:
             for arg in [a for a in argv[1:] if not a.startswith("-")]:
                 pat, eq, value = arg.partition("=")
-                hits = [n for n in params if _matches(pat, n)]
+                hits = [n for n in params if _llog().matches(pat, n)]
                 if not eq or not hits:
                     print(f"error: set_param: param_path '{_path(pat)}': No such file or directory", file=sys.stderr)
                     rc = 2
