@@ -47,7 +47,7 @@ _layout = module_utils("storadvise_capture_layout")
 def batch_vars(site: Site, hosts: list, sample_seconds: float, probes: list[str] | None = None,
                requested: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """The ``storadvise_collect`` variable (``requested``: the keys the loaded rules ask the probes
-    to read, advisor.probe_requests). Hosts whose commands are the same share one batch."""
+    to read, advisor.rules.probe_requests). Hosts whose commands are the same share one batch."""
     batches: list[tuple[list, bool | None]] = []
     seen: dict[str, int] = {}
     host_batch: dict[str, int] = {}

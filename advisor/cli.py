@@ -104,7 +104,7 @@ def scan(
     options: ScanOptions,
 ) -> None:
     """Probe every host of a site, evaluate the rules, report findings with evidence; store the scan in the history."""
-    from advisor.history.store import store_scan
+    from advisor.history_store import store_scan
     from advisor.report.console import render_scan
     from advisor.report.json_stream import write_report_json
     from advisor.report.model import exit_code
@@ -361,7 +361,7 @@ def rules_list(
     json_out: bool = typer.Option(False, "--json", help="Print the rules as JSON."),
 ) -> None:
     """List rules with id, severity, roles and title (rule ids are never cut; other columns wrap)."""
-    from advisor.rule_specs import load_catalog, resolve_profiles
+    from advisor.rules.specs import load_catalog, resolve_profiles
 
     catalog = load_catalog(site_dirs=rules_dirs)
     resolved = resolve_profiles(profile or ["generic"], catalog)
@@ -399,7 +399,7 @@ def rules_lint(
     --site) waivers; exit 1 on any problem."""
     from rich.markup import escape
 
-    from advisor.rules_lint import lint
+    from advisor.rules.lint import lint
 
     if rules_dir is not None and not rules_dir.is_dir():
         raise UsageError(f"--rules-dir {rules_dir}: not a directory")

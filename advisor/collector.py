@@ -33,7 +33,7 @@ ProgressCallback = Callable[[str, bool, str], None]
 
 def probe_context(site: Site, host: Host, is_local: bool, sample_seconds: float,
                   requested: dict[str, list[str]] | None = None) -> ProbeContext:
-    """``requested``: probe name -> the keys the loaded rules ask it to read (advisor.probe_requests)."""
+    """``requested``: probe name -> the keys the loaded rules ask it to read (advisor.rules.probe_requests)."""
     return ProbeContext(
         host=host.name,
         roles=host.role_names,
@@ -183,7 +183,7 @@ def collect_site_facts(site: Site, transport_factory: TransportFactory, *, paral
                        sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None,
                        requested: dict[str, list[str]] | None = None) -> FactSet:
     """Probe every host of the site (or ``hosts``) in parallel with a bounded pool; ``requested``:
-    the keys the loaded rules ask the probes to read (advisor.probe_requests)."""
+    the keys the loaded rules ask the probes to read (advisor.rules.probe_requests)."""
     targets = hosts if hosts is not None else site.hosts
     factset = FactSet(site=site.name, context=site_context(site))
     if not targets:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from advisor.analytic_rules.link_rate import host_link_rate_bps
+from advisor.link_rate import host_link_rate_bps
 from advisor.facts import FactSet
 from advisor.site import Host, Site
 from advisor.transport.base import Transport

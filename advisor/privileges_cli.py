@@ -71,7 +71,8 @@ def sudoers(
     It names the probe helper with each root probe as its one argument; hosts need the helper installed
     ('storadvise probe helper') and probe_helper set. Check it with 'visudo -cf FILE' before installing it
     in /etc/sudoers.d. See docs/privileges.md."""
-    from advisor.probe_helper import DEFAULT_HELPER_PATH, helper_path, sudoers_text
+    from advisor.probe_helper import sudoers_text
+    from advisor.probe_helper_path import DEFAULT_HELPER_PATH, helper_path
 
     s = _site(site, inventory, role_map)
     hosts = s.hosts

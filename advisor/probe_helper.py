@@ -20,34 +20,19 @@ import hashlib
 import re
 import shlex
 
+from advisor.probe_helper_path import helper_path
 from advisor.transport.base import Command
 from probes import all_probes
 from probes.probe import Probe, ProbeContext
 
-#: the host variable naming the installed helper; unset: root probes run as scripts through sudo
-HELPER_VAR = "probe_helper"
-DEFAULT_HELPER_PATH = "/usr/local/sbin/storadvise-probe"
 #: exit status of the scan's command when the helper is missing or differs (nothing was run as root)
 HELPER_REFUSED = 126
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_.-]*$")
-_PATH_RE = re.compile(r"^/[A-Za-z0-9_./+-]+$")
 
 
 def root_probes() -> list[Probe]:
     """Every probe that needs root, in name order (each bows out on a host without its tool)."""
     return sorted((p for p in all_probes().values() if p.needs_root), key=lambda p: p.name)
-
-
-def helper_path(vars_: dict) -> str | None:
-    """The helper a host's variables name (``probe_helper: true`` means the default path), or None."""
-    v = vars_.get(HELPER_VAR)
-    if v in (None, False, ""):
-        return None
-    path = DEFAULT_HELPER_PATH if v is True else v
-    if not isinstance(path, str) or not _PATH_RE.match(path) or "/../" in path:
-        raise ValueError(f"{HELPER_VAR} {v!r}: an absolute path of letters, digits and ._+-/ (or true for "
-                         f"{DEFAULT_HELPER_PATH})")
-    return path
 
 
 def _body(ctx: ProbeContext) -> str:

@@ -16,7 +16,7 @@ open        :func:`open_scan` (here): the site (site file, inventory, capture ma
 collect     ``advisor/collector.py`` ``collect_site_facts``: the probes of each host, hosts in parallel.
 measure     ``advisor/measurements.py`` ``run_site_measurements``: the iperf3 mesh and the active
             CPU-efficiency test (never from a capture: they need live hosts).
-evaluate    ``advisor/rule_engine.py`` ``evaluate``: every rule under the resolved profiles and waivers.
+evaluate    ``advisor/rules/engine.py`` ``evaluate``: every rule under the resolved profiles and waivers.
 diagnose    ``advisor/diagnosis/`` ``diagnose``: the failed findings and each path's limit folded into
             causes ranked by predicted gain, hygiene and unexplained symptoms (part of evaluate).
 report      ``advisor/report/model.py`` ``build_report``: the JSON report. Rendering (console, JUnit,
@@ -41,16 +41,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from advisor.diagnosis.report import diagnose_report
+from advisor.report.diagnosed import diagnose_report
 from advisor.collector import MANIFEST, READABLE_CAPTURE_FORMATS, TransportFactory, collect_site_facts, now_iso
 from advisor.errors import StoradviseError, UsageError
 from advisor.facts import FactSet
 from advisor.measurements import run_site_measurements
-from advisor.probe_requests import requested_keys
+from advisor.rules.probe_requests import requested_keys
 from advisor.probe_selection import selected_probes
 from advisor.report.model import ScanReport, build_report
-from advisor.rule_engine import evaluate
-from advisor.rule_specs import RuleCatalog, load_catalog, resolve_profiles
+from advisor.rules.engine import evaluate
+from advisor.rules.specs import RuleCatalog, load_catalog, resolve_profiles
 from advisor.scan_options import ScanOptions
 from advisor.site import Host, Site, give_local_roles
 from advisor.site_file import resolve_site
@@ -77,7 +77,7 @@ class ScanTarget:
     catalog: RuleCatalog
     #: the scan reads a capture (no live host: the mesh and the active test cannot run)
     from_capture: bool = False
-    #: probe name -> the keys the loaded rules ask it to read (advisor.probe_requests)
+    #: probe name -> the keys the loaded rules ask it to read (advisor.rules.probe_requests)
     requested: dict[str, list[str]] = field(default_factory=dict)
     #: the probes ``--probes``/``--skip-probes`` leave in (None: all)
     probes: frozenset[str] | None = None

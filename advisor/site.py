@@ -21,6 +21,7 @@ from typing import Any, Literal, Sequence, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from advisor.errors import SiteFileError
+from advisor.probe_helper_path import helper_path
 from advisor.units import parse_rate_bps
 
 
@@ -483,8 +484,6 @@ class Site(StrictModel):
             if h.name in seen:
                 raise ValueError(f"duplicate host name {h.name!r}")
             seen.add(h.name)
-        from advisor.probe_helper import helper_path  # the path names a command sudo runs as root
-
         for where, v in [("vars", self.vars)] + [(f"host {h.name}: vars", h.vars) for h in self.hosts]:
             try:
                 helper_path(v)

@@ -8,7 +8,7 @@ as they are. Three things are timed in the same process, each the best of --repe
   * ``loop``: a plain Python loop over the same host dicts doing each check rule's comparison
     (the fact read by its pre-split path, compared with the profile's expected value); nothing
     else: no findings, no evidence, no grouping;
-  * ``checks``: ``advisor.rule_engine.evaluate`` restricted to the same check rules (findings
+  * ``checks``: ``advisor.rules.engine.evaluate`` restricted to the same check rules (findings
     with evidence, grouped by key, waivers, sorted);
   * ``all``: ``evaluate`` with every rule of the profile (analytic rules included),
 
@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advisor.collector import collect_site_facts  # noqa: E402
 from advisor.facts import FactSet, ProbeStatus  # noqa: E402
-from advisor.fact_paths import MISSING, get_path, split_path  # noqa: E402
-from advisor.rule_engine import evaluate  # noqa: E402
-from advisor.rule_specs import load_catalog, resolve_profiles, substitute_vars  # noqa: E402
+from advisor.rules.fact_paths import MISSING, get_path, split_path  # noqa: E402
+from advisor.rules.engine import evaluate  # noqa: E402
+from advisor.rules.specs import load_catalog, resolve_profiles, substitute_vars  # noqa: E402
 
 
 def load_capture_facts(directory: Path) -> tuple:

@@ -54,7 +54,7 @@ from probes.sysctl_conf import (  # noqa: F401  (re-exported: the probe's public
 
 #: the keys read whatever the rules ask (pyinfra's ``keys=`` default): those that Python code reads by
 #: name (the analytic network rules, the mesh diagnosis). Every other key is read because a loaded
-#: rule names it (``ProbeContext.requested``, advisor.probe_requests): a new rule is one YAML entry.
+#: rule names it (``ProbeContext.requested``, advisor.rules.probe_requests): a new rule is one YAML entry.
 BASE_SYSCTLS: tuple[str, ...] = (
     "net.ipv4.tcp_sack",
     "net.ipv4.tcp_timestamps",

@@ -72,7 +72,7 @@ class ProbeContext(BaseModel):
     #: a storage kind declares, such as ``gpfs_node`` and ``san_controllers``)
     vars: dict[str, Any] = Field(default_factory=dict)
     #: probe name -> the keys the loaded rules ask it to read (pyinfra's ``keys=``): the keys of its
-    #: ``keyed_facts`` mapping that rule fact paths and change keys name (advisor.probe_requests)
+    #: ``keyed_facts`` mapping that rule fact paths and change keys name (advisor.rules.probe_requests)
     requested: dict[str, list[str]] = Field(default_factory=dict)
 
 

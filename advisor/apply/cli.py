@@ -188,7 +188,7 @@ def verify(
     """
     from advisor.apply.planner import check_report_matches
     from advisor.apply.verify import network_touched, verify_result
-    from advisor.history.store import store_scan
+    from advisor.history_store import store_scan
     from advisor.report.outputs import ReportFiles, write_report_files
     from advisor.scan import open_scan
     from advisor.site_file import required_site
@@ -222,7 +222,7 @@ def verify(
 
 def _before_scan(site: str, before: Optional[Path], history: Optional[Path], no_history: bool):
     """The scan to compare with: ``--before FILE``, else the site's newest scan in the history."""
-    from advisor.history.store import HistoryStore, history_path
+    from advisor.history_store import HistoryStore, history_path
     from advisor.report.model import load_report
 
     if before is not None:

@@ -14,12 +14,12 @@ import datetime as dt
 from typing import Any
 
 from advisor.adapters import Adapter, adapters
-from advisor.finding_changes import change_with_scope
+from advisor.rules.finding_changes import change_with_scope
 from advisor.findings import SEVERITY_ORDER, BootValue, Change, Finding, FindingStatus, Severity
 from advisor.apply.plan_input import PlanScan
 from advisor.apply.plan_model import Plan, PlanError, PlannedChange
 from advisor.apply.plan_outcome import predicted_outcome
-from advisor.diagnosis.report import ensure_diagnosis
+from advisor.report.diagnosed import ensure_diagnosis
 from advisor.report.model import ScanReport
 from advisor.site import Host, Site
 from advisor.probe_selection import skipped_in, skipped_probes

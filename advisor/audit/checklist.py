@@ -22,7 +22,7 @@ from typing import Any
 from advisor.findings import SEVERITY_ORDER, FindingStatus
 from advisor.mesh.results import GREEN_RATIO, path_ratio
 from advisor.report.model import ScanReport
-from advisor.rule_specs import RuleCatalog
+from advisor.rules.specs import RuleCatalog
 from advisor.site import Site
 
 DEFAULT_PROFILE = "pre-deployment"

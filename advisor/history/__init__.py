@@ -1,1 +1,1 @@
-"""Scan history: every scan stored in SQLite (advisor/history/store.py), queried by ``storadvise history``."""
+"""Scan history: every scan stored in SQLite (advisor/history_store.py), queried by ``storadvise history``."""

@@ -2,7 +2,7 @@
 
 Plain functions over the mesh's ``paths`` (advisor.mesh.results) and per-host facts dicts
 (``{"network.sysctl": {...} | None, "firewall": {...} | None}``, the probes' facts as the rule
-engine hands them out). The analytic rules in advisor/analytic_rules/mesh.py are thin
+engine hands them out). The analytic rules in advisor/rules/analytic/mesh.py are thin
 wrappers around these.
 
 * slow path: measured below ``min_ratio`` of its expected rate (or of the median, when no rate

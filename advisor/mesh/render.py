@@ -159,7 +159,7 @@ class RoundProgress:
     def __init__(self, console, enabled: bool = True):
         from rich.progress import Progress
 
-        from advisor.report.progress import progress_columns
+        from advisor.progress_bars import progress_columns
 
         self.enabled = enabled
         self.progress = Progress(*progress_columns("dim"), console=console, transient=False, disable=not enabled)

@@ -1,34 +1,11 @@
-"""Progress bars on stderr (hidden with --json): the columns every long operation shows, and the scan's bar.
-
-Every bar shows done/total, the time elapsed and an estimate of the time left (rich's estimate from
-the recent rate: for a scan, hosts per second; for the mesh, rounds, which take the same time each).
-"""
+"""The scan's progress bar on stderr (hidden with --json), with the columns of advisor.progress_bars."""
 
 from __future__ import annotations
 
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
-from rich.text import Text
+from rich.progress import Progress
 
-
-class TimeLeftColumn(ProgressColumn):
-    """``~1:23 left`` while the task runs (blank until there is a rate to estimate from)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.inner = TimeRemainingColumn()
-
-    def render(self, task) -> Text:
-        if task.finished or task.time_remaining is None:
-            return Text("")
-        return Text("~" + self.inner.render(task).plain + " left", style="progress.remaining")
-
-
-def progress_columns(last_style: str = "") -> tuple[ProgressColumn, ...]:
-    """Description, bar, done/total, elapsed, time left, and the last event (``task.fields['last']``)."""
-    return (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeLeftColumn(),
-            TextColumn("{task.fields[last]}", style=last_style))
+from advisor.progress_bars import progress_columns
 
 
 class ScanProgress:

@@ -223,7 +223,7 @@ def test_a_persisted_nft_script_is_compared_in_the_probe_s_own_rendering() -> No
 
 def test_gpfs_drift_compares_booleans_with_the_shared_table() -> None:
     """GPFS-RESTART-PENDING's persisted-vs-active comparison uses the same boolean spellings."""
-    from advisor.analytic_rules.storage import gpfs_drift
+    from advisor.rules.analytic.storage import gpfs_drift
 
     def drift(p: str, a: str) -> list:
         return gpfs_drift({"effective": {"x": {"value": p}}}, {"active": {"x": {"value": a}}}, ["x"])

@@ -23,7 +23,7 @@ from advisor.errors import StoradviseError
 from advisor.facts import FactSet
 from advisor.findings import ChangeScope
 from advisor.report.model import build_report, load_report
-from advisor.rule_engine import evaluate
+from advisor.rules.engine import evaluate
 from advisor.site import Site
 from tests.apply.test_planner import TODAY, healthy, host, sysctl
 

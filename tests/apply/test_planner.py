@@ -10,7 +10,7 @@ from advisor.apply.planner import build_plan
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.findings import Change, Finding, FindingStatus, Severity
 from advisor.report.model import build_report
-from advisor.rule_engine import evaluate
+from advisor.rules.engine import evaluate
 from advisor.site import Site
 
 TODAY = dt.date(2026, 11, 23)

@@ -1,7 +1,7 @@
-"""verify's outcome per finding (advisor/apply/verify.py compare_findings): a failure is "fixed" only when
+"""verify's outcome per finding (advisor/report/scan_compare.py compare_findings): a failure is "fixed" only when
 the new scan looked at it and found it passing."""
 
-from advisor.apply.verify import compare_findings
+from advisor.report.scan_compare import compare_findings
 from advisor.findings import Finding, FindingStatus, Severity
 from advisor.report.model import HostReport, ScanReport, ScanSummary
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.findings import FindingStatus
-from advisor.rule_engine import evaluate
-from advisor.rule_specs import load_catalog
+from advisor.rules.engine import evaluate
+from advisor.rules.specs import load_catalog
 from probes.block import BlockQueueProbe
 
 # constructed in the probe's layout with kernel-default values: sda a SATA disk under mq-deadline with NCQ

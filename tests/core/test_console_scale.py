@@ -15,8 +15,8 @@ from advisor.report.console import host_rows, render_scan
 from advisor.report.host_ranges import expand_hosts, fold_hosts, hosts_text
 from advisor.report.json_stream import write_report_json
 from advisor.report.model import build_report
-from advisor.rule_engine import evaluate
-from advisor.rule_specs import load_catalog
+from advisor.rules.engine import evaluate
+from advisor.rules.specs import load_catalog
 from tests.core.test_rule_engine import SACK_PACK, write_rules
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.findings import FindingStatus
-from advisor.rule_engine import evaluate
-from advisor.rule_specs import load_catalog
+from advisor.rules.engine import evaluate
+from advisor.rules.specs import load_catalog
 from probes.smart import SmartProbe
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "disk.smart"

@@ -14,7 +14,7 @@ from advisor.errors import UsageError
 from advisor.findings import Finding, FindingStatus, Severity
 from advisor.lab.scenario import Scenario
 from advisor.mesh.schedule import expand_pairs
-from advisor.rule_engine import apply_waivers
+from advisor.rules.waivers import apply_waivers
 from advisor.scan import select_hosts
 from advisor.site import ImmutableSetting, Site, Waiver
 
@@ -99,7 +99,7 @@ def _sources(*dirs: str) -> dict[str, str]:
 
 
 def test_one_profile_variable_grammar_and_one_sysctl_path_mapping():
-    """``${var}`` is parsed in advisor/profile_vars.py only; a sysctl key becomes a /proc/sys path in
+    """``${var}`` is parsed in advisor/rules/profile_vars.py only; a sysctl key becomes a /proc/sys path in
     playbooks/module_utils/storadvise_sysctl_keys.py only (the probe, the lab and the Ansible module
     import it)."""
     import re
@@ -107,6 +107,6 @@ def test_one_profile_variable_grammar_and_one_sysctl_path_mapping():
     var_regex = re.compile(r"""r["']\\\$\\\{""")
     proc_sys = re.compile(r"""["']/proc/sys/?["']\s*(\+|,)""")  # "/proc/sys/" + key..., Path("/proc/sys", *parts)
     sources = _sources("advisor", "probes", "playbooks")
-    assert [p for p, text in sources.items() if var_regex.search(text)] == ["advisor/profile_vars.py"]
+    assert [p for p, text in sources.items() if var_regex.search(text)] == ["advisor/rules/profile_vars.py"]
     assert [p for p, text in sources.items() if proc_sys.search(text)] == [
         "playbooks/module_utils/storadvise_sysctl_keys.py"]

@@ -116,3 +116,43 @@ def test_apply_does_not_import_the_cli():
     graph = import_graph(REPO)
     offenders = sorted(m for m, edges in graph.items() if m.startswith("advisor.apply") and "advisor.cli" in edges)
     assert not offenders, f"{offenders} import advisor.cli"
+
+
+def stage_of(module: str) -> str:
+    """The part of the code a module belongs to: ``probes``, a package of advisor/ (``advisor.rules``,
+    ``advisor.apply`` ...) or a top-level module of advisor/ (``advisor.scan``)."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "advisor" and len(parts) > 1 else parts[0]
+
+
+def stage_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for mod, edges in graph.items():
+        src = stage_of(mod)
+        out.setdefault(src, set()).update(stage_of(e) for e in edges if stage_of(e) != src)
+    for targets in list(out.values()):
+        for t in targets:
+            out.setdefault(t, set())
+    return out
+
+
+def test_the_stage_detector_finds_packages_that_import_each_other(tmp_path):
+    for d in ("advisor/one", "advisor/two", "probes"):
+        (tmp_path / d).mkdir(parents=True)
+        (tmp_path / d / "__init__.py").write_text("")
+    # no circle between modules, but advisor.one and advisor.two import each other
+    (tmp_path / "advisor" / "one" / "a.py").write_text("from advisor.two.b import x\n")
+    (tmp_path / "advisor" / "two" / "c.py").write_text("from advisor.one import d\n")
+    (tmp_path / "advisor" / "one" / "d.py").write_text("")
+    (tmp_path / "advisor" / "two" / "b.py").write_text("x = 1\n")
+    graph = import_graph(tmp_path)
+    assert import_circles(graph) == []
+    assert import_circles(stage_graph(graph)) == [["advisor.one", "advisor.two"]]
+
+
+def test_no_package_of_advisor_imports_one_that_imports_it_back():
+    """The stages flow one way (docs/architecture.md): a package of advisor/ (the rules, the diagnosis,
+    the report, apply, the mesh ...) never imports one that imports it back, even through different
+    modules, so that no import runs back up from a later stage to an earlier one."""
+    circles = import_circles(stage_graph(import_graph(REPO)))
+    assert not circles, "packages that import each other: " + "; ".join(" <-> ".join(c) for c in circles)

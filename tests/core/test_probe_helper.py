@@ -14,7 +14,8 @@ import yaml
 
 from advisor.collector import probe_context
 from advisor.errors import SiteFileError
-from advisor.probe_helper import DEFAULT_HELPER_PATH, HostCommands, helper_text, root_probes, sudoers_text
+from advisor.probe_helper import HostCommands, helper_text, root_probes, sudoers_text
+from advisor.probe_helper_path import DEFAULT_HELPER_PATH
 from advisor.site_file import load_site
 from advisor.transport.base import sudo_flag
 from probes import all_probes

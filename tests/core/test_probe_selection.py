@@ -13,7 +13,7 @@ import pytest
 
 from advisor.probe_selection import SKIPPED, selected_probes
 from advisor.errors import UsageError
-from advisor.rule_specs import load_catalog
+from advisor.rules.specs import load_catalog
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -9,8 +9,8 @@ import json
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.report.json_stream import write_report_json
 from advisor.report.model import build_report, report_from_data
-from advisor.rule_engine import evaluate
-from advisor.rule_specs import load_catalog
+from advisor.rules.engine import evaluate
+from advisor.rules.specs import load_catalog
 from tests.core.test_rule_engine import SACK_PACK, write_rules
 
 

@@ -11,9 +11,11 @@ import pytest
 from advisor.errors import RuleDefinitionError
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.findings import FindingStatus
-from advisor.rule_engine import apply_waivers, compare, evaluate
-from advisor.fact_paths import MISSING, get_path, split_path
-from advisor.rule_specs import load_catalog, resolve_profiles
+from advisor.rules.comparisons import compare
+from advisor.rules.engine import evaluate
+from advisor.rules.waivers import apply_waivers
+from advisor.rules.fact_paths import MISSING, get_path, split_path
+from advisor.rules.specs import load_catalog, resolve_profiles
 from advisor.site import Host, Site, Waiver
 
 
@@ -144,7 +146,7 @@ def test_profile_vars_severity_and_exclude(tmp_path):
         resolve_profiles(["nope"], catalog, directory=d)
     # a site variable beats the profile
     site = Site(name="t", hosts=[Host(name="g", roles=["storage"])], vars={"sack_expected": 0})
-    import advisor.rule_specs as specs
+    import advisor.rules.specs as specs
 
     orig = specs.profiles_dir
     specs.profiles_dir = lambda directory=None: d / "profiles"
@@ -220,7 +222,7 @@ def test_bad_rule_packs_are_one_line_errors(tmp_path):
 
 
 def test_analytic_rule_registration_and_context(tmp_path):
-    from advisor.rule_engine import analytic_rule
+    from advisor.rules.context import analytic_rule
 
     @analytic_rule("TEST-ANALYTIC-PAIR")
     def pair(ctx):
@@ -250,7 +252,7 @@ def test_analytic_rule_registration_and_context(tmp_path):
 
 
 def test_shipped_rules_lint_clean():
-    from advisor.rules_lint import lint
+    from advisor.rules.lint import lint
 
     problems, _ = lint()
     assert problems == []
@@ -264,7 +266,7 @@ def test_null_fact_is_not_applicable_not_error(tmp_path):
 
 
 def test_lint_names_bad_change_templates(tmp_path):
-    from advisor.rules_lint import change_template_problems
+    from advisor.rules.lint import change_template_problems
 
     pack = """
     vars: {known: 1}
@@ -290,7 +292,7 @@ def test_lint_names_bad_change_templates(tmp_path):
 
 
 def test_a_template_substitutes_host_text_once_and_never_evaluates_it():
-    from advisor.change_templates import ChangeTemplate, render_changes
+    from advisor.rules.change_templates import ChangeTemplate, render_changes
 
     t = ChangeTemplate(adapter="sysctl", key="{subject}", target="{observed} ${v}")
     out = render_changes([t], ["h"], {"subject": "{observed}", "observed": "${v} {{7*7}}", "expected": None},

@@ -6,9 +6,9 @@ import shutil
 import textwrap
 
 from advisor.resources import rules_dir
-from advisor.rule_references import unshipped_files
-from advisor.rule_specs import load_catalog, load_profile_file, available_profiles
-from advisor.rules_lint import lint
+from advisor.rules.references import unshipped_files
+from advisor.rules.specs import load_catalog, load_profile_file, available_profiles
+from advisor.rules.lint import lint
 
 
 def test_every_shipped_reference_is_public_or_shipped():
@@ -75,7 +75,7 @@ def test_nothing_shipped_points_the_reader_at_internal_notes():
     root = Path(__file__).resolve().parents[2]
     note = re.compile(r"shared/|\bFORMATS\.md|\bDOMAIN\.md|\bDESIGN\.md|\bLAB-TRIAL\.md|\bseeds/\d")
     # the two places that explain the rule itself name what it refuses
-    explained = {root / "advisor/rule_references.py", root / "docs/rules.md"}
+    explained = {root / "advisor/rules/references.py", root / "docs/rules.md"}
     files = [root / "README.md"] + [p for d in ("advisor", "probes", "rules", "playbooks", "docs")
                                     for p in (root / d).rglob("*") if p.suffix in {".py", ".yml", ".yaml", ".md", ".j2"}]
     hits = [f"{p.relative_to(root)}:{n}" for p in files if p not in explained

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from advisor.errors import RuleDefinitionError
-from advisor.probe_requests import requested_keys
-from advisor.rule_specs import load_catalog, resolve_profiles
+from advisor.rules.probe_requests import requested_keys
+from advisor.rules.specs import load_catalog, resolve_profiles
 from advisor.scan import open_scan, run_scan
 from advisor.scan_options import ScanOptions
 from advisor.site_file import load_site
@@ -139,10 +139,10 @@ def test_an_older_capture_replays_with_the_site_rule_not_collected(tmp_path):
 
 
 def test_an_older_capture_replays_with_the_rule_added_to_rules_dir(tmp_path, monkeypatch):
-    import advisor.rule_specs
+    import advisor.rules.specs
 
     copy = rules_copy(tmp_path)
-    monkeypatch.setattr(advisor.rule_specs, "rules_dir", lambda: copy)
+    monkeypatch.setattr(advisor.rules.specs, "rules_dir", lambda: copy)
     options = ScanOptions(from_capture=older_capture(tmp_path))
     target = open_scan(options)
     assert NEW_KEY in target.requested["network.sysctl"]

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import time
 
-import advisor.check_rules as check_rules
+import advisor.rules.checks as check_rules
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
-from advisor.finding_groups import group_findings, value_key
+from advisor.rules.finding_groups import group_findings, value_key
 from advisor.findings import Finding, FindingStatus, Severity
-from advisor.rule_engine import apply_waivers, evaluate
+from advisor.rules.engine import evaluate
+from advisor.rules.waivers import apply_waivers
 from advisor.site import Waiver
 from tests.core.test_rule_engine import SACK_PACK, write_rules
 
-from advisor.rule_specs import load_catalog
+from advisor.rules.specs import load_catalog
 
 
 def _f(host: str, observed=0, status=FindingStatus.fail, **kw) -> Finding:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.findings import FindingStatus
-from advisor.rule_engine import evaluate
+from advisor.rules.engine import evaluate
 from advisor.site import Host, Site
 from probes import get_probe
 

@@ -120,7 +120,7 @@ def fakefs(tmp_path, monkeypatch):
 
 def scan(site, collect_site_facts, transport_for):
     from advisor.report.model import build_report
-    from advisor.rule_engine import evaluate
+    from advisor.rules.engine import evaluate
 
     fs = collect_site_facts(site, lambda h: transport_for(h, site), probes=["fakefs.tunables"], sample_seconds=0.1)
     ev = evaluate(fs, site)

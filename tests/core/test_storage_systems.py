@@ -14,7 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from advisor.collector import probes_for
-from advisor.rule_specs import load_catalog, resolve_profiles
+from advisor.rules.specs import load_catalog, resolve_profiles
 from advisor.site import Host, Site
 from advisor.site_file import load_site
 

@@ -86,12 +86,12 @@ def test_site_file_rules_dirs(lab: dict, tmp_path: Path) -> None:
 
 
 def test_rule_added_to_a_copy_of_rules(lab: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import advisor.rule_specs
+    import advisor.rules.specs
     from advisor.scan import open_scan, run_scan
     from advisor.scan_options import ScanOptions
 
     copy = rules_copy(tmp_path)
-    monkeypatch.setattr(advisor.rule_specs, "rules_dir", lambda: copy)
+    monkeypatch.setattr(advisor.rules.specs, "rules_dir", lambda: copy)
     options = ScanOptions(mesh=False, efficiency=False, sample_seconds=0.2)
     run = run_scan(open_scan(options, lab["rec"].site_file), options)
     _check_live(run.report.model_dump(mode="json"), lab)

@@ -6,7 +6,7 @@ import json
 
 from advisor.cli import main
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
-from advisor.rule_engine import evaluate
+from advisor.rules.engine import evaluate
 from advisor.site import Site
 from tests.mesh.test_diagnosis import GPFS, WN, ifca_facts, ifca_paths
 

@@ -197,7 +197,7 @@ def _factset_from(res: dict, site: Site, facts: dict[str, dict]) -> FactSet:
 @needs_netns
 def test_namespace_mesh_rules_through_engine():
     """The rule engine over a real namespace mesh: slow sender with tcp_sack=0 named as the cause."""
-    from advisor.rule_engine import evaluate
+    from advisor.rules.engine import evaluate
     from tests.mesh.test_diagnosis import sysctl_facts
 
     with NetnsSite(3, rate="300mbit") as ns:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.analytic_rules.storage import kernel_fstab_line
+from advisor.rules.analytic.storage import kernel_fstab_line
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.findings import FindingStatus
-from advisor.rule_engine import evaluate
+from advisor.rules.engine import evaluate
 from probes import get_probe
 from probes.ceph_conf import parse_ceph_conf
 from probes.probe import ProbeParseError

@@ -9,7 +9,7 @@ import pytest
 
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.findings import FindingStatus
-from advisor.rule_engine import evaluate
+from advisor.rules.engine import evaluate
 from probes.firewall import FirewallProbe
 
 from tests.probes.conftest import FIXTURES, run_in_namespace

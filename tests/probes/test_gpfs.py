@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.analytic_rules.storage import gpfs_drift, DEFAULT_DRIFT_ATTRIBUTES
+from advisor.rules.analytic.storage import gpfs_drift, DEFAULT_DRIFT_ATTRIBUTES
 from probes import get_probe
 from probes.gpfs_format import parse_mmlsnodeclass
 from probes.probe import NOT_APPLICABLE_MARKER, ProbeContext, ProbeParseError
@@ -275,7 +275,7 @@ def test_unknown_node_class_value_is_not_judged_as_unset():
     the value is unknown (not applicable), they never judge a default or the cluster-wide value."""
     from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
     from advisor.findings import FindingStatus
-    from advisor.rule_engine import evaluate
+    from advisor.rules.engine import evaluate
 
     facts = MMLS.parse(sectioned(sample("mmlsconfig-IBM-ibm-spectrum-scale-ibm-cloud-schematics.txt"), node="stor1"))
     assert facts.effective["pagepool"].value is None

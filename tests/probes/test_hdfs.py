@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.findings import FindingStatus
-from advisor.rule_engine import evaluate
+from advisor.rules.engine import evaluate
 from probes import get_probe
 from probes.probe import ProbeContext, ProbeParseError
 

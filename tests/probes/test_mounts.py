@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.analytic_rules.storage import ceph_fuse_mounts
+from advisor.rules.analytic.storage import ceph_fuse_mounts
 from probes import get_probe
 from probes.probe import ProbeContext, ProbeParseError
 

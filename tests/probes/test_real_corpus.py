@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.fact_paths import MISSING, get_path
+from advisor.rules.fact_paths import MISSING, get_path
 from probes import all_probes, get_probe
 from probes.probe import ProbeParseError
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.analytic_rules.storage import xcache_occupancy, xcache_watermarks
+from advisor.rules.analytic.storage import xcache_occupancy, xcache_watermarks
 from probes import get_probe
 from probes.probe import NOT_APPLICABLE_MARKER, ProbeContext, ProbeParseError
 

@@ -8,7 +8,7 @@ import pytest
 from advisor.adapters.xrootd import ADAPTER
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.findings import Change, FindingStatus
-from advisor.rule_engine import evaluate
+from advisor.rules.engine import evaluate
 from probes import get_probe
 from probes.probe import ProbeParseError
 

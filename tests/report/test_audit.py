@@ -13,7 +13,7 @@ from lxml import etree
 
 from advisor.audit.checklist import audit_checklist
 from advisor.findings import Finding, FindingStatus, Severity
-from advisor.rule_specs import load_catalog
+from advisor.rules.specs import load_catalog
 from advisor.site import Host, MeshPair, MeshSpec, Site, Waiver
 
 from .conftest import make_report

@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from advisor.history.store import HistoryStore
+from advisor.history_store import HistoryStore
 from advisor.report.model import load_report
 
 from .conftest import make_report
@@ -31,7 +31,7 @@ import sys
 sys.path.insert(0, {repo!r})
 from tests.report.conftest import make_report
 from advisor.findings import Finding, FindingStatus, Severity
-from advisor.history.store import HistoryStore
+from advisor.history_store import HistoryStore
 n, rows = int(sys.argv[2]), int(sys.argv[3])
 big = [Finding(rule_id="R", hosts=[f"h{{i}}" for i in range(rows)], status=FindingStatus.fail, severity=Severity.low)]
 with HistoryStore(sys.argv[1]) as store:

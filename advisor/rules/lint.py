@@ -7,9 +7,10 @@ import fnmatch
 from pathlib import Path
 
 from advisor.errors import StoradviseError
-from advisor.rule_engine import analytic_functions
-from advisor.rule_references import unshipped_files
-from advisor.rule_specs import available_profiles, load_catalog, load_profile_file, resolve_profiles
+import advisor.rules.analytic  # noqa: F401  (its modules register the shipped analytic rules)
+from advisor.rules.context import analytic_functions
+from advisor.rules.references import unshipped_files
+from advisor.rules.specs import available_profiles, load_catalog, load_profile_file, resolve_profiles
 from probes import all_probes
 
 
@@ -98,8 +99,8 @@ def change_template_problems(rule, pack_vars: dict) -> list[str]:
     """Unknown adapters; for check rules (which hand over no values) fields other than the
     finding's; profile variables without a default."""
     from advisor.adapters import adapters
-    from advisor.change_templates import FINDING_FIELDS
-    from advisor.profile_vars import vars_in_text
+    from advisor.rules.change_templates import FINDING_FIELDS
+    from advisor.rules.profile_vars import vars_in_text
 
     out = []
     known = adapters()

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from advisor.adapters.firewall import rule_key
 from advisor.findings import Finding, FindingStatus
-from advisor.rule_engine import RuleContext, analytic_rule
+from advisor.rules.context import RuleContext, analytic_rule
 
 FIREWALL = "firewall"
 NIC = "network.nic"

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from advisor.profile_vars import PROFILE_VAR, lookup, split_vars, whole_var
+from advisor.rules.profile_vars import PROFILE_VAR, lookup, split_vars, whole_var
 
 _FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)\}")
 _WHOLE_FIELD = re.compile(r"^\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)\}$")

@@ -1,42 +1,27 @@
-"""The rule engine: facts in, findings out.
+"""What a rule sees (``RuleContext``), and the registry of analytic rules: Python functions
+registered with ``@analytic_rule(id)``, whose metadata lives in a YAML pack (``kind: python``).
 
-Check rules (YAML, advisor.rule_specs) compare one fact per host (or per item of a fact
-mapping) with an expected value; analytic rules are Python functions registered with
-``@analytic_rule(id)`` that reason across facts or hosts. Rules never run commands.
+The analytic rules (advisor.rules.analytic) import this module; the engine (advisor.rules.engine)
+imports both. Nothing here imports the engine.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import importlib
-import pkgutil
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from advisor.check_rules import evaluate_check
-from advisor.comparisons import compare  # noqa: F401  (re-exported for rule authors and tests)
 from advisor.errors import RuleDefinitionError
-from advisor.change_templates import render_text
-from advisor.profile_vars import interpolate
 from advisor.facts import FactSet, HostFacts, ProbeStatus
-from advisor.finding_changes import finding_changes
-from advisor.finding_groups import evidence_host, group_findings
-from advisor.gc_paused import gc_paused
 from advisor.findings import Finding, FindingStatus, Remediation, Severity
-from advisor.host_failures import collapse_host_failures
-from advisor.rule_specs import (
-    ResolvedProfile,
-    RuleCatalog,
-    RuleSpec,
-    load_catalog,
-    resolve_profiles,
-)
-from advisor.site import Host, Site, Waiver
+from advisor.rules.change_templates import render_text
+from advisor.rules.finding_changes import finding_changes
+from advisor.rules.profile_vars import interpolate
+from advisor.rules.specs import RuleSpec
+from advisor.site import Site
 from advisor.trusted_models import trusted
 
 AnalyticFunction = Callable[["RuleContext"], Iterable[Finding]]
 _ANALYTIC: dict[str, AnalyticFunction] = {}
-_LOADED = False
 
 
 def analytic_rule(rule_id: str) -> Callable[[AnalyticFunction], AnalyticFunction]:
@@ -52,14 +37,10 @@ def analytic_rule(rule_id: str) -> Callable[[AnalyticFunction], AnalyticFunction
 
 
 def analytic_functions() -> dict[str, AnalyticFunction]:
-    global _LOADED
-    if not _LOADED:
-        import advisor.analytic_rules as pkg
+    """Every registered analytic rule: the shipped ones (advisor.rules.analytic, whose modules
+    register theirs when that package is imported, as the engine does) and any registered since."""
+    return dict(_ANALYTIC)
 
-        for info in pkgutil.iter_modules(pkg.__path__):
-            importlib.import_module(f"{pkg.__name__}.{info.name}")
-        _LOADED = True
-    return _ANALYTIC
 
 
 # --------------------------------------------------------------------------- context
@@ -144,7 +125,7 @@ class RuleContext:
                 plannable: bool = True) -> Finding:
         """A finding of this rule. A failed one carries the changes its rule pack's
         ``remediation.changes`` templates give with these fields and the rule's ``values``
-        (advisor.change_templates); a template that needs a value the rule did not give yields
+        (advisor.rules.change_templates); a template that needs a value the rule did not give yields
         no change (the remediation text says what to do by hand). ``plannable=False`` gives a failed
         finding no changes at all: a fix the rule judges unsafe here is said, never planned."""
         rem = self.rule.remediation
@@ -181,113 +162,3 @@ class RuleContext:
 
 
 _interpolate = interpolate
-
-
-# --------------------------------------------------------------------------- grouping and waivers
-
-
-def apply_waivers(findings: list[Finding], waivers: list[Waiver], today: dt.date | None = None,
-                  hosts: dict[str, Host] | None = None) -> list[Finding]:
-    """A failed finding on hosts covered by a valid waiver becomes ``waived``; an expired waiver
-    leaves it failed and says so. ``hosts`` (the site's, by name) let a waiver's host pattern name
-    groups and roles; without them it matches names and globs."""
-    by_name = hosts or {}
-    out: list[Finding] = []
-    for f in findings:
-        if f.status != FindingStatus.fail or not waivers:
-            out.append(f)
-            continue
-        waived: dict[str, Waiver] = {}
-        expired: dict[str, Waiver] = {}
-        for h in f.hosts:
-            for w in waivers:
-                if w.matches(f.rule_id, by_name.get(h, h)):
-                    (expired if w.expired(today) else waived)[h] = w
-                    if not w.expired(today):
-                        break
-        rest = [h for h in f.hosts if h not in waived]
-        if rest:
-            g = f.model_copy()  # hosts, changes and evidence are new lists below; the rest is read-only
-            g.hosts = rest
-            g.changes = [c for c in f.changes if c.host not in waived]
-            g.evidence = [e for e in f.evidence if evidence_host(e) not in waived]
-            exp = [h for h in rest if h in expired]
-            if exp:
-                w = expired[exp[0]]
-                g.message = f"waiver expired on {w.expires} ({w.justification})"
-            out.append(g)
-        by_waiver: dict[int, list[str]] = {}
-        for h, w in waived.items():
-            by_waiver.setdefault(id(w), []).append(h)
-        for hosts in by_waiver.values():
-            w = waived[hosts[0]]
-            g = f.model_copy()  # hosts, changes and evidence are new lists below; the rest is read-only
-            g.hosts = hosts
-            chosen = set(hosts)
-            g.changes = [c for c in f.changes if c.host in chosen]
-            g.status = FindingStatus.waived
-            g.evidence = [e for e in f.evidence if evidence_host(e) in chosen]
-            by = f", approved by {w.approved_by}" if w.approved_by else ""
-            until = f", until {w.expires}" if w.expires else ""
-            g.message = f"waived: {w.justification}{by}{until}"
-            out.append(g)
-    return out
-
-
-# --------------------------------------------------------------------------- entry point
-
-
-class Evaluation:
-    """The outcome of running the selected rules over a fact set."""
-
-    def __init__(self, findings: list[Finding], profile: ResolvedProfile):
-        self.findings = findings
-        self.profile = profile
-
-
-def evaluate(factset: FactSet, site: Site | None = None, profiles: list[str] | None = None,
-             catalog: RuleCatalog | None = None, today: dt.date | None = None,
-             rule_filter: Callable[[RuleSpec], bool] | None = None) -> Evaluation:
-    """Every selected rule over the fact set, grouped, host failures collapsed, waivers applied.
-
-    The cyclic garbage collector is paused meanwhile: rules allocate a finding per host and rule
-    (400,000 over 10,000 hosts), none in a reference cycle, and the collector's passes over that
-    growing heap made the cost grow faster than the hosts."""
-    with gc_paused():
-        return _evaluate(factset, site, profiles, catalog, today, rule_filter)
-
-
-def _evaluate(factset: FactSet, site: Site | None, profiles: list[str] | None, catalog: RuleCatalog | None,
-              today: dt.date | None, rule_filter: Callable[[RuleSpec], bool] | None) -> Evaluation:
-    catalog = catalog or load_catalog(site_dirs=site.rules_dirs if site else None,
-                                      storage_systems=site.storage_systems if site else None)
-    names = profiles or (site.profiles if site else None) or ["generic"]
-    resolved = resolve_profiles(names, catalog, overrides=site.vars if site else None)
-    functions = analytic_functions()
-    findings: list[Finding] = []
-    hosts_by_roles: dict[frozenset[str], list[HostFacts]] = {}  # shared by the rules of this evaluation
-    adapters_by_name: dict[str, Any] = {}  # likewise
-    for rid in resolved.rule_ids:
-        rule = catalog.rules[rid]
-        if rule_filter and not rule_filter(rule):
-            continue
-        severity = resolved.severity.get(rid, rule.severity)
-        ctx = RuleContext(rule, resolved.vars, severity, factset, site, hosts_by_roles, adapters_by_name)
-        if rule.kind == "python":
-            fn = functions.get(rule.function or "")
-            if fn is None:
-                raise RuleDefinitionError(f"{rule.pack}: rule {rid} names unregistered function {rule.function!r}")
-            produced = group_findings(list(fn(ctx)))
-        else:
-            produced = evaluate_check(ctx)  # grouped as evaluated
-        findings.extend(produced)
-    findings = collapse_host_failures(findings, factset)
-    findings = apply_waivers(findings, site.waivers if site else [], today, site.by_name() if site else None)
-    findings.sort(key=finding_sort_key)
-    return Evaluation(findings, resolved)
-
-
-def finding_sort_key(f: Finding) -> tuple:
-    """Worst first: failures by severity, then errors, waived, passes."""
-    status_rank = {"fail": 0, "error": 1, "waived": 2, "pass": 3, "not_applicable": 4}[f.status.value]
-    return (status_rank, -f.severity.rank, f.rule_id, f.subject or "", ",".join(f.hosts))

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from advisor.analytic_rules.diskio import DISKSTATS, await_limits, busy_devices, outlier_settings
+from advisor.rules.analytic.diskio import DISKSTATS, await_limits, busy_devices, outlier_settings
 from advisor.findings import Finding, FindingStatus
-from advisor.rule_engine import RuleContext, analytic_rule
+from advisor.rules.context import RuleContext, analytic_rule
 from probes.block import disk_of
 
 SMART = "disk.smart"

@@ -6,7 +6,7 @@ import math
 import re
 from typing import Any
 
-from advisor.fact_paths import MISSING
+from advisor.rules.fact_paths import MISSING
 
 
 def _number(v: Any) -> float | None:

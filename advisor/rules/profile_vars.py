@@ -2,8 +2,8 @@
 
 A value that is one whole ``${var}`` takes the variable's value with its type (a number stays a
 number, a list a list); inside a longer text ``${var}`` is replaced by the value as text. Rule
-expectations (advisor.rule_specs), change templates (advisor.change_templates), remediation texts
-(advisor.rule_engine) and ``rules lint`` all read variables through this module.
+expectations (advisor.rules.specs), change templates (advisor.rules.change_templates), remediation texts
+(advisor.rules.engine) and ``rules lint`` all read variables through this module.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Check rules (YAML, advisor.rule_specs): one fact per host, or per item of a fact mapping,
+"""Check rules (YAML, advisor.rules.specs): one fact per host, or per item of a fact mapping,
 compared with an expected value.
 
 Evaluation is linear in the hosts and cheap per host: the rule's paths are split once, the
@@ -13,13 +13,13 @@ import json
 import re
 from typing import Any
 
-from advisor.comparisons import compare
-from advisor.fact_paths import MISSING, get_path, split_path
-from advisor.finding_groups import value_key
+from advisor.rules.comparisons import compare
+from advisor.rules.fact_paths import MISSING, get_path, split_path
+from advisor.rules.finding_groups import value_key
 from advisor.findings import Finding, FindingStatus
-from advisor.rule_specs import Condition, RuleSpec, substitute_vars
+from advisor.rules.specs import Condition, RuleSpec, substitute_vars
 
-#: the advisor.rule_engine.RuleContext a rule is evaluated in (not imported: the engine imports this module)
+#: the advisor.rules.engine.RuleContext a rule is evaluated in (not imported: the engine imports this module)
 RuleContext = Any
 
 _OK, _NA, _ERR = "ok", "not_applicable", "error"
@@ -102,7 +102,7 @@ def evaluate_check(ctx: RuleContext) -> list[Finding]:
     na_reason = f"probe {probe} does not apply to this host"
     label = fact_label(rule.fact)
     # a path the facts lack: the probe did not read it (an older capture, from before a rule asked
-    # for the key: advisor.probe_requests) or the host has no such item
+    # for the key: advisor.rules.probe_requests) or the host has no such item
     not_collected = f"{label} not collected: {rule.fact} is absent from the {probe} facts"
     # id(facts) -> outcomes; the facts objects are held by the fact set while this runs, so an id
     # is never reused for another object here

@@ -3,20 +3,15 @@ predates the diagnosis (``plan --scan``, ``verify --before`` of an older scan)."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from advisor.diagnosis import diagnose, diagnosis_input
 from advisor.diagnosis.model import Diagnosis
 from advisor.gc_paused import gc_paused
+from advisor.report.model import ScanReport
+from advisor.rules.specs import RuleCatalog, load_catalog
 
-if TYPE_CHECKING:  # the report model imports the diagnosis model: no import at run time
-    from advisor.report.model import ScanReport
 
-
-def diagnose_report(report: "ScanReport", catalog=None) -> Diagnosis:
+def diagnose_report(report: ScanReport, catalog: RuleCatalog | None = None) -> Diagnosis:
     if catalog is None:
-        from advisor.rule_specs import load_catalog
-
         catalog = load_catalog()
     inp = diagnosis_input(report.findings, report.mesh, report.efficiency, {h.name: h.facts for h in report.hosts},
                           catalog, {h.name: h.address for h in report.hosts if h.address})
@@ -24,7 +19,7 @@ def diagnose_report(report: "ScanReport", catalog=None) -> Diagnosis:
         return diagnose(inp)
 
 
-def ensure_diagnosis(report: "ScanReport", catalog=None) -> "ScanReport":
+def ensure_diagnosis(report: ScanReport, catalog: RuleCatalog | None = None) -> ScanReport:
     """A saved report without causes (older storadvise) gets them now; one with causes keeps its own."""
     if report.causes or report.hygiene or report.unexplained or report.inconclusive or report.plan_prediction:
         return report

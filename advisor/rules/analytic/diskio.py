@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Iterator
 
 from advisor.findings import Finding, FindingStatus
-from advisor.rule_engine import RuleContext, analytic_rule
+from advisor.rules.context import RuleContext, analytic_rule
 
 DISKSTATS = "block.diskstats"
 

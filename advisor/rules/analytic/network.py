@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from advisor.analytic_rules.link_rate import host_link_rate_bps, site_link_rates
+from advisor.link_rate import host_link_rate_bps, site_link_rates
 from advisor.findings import Finding, FindingStatus
-from advisor.rule_engine import RuleContext, analytic_rule
+from advisor.rules.context import RuleContext, analytic_rule
 from advisor.units import format_bps
 
 SYSCTL = "network.sysctl"

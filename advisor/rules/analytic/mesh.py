@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from advisor.findings import Change, Finding, FindingStatus
 from advisor.mesh import diagnosis as dg
 from advisor.mesh.results import judge_paths
-from advisor.rule_engine import RuleContext, analytic_rule
+from advisor.rules.context import RuleContext, analytic_rule
 from advisor.units import format_bps
 
 

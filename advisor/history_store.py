@@ -344,7 +344,7 @@ def store_scan(report: ScanReport, history: str | Path | None, no_history: bool,
     ``written``: the JSON file the command just wrote this report to, if any."""
     if no_history:
         return None
-    from advisor.history.compare import new_failures
+    from advisor.report.scan_compare import new_failures
 
     try:
         with HistoryStore(history_path(history)) as store:

@@ -10,13 +10,13 @@ key that a loaded rule names:
 
 Every loaded rule counts, whatever the profiles select: a capture collected under one profile
 replays under another. A key an older capture did not collect is "not collected" for the rules
-that need it (advisor.check_rules), never a parse error.
+that need it (advisor.rules.checks), never a parse error.
 """
 
 from __future__ import annotations
 
-from advisor.fact_paths import split_path
-from advisor.rule_specs import RuleCatalog, RuleSpec
+from advisor.rules.fact_paths import split_path
+from advisor.rules.specs import RuleCatalog, RuleSpec
 
 #: a change key or path segment holding one of these is a template, not a key
 _TEMPLATE_CHARS = set("{}$")

@@ -1,6 +1,6 @@
 """Rule packs and profiles as data: loading and validation (docs/rules.md).
 
-The engine (advisor.rule_engine) evaluates what this module loads.
+The engine (advisor.rules.engine) evaluates what this module loads.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from advisor.errors import RuleDefinitionError, SiteFileError
-from advisor.change_templates import RemediationSpec
+from advisor.rules.change_templates import RemediationSpec
 from advisor.findings import Severity
-from advisor.profile_vars import substitute_vars, whole_vars_in  # noqa: F401  (substitute_vars: re-exported)
+from advisor.rules.profile_vars import substitute_vars, whole_vars_in  # noqa: F401  (substitute_vars: re-exported)
 from advisor.resources import rules_dir
 from advisor.yaml_lines import load_located_yaml
 

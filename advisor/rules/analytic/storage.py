@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from advisor.findings import Finding, FindingStatus
-from advisor.rule_engine import RuleContext, analytic_rule
+from advisor.rules.context import RuleContext, analytic_rule
 from advisor.shipped_code import canonical
 from advisor.units import parse_size_bytes
 
