@@ -343,13 +343,19 @@ class MeshPair(StrictModel):
     a: str
     b: str | None = None
     direction: Literal["both", "forward"] = "both"
-    exclude: list[str] = Field(default_factory=list, description="host names or fnmatch patterns left out")
+    #: host patterns (HostPattern: names, globs, groups, roles) whose hosts the pair leaves out
+    exclude: list[str] = Field(default_factory=list, description="host patterns whose hosts are left out")
     expected_rate: int | None = None
 
     @field_validator("expected_rate", mode="before")
     @classmethod
     def _parse_rate(cls, v: Any) -> int | None:
         return _rate(v)
+
+    @field_validator("exclude")
+    @classmethod
+    def _exclude_patterns(cls, v: list[str]) -> list[str]:
+        return [_valid_host_pattern(p) for p in v]
 
 
 class MeshSpec(StrictModel):

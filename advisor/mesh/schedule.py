@@ -11,7 +11,6 @@ How many rounds, and at what cost: ``advisor.mesh.edge_colouring``.
 
 from __future__ import annotations
 
-import fnmatch
 import itertools
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -26,7 +25,7 @@ from advisor.mesh.edge_colouring import (  # noqa: F401  (circle_rounds ... re-e
     schedule_edges,
     schedule_method,
 )
-from advisor.site import Host, MeshPair, Site
+from advisor.site import Host, MeshPair, Site, host_pattern
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,10 +41,6 @@ class PathRequest:
     expected_source: str | None = None
 
 
-def _excluded(name: str, patterns: Sequence[str]) -> bool:
-    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
-
-
 def _select(site: Site, selector: str, exclude: Sequence[str], where: str) -> list[Host]:
     hosts = site.hosts_in(selector)
     if not hosts:
@@ -55,7 +50,7 @@ def _select(site: Site, selector: str, exclude: Sequence[str], where: str) -> li
             f"mesh pair {where}: {selector!r} is no group, role or host of the site (groups: {groups})",
             field="mesh.pairs",
         )
-    return [h for h in hosts if not _excluded(h.name, exclude)]
+    return [h for h in hosts if not any(host_pattern(p).matches(h) for p in exclude)]
 
 
 def expected_rate(src: Host, dst: Host, pair: MeshPair | None = None) -> tuple[int | None, str | None]:

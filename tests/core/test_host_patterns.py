@@ -76,6 +76,15 @@ def test_mesh_pairs_take_host_patterns(site):
         "pairs": [{"a": "workers", "b": "storage,!gpfs03", "direction": "forward"}]}})
     paths = {(p.src, p.dst) for p in expand_pairs(site)}
     assert paths == {(w, s) for w in ("wn01", "wn02") for s in ("gpfs01", "gpfs02")}
+    # a pair's exclude list reads the same grammar: a group, a role, a glob
+    site = Site.model_validate({"name": "t2", "hosts": HOSTS, "mesh": {
+        "pairs": [{"a": "servers", "exclude": ["nsd", "door", "gpfs0[3]"]}]}})
+    assert {(p.src, p.dst) for p in expand_pairs(site)} == set()  # nothing left to pair
+    site = Site.model_validate({"name": "t2", "hosts": HOSTS, "mesh": {
+        "pairs": [{"a": "servers", "b": "workers", "direction": "forward", "exclude": ["nsd,door"]}]}})
+    assert {p.src for p in expand_pairs(site)} == {"gpfs03"}
+    with pytest.raises(ValidationError, match="host pattern"):
+        Site.model_validate({"name": "t2", "hosts": HOSTS, "mesh": {"pairs": [{"a": "servers", "exclude": ["a,,b"]}]}})
 
 
 @pytest.mark.parametrize("pattern", ["", "a,,b", "wn01,!", " , "])
