@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -58,6 +58,17 @@ class BootValue(BaseModel):
     source: BootSource
     #: where it comes from: the file (and how it was read), or the default's documentation
     origin: str | None = None
+
+
+class ChangeTarget(NamedTuple):
+    """What an analysis asks of one setting (the mesh diagnosis: ``tcp_sack`` to 1 on gpfs01): the
+    rule that reports it renders it through its pack's change templates, and its adapter turns it
+    into a ``Change`` once, with the values the scan saw (advisor/rules/finding_changes.py)."""
+
+    host: str
+    adapter: str
+    key: str
+    target: Any
 
 
 class Change(BaseModel):

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from advisor.adapters.firewall import rule_key
-from advisor.findings import Change
+from advisor.findings import ChangeTarget
 from advisor.mesh.results import path_ratio
 from advisor.units import format_bps
 
@@ -149,8 +149,9 @@ class Cause:
     observed: Any
     good: Any
     text: str
-    #: the remedy as the structured changes of every other rule (advisor.findings.Change)
-    changes: list[Change] = field(default_factory=list)
+    #: the remedy as targets (advisor.findings.ChangeTarget): the finding that reports the cause renders
+    #: them through rules/mesh.yml, and the adapters turn them into changes once
+    changes: list[ChangeTarget] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
 
 
@@ -273,7 +274,7 @@ def compare_facts(host: str, good: list[str], side: str, facts: HostFactsMap) ->
             causes.append(Cause(
                 key=key, observed=mine, good=theirs,
                 text=f"{short}={mine} on {host}" + (f" (good {side}s: {theirs})" if theirs is not None else ""),
-                changes=[sysctl_change(facts, host, key, "1")],
+                changes=[sysctl_change(host, key, "1")],
                 evidence=[f"{host}: {key} = {mine}"] + [f"{g}: {key} = {sysctl_value(facts, g, key)}" for g in good_with[:3]],
             ))
 
@@ -300,7 +301,7 @@ def compare_facts(host: str, good: list[str], side: str, facts: HostFactsMap) ->
         causes.append(Cause(
             key=buf_key, observed=mine_max, good=target,
             text=f"{buf_key.rsplit('.', 1)[-1]} max {mine_max} on {host} (good {side}s: >= {target})",
-            changes=[sysctl_change(facts, host, buf_key, new)],
+            changes=[sysctl_change(host, buf_key, new)],
             evidence=[f"{host}: {buf_key} = {' '.join(map(str, ints)) or mine_max}"],
         ))
 
@@ -311,25 +312,25 @@ def compare_facts(host: str, good: list[str], side: str, facts: HostFactsMap) ->
         causes.append(Cause(
             key=qkey, observed=mine_q, good=good_q,
             text=f"default_qdisc {mine_q} on {host} (good {side}s: {good_q})",
-            changes=[sysctl_change(facts, host, qkey, good_q)],
+            changes=[sysctl_change(host, qkey, good_q)],
             evidence=[f"{host}: {qkey} = {mine_q}"],
         ))
     return causes
 
 
-def sysctl_change(facts: HostFactsMap, host: str, key: str, target: str) -> Change:
-    """Set ``key`` to ``target`` on ``host`` (the running value as the scan saw it)."""
-    return Change(host=host, adapter="sysctl", key=key, runtime=sysctl_value(facts, host, key), target=target)
+def sysctl_change(host: str, key: str, target: str) -> ChangeTarget:
+    """Set ``key`` to ``target`` on ``host``."""
+    return ChangeTarget(host, "sysctl", key, target)
 
 
-def firewall_changes(host: str, rules: list[dict]) -> list[Change]:
+def firewall_changes(host: str, rules: list[dict]) -> list[ChangeTarget]:
     """Remove each rule (named as the firewall adapter names a scanned rule)."""
-    return [Change(host=host, adapter="firewall", key=rule_key(r), runtime="present", target="absent") for r in rules]
+    return [ChangeTarget(host, "firewall", rule_key(r), "absent") for r in rules]
 
 
-def merged_changes(causes: list[Cause]) -> list[Change]:
+def merged_changes(causes: list[Cause]) -> list[ChangeTarget]:
     """The changes of every cause, one per (host, adapter, key): a later cause's target wins."""
-    out: dict[tuple[str, str, str], Change] = {}
+    out: dict[tuple[str, str, str], ChangeTarget] = {}
     for c in causes:
         for ch in c.changes:
             out[(ch.host, ch.adapter, ch.key)] = ch
@@ -375,7 +376,7 @@ class BufferLimit:
     bdp_bytes: int
     recommended_bytes: int
     #: the remedy: the window sysctl (and, for a buffer, the net.core maximum that caps it)
-    changes: list[Change]
+    changes: list[ChangeTarget]
     #: mean RTT during the test minus the idle RTT (None when iperf3 gave no minimum)
     queueing_delay_us: float | None = None
 
@@ -454,12 +455,12 @@ def buffer_limited(paths: Iterable[dict], facts: HostFactsMap, min_ratio: float,
             continue
         _, host, key, source, window, limit, rec = best
         if key == WINDOW_SCALING:
-            changes = [sysctl_change(facts, host, WINDOW_SCALING, "1")]
+            changes = [sysctl_change(host, WINDOW_SCALING, "1")]
         else:
             ints = sysctl_ints(facts, host, key) or [4096, 131072 if key.endswith("rmem") else 16384]
             new = " ".join(str(x) for x in ints[:2] + [rec]) if len(ints) >= 2 else str(rec)
             core = "net.core.wmem_max" if key.endswith("wmem") else "net.core.rmem_max"
-            changes = [sysctl_change(facts, host, key, new), sysctl_change(facts, host, core, str(max(rec * 2, 67108864)))]
+            changes = [sysctl_change(host, key, new), sysctl_change(host, core, str(max(rec * 2, 67108864)))]
         out.append(BufferLimit(
             path=p, host=host, sysctl=key, window_bytes=window, window_source=source, limit_bps=limit,
             rtt_us=rtt, bdp_bytes=bdp, recommended_bytes=rec, changes=changes,
@@ -471,7 +472,7 @@ def buffer_limited(paths: Iterable[dict], facts: HostFactsMap, min_ratio: float,
 # ----------------------------------------------------------------------------- failures
 
 
-def failure_hint(p: dict, facts: HostFactsMap) -> tuple[str | None, list[str], list[Change]]:
+def failure_hint(p: dict, facts: HostFactsMap) -> tuple[str | None, list[str], list[ChangeTarget]]:
     """For a failed test: a firewall on either end that could explain it (text, evidence, changes)."""
     err = str(p.get("error") or "").lower()
     connect = any(s in err for s in ("unable to connect", "refused", "no route", "timed out", "timeout"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from advisor.findings import Change, Finding, FindingStatus
+from advisor.findings import ChangeTarget, Finding, FindingStatus
 from advisor.mesh import diagnosis as dg
 from advisor.mesh.results import judge_paths
 from advisor.rules.context import RuleContext, analytic_rule
@@ -40,7 +40,7 @@ def _ratio(ctx: RuleContext) -> float:
     return float(ctx.vars.get("mesh_min_ratio", 0.8))
 
 
-def _values(changes: list[Change]) -> dict:
+def _values(changes: list[ChangeTarget]) -> dict:
     """The diagnosis' changes as the values rules/mesh.yml's change templates read: ``sysctls``
     [{key, target}] and ``firewall_rules`` [rule keys] (the rule pack states the remediation)."""
     return {
@@ -175,7 +175,7 @@ def _buffer_values(b: dg.BufferLimit) -> dict:
             "core_target": targets.get(core) if core else None}
 
 
-def _firewall_host(changes: list[Change]) -> str | None:
+def _firewall_host(changes: list[ChangeTarget]) -> str | None:
     """The end of a failed path whose firewall rules the hint names."""
     return next((c.host for c in changes if c.adapter == "firewall"), None)
 
