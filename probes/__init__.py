@@ -1,6 +1,7 @@
 """Probes: one module per subsystem, each a command plus a pure parser.
 
-``all_probes()`` discovers every ``Probe`` subclass with a ``name`` in this package's modules.
+``all_probes()`` discovers every ``Probe`` subclass with a ``name`` in this package's modules and in
+the probe modules of the registered storage kinds (advisor.storage_kinds: installed plug-ins too).
 """
 
 from __future__ import annotations
@@ -35,7 +36,10 @@ def all_probes() -> dict[str, Probe]:
     found: dict[str, Probe] = {}
     names = [f"{__name__}.{info.name}" for info in pkgutil.iter_modules(__path__)
              if not info.name.startswith("_") and info.name != "probe"]
-    for module_name in names + _EXTRA_MODULES:
+    from advisor.storage_kinds import probe_modules
+
+    kinds = [m for m in probe_modules() if not m.startswith(f"{__name__}.")]
+    for module_name in names + list(dict.fromkeys(_EXTRA_MODULES + kinds)):
         module = importlib.import_module(module_name)
         for _, obj in inspect.getmembers(module, inspect.isclass):
             if issubclass(obj, Probe) and obj is not Probe and not inspect.isabstract(obj) and getattr(obj, "name", None):
