@@ -163,9 +163,35 @@ def _load_plugins() -> None:
             for n in (kind.name, *kind.aliases):
                 if n in taken:
                     raise PluginError(f"{where}: the name {n!r} is taken by {taken[n]}")
+            problem = _missing_part(kind)
+            if problem:
+                raise PluginError(f"{where}: kind {kind.name!r}: {problem}")
             if _REGISTRY.get(kind.name) is not kind:  # (a plug-in module may register its kind itself)
                 register_storage_kind(kind)
             taken.update({n: f"plug-in {ep.name!r} of {dist!r}" for n in (kind.name, *kind.aliases)})
+
+
+def _missing_part(kind: StorageKind) -> str | None:
+    """What a plug-in's kind names that is not there (a module that cannot be found, a path that is
+    not a file or directory), checked without importing the modules themselves."""
+    from importlib.util import find_spec
+
+    modules = {"probe_module": kind.probe_modules, "adapter_module": (kind.adapter_module, *kind.extra_adapter_modules),
+               "lab_emulation": (kind.lab_emulation,)}
+    for what, names in modules.items():
+        for m in (n for n in names if n):
+            try:
+                found = find_spec(m) is not None
+            except Exception:  # noqa: BLE001  (a parent package that fails to import)
+                found = False
+            if not found:
+                return f"{what} {m!r} is not an importable module"
+    for pack in kind.rule_packs:
+        if Path(pack).is_absolute() and not Path(pack).is_file():
+            return f"rule_pack {pack!r} is not a file"
+    if kind.role and Path(kind.role).is_absolute() and not Path(kind.role).is_dir():
+        return f"role {kind.role!r} is not a directory"
+    return None
 
 
 def registry_version() -> int:
@@ -211,26 +237,16 @@ def storage_gate(systems: list[str] | tuple[str, ...] | None) -> StorageGate:
 
 def register_storage_kind(kind: StorageKind) -> StorageKind:
     """Add a storage kind (a plug-in, or a test): its adapter, rule pack and role are found through
-    this registry; its probe module is added to the probes' discovery."""
+    this registry; the probes' discovery (probes.all_probes) reads its probe modules from here."""
     _registry()
     _REGISTRY[kind.name] = kind
     _VERSION[0] += 1
-    if kind.probe_modules:
-        from probes import add_probe_module
-
-        for module in kind.probe_modules:
-            add_probe_module(module)
     return kind
 
 
 def unregister_storage_kind(name: str) -> None:
-    kind = _registry().pop(name, None)
+    _registry().pop(name, None)
     _VERSION[0] += 1
-    if kind and kind.probe_modules:
-        from probes import remove_probe_module
-
-        for module in kind.probe_modules:
-            remove_probe_module(module)
 
 
 def host_setting_names() -> set[str]:

@@ -81,7 +81,7 @@ def test_an_installed_plugin_brings_its_probe_and_rules(tmp_path):
         "probe.py": PROBE,
         "tapefs.yml": PACK,
         # a list of kinds: the second only names an alias of the first's kind
-        "kind.py": f'''
+        "kind.py": '''
             from pathlib import Path
             from advisor.storage_kinds import StorageKind
 
@@ -127,3 +127,16 @@ def test_a_plugin_may_not_take_a_shipped_kind_name(tmp_path):
         "__init__.py": "", "kind.py": "from advisor.storage_kinds import StorageKind\nKIND = StorageKind('mygpfs', aliases=('cephfs',))\n"})
     line = one_line_error(cli(root, "probe", "list"))
     assert "plug-in 'gpfs' (my_gpfs.kind:KIND) of distribution 'my-gpfs': the name 'cephfs' is taken by a shipped kind" in line
+
+
+def test_a_plugin_naming_a_module_or_role_that_is_not_there_is_refused(tmp_path):
+    root = distribution(tmp_path / "a", "typo-storadvise", "typofs = typo_storadvise.kind:KIND", {
+        "__init__.py": "", "kind.py": "from advisor.storage_kinds import StorageKind\n"
+                                      "KIND = StorageKind('typofs', probe_module='typo_storadvise.prob')\n"})
+    line = one_line_error(cli(root, "probe", "list"))
+    assert "'typo-storadvise': kind 'typofs': probe_module 'typo_storadvise.prob' is not an importable module" in line
+    root = distribution(tmp_path / "b", "norole-storadvise", "norolefs = norole_storadvise.kind:KIND", {
+        "__init__.py": "", "kind.py": "from advisor.storage_kinds import StorageKind\n"
+                                      "KIND = StorageKind('norolefs', role='/nonexistent/norole_tuning')\n"})
+    line = one_line_error(cli(root, "rules", "list"))
+    assert "kind 'norolefs': role '/nonexistent/norole_tuning' is not a directory" in line
