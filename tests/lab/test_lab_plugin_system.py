@@ -230,6 +230,10 @@ def test_a_storage_system_added_in_its_own_files(lab_registry: Path, tmp_path: P
         failed = [f for f in scan["findings"] if f["rule_id"] == "STRIPEFS-STRIPE"]
         assert [(f["status"], f["observed_value"], sorted(f["hosts"])) for f in failed] == [
             ("fail", 256, ["st01", "st02"])], failed
+        # storage_systems: [stripefs] gates the probes: the plug-in's ran, no other storage system's did
+        ran = {h["name"]: set(h["facts"]) for h in scan["hosts"]}
+        assert all("stripefs.tunables" in r and not any(p.split(".")[0] in ("gpfs", "lustre", "hdfs") for p in r)
+                   for r in ran.values()), ran
         # the evidence is the plug-in probe's fact, read on each host
         assert failed[0]["evidence"] == ["st01: settings.stripe_kb = 256", "st02: settings.stripe_kb = 256"], failed
 
