@@ -37,3 +37,7 @@ class UsageError(StoradviseError):
 
 class RuleDefinitionError(StoradviseError):
     """A rule pack, profile or waiver that is malformed."""
+
+
+class PluginError(StoradviseError):
+    """An installed plug-in (an entry point of ours) that cannot be loaded or does not fit."""

@@ -12,6 +12,11 @@ ones, network, firewall, block, host..., always are; ``storage_gate``). A site t
 ``storage_kind`` runs every kind's probes, as before. Entries without modules (``nfs``, ``other``) are known kinds whose
 plug-in is not written yet: their sites get the generic rules. ``eos`` has probes and rules but no
 role (its findings are fixed by hand; its remediations name the exact commands).
+
+A site's own storage system lives outside this tree: a Python distribution whose entry point in the
+group ``storadvise.storage_kinds`` names a ``StorageKind`` (or a list of them). The installed plug-ins
+are loaded on the registry's first use, once; a broken one stops the command with one line naming
+the entry point and its distribution (advisor.errors.PluginError).
 """
 
 from __future__ import annotations
@@ -118,20 +123,92 @@ _REGISTRY: dict[str, StorageKind] = {k.name: k for k in _BUILTIN}
 #: bumped on every registration or removal (what is built from the registry is rebuilt then)
 _VERSION = [0]
 
+#: the entry-point group of out-of-tree storage kinds (a distribution's ``[project.entry-points]``)
+ENTRY_POINT_GROUP = "storadvise.storage_kinds"
+#: [loaded?, the error of a broken plug-in (raised again on every use of the registry)]
+_PLUGINS: list = [False, None]
+
+
+def _registry() -> dict[str, StorageKind]:
+    """The registry, with the installed plug-ins loaded (on the first call)."""
+    if not _PLUGINS[0]:
+        _PLUGINS[0] = True  # first: a plug-in that uses the registry while it loads sees the shipped kinds
+        try:
+            _load_plugins()
+        except Exception as exc:
+            _PLUGINS[1] = exc
+    if _PLUGINS[1] is not None:
+        raise _PLUGINS[1]
+    return _REGISTRY
+
+
+def _load_plugins() -> None:
+    from importlib.metadata import entry_points
+
+    from advisor.errors import PluginError
+
+    taken = {n: "a shipped kind" for k in _BUILTIN for n in (k.name, *k.aliases)}
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        dist = ep.dist.name if ep.dist is not None else "an unknown distribution"
+        where = f"storage-kind plug-in {ep.name!r} ({ep.value}) of distribution {dist!r}"
+        try:
+            loaded = ep.load()
+        except (Exception, SystemExit) as exc:  # a plug-in's import may even exit: one line, no traceback
+            line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise PluginError(f"{where}: cannot be loaded: {type(exc).__name__}: {line}") from None
+        kinds = list(loaded) if isinstance(loaded, (list, tuple)) else [loaded]
+        for kind in kinds:
+            if not isinstance(kind, StorageKind):
+                raise PluginError(f"{where}: is a {type(kind).__name__}, not an advisor.storage_kinds.StorageKind")
+            for n in (kind.name, *kind.aliases):
+                if n in taken:
+                    raise PluginError(f"{where}: the name {n!r} is taken by {taken[n]}")
+            problem = _missing_part(kind)
+            if problem:
+                raise PluginError(f"{where}: kind {kind.name!r}: {problem}")
+            if _REGISTRY.get(kind.name) is not kind:  # (a plug-in module may register its kind itself)
+                register_storage_kind(kind)
+            taken.update({n: f"plug-in {ep.name!r} of {dist!r}" for n in (kind.name, *kind.aliases)})
+
+
+def _missing_part(kind: StorageKind) -> str | None:
+    """What a plug-in's kind names that is not there (a module that cannot be found, a path that is
+    not a file or directory), checked without importing the modules themselves."""
+    from importlib.util import find_spec
+
+    modules = {"probe_module": kind.probe_modules, "adapter_module": (kind.adapter_module, *kind.extra_adapter_modules),
+               "lab_emulation": (kind.lab_emulation,)}
+    for what, names in modules.items():
+        for m in (n for n in names if n):
+            try:
+                found = find_spec(m) is not None
+            except Exception:  # noqa: BLE001  (a parent package that fails to import)
+                found = False
+            if not found:
+                return f"{what} {m!r} is not an importable module"
+    for pack in kind.rule_packs:
+        if Path(pack).is_absolute() and not Path(pack).is_file():
+            return f"rule_pack {pack!r} is not a file"
+    if kind.role and Path(kind.role).is_absolute() and not Path(kind.role).is_dir():
+        return f"role {kind.role!r} is not a directory"
+    return None
+
 
 def registry_version() -> int:
+    _registry()
     return _VERSION[0]
 
 
 def storage_kinds() -> dict[str, StorageKind]:
-    return dict(_REGISTRY)
+    return dict(_registry())
 
 
 def get_storage_kind(name: str) -> StorageKind | None:
     """The kind of that name or alias."""
-    kind = _REGISTRY.get(name)
+    registry = _registry()
+    kind = registry.get(name)
     if kind is None:
-        kind = next((k for k in _REGISTRY.values() if name in k.aliases), None)
+        kind = next((k for k in registry.values() if name in k.aliases), None)
     return kind
 
 
@@ -141,7 +218,7 @@ class StorageGate:
 
     def __init__(self, systems: list[str] | tuple[str, ...] = ()):
         chosen = {k.name for k in (get_storage_kind(s) for s in systems) if k}
-        others = [k for k in _REGISTRY.values() if systems and k.name not in chosen]
+        others = [k for k in _registry().values() if systems and k.name not in chosen]
         self.systems = tuple(systems)
         self.closed_probe_modules = frozenset(m for k in others for m in k.probe_modules)
         self.closed_rule_packs = frozenset(Path(p).name for k in others for p in k.rule_packs)
@@ -160,38 +237,29 @@ def storage_gate(systems: list[str] | tuple[str, ...] | None) -> StorageGate:
 
 def register_storage_kind(kind: StorageKind) -> StorageKind:
     """Add a storage kind (a plug-in, or a test): its adapter, rule pack and role are found through
-    this registry; its probe module is added to the probes' discovery."""
+    this registry; the probes' discovery (probes.all_probes) reads its probe modules from here."""
+    _registry()
     _REGISTRY[kind.name] = kind
     _VERSION[0] += 1
-    if kind.probe_modules:
-        from probes import add_probe_module
-
-        for module in kind.probe_modules:
-            add_probe_module(module)
     return kind
 
 
 def unregister_storage_kind(name: str) -> None:
-    kind = _REGISTRY.pop(name, None)
+    _registry().pop(name, None)
     _VERSION[0] += 1
-    if kind and kind.probe_modules:
-        from probes import remove_probe_module
-
-        for module in kind.probe_modules:
-            remove_probe_module(module)
 
 
 def host_setting_names() -> set[str]:
-    return {s for k in _REGISTRY.values() for s in k.host_settings}
+    return {s for k in _registry().values() for s in k.host_settings}
 
 
 def host_setting_kinds() -> dict[str, str]:
-    return {name: what for k in _REGISTRY.values() for name, what in k.host_settings.items()}
+    return {name: what for k in _registry().values() for name, what in k.host_settings.items()}
 
 
 def probe_modules() -> list[str]:
-    return [m for k in _REGISTRY.values() for m in k.probe_modules]
+    return [m for k in _registry().values() for m in k.probe_modules]
 
 
 def rule_packs() -> list[str]:
-    return [p for k in _REGISTRY.values() for p in k.rule_packs]
+    return [p for k in _registry().values() for p in k.rule_packs]
