@@ -104,22 +104,19 @@ def efficiency_plan(site: Site, settings: dict[str, Any] | None) -> dict[str, An
     """The active test the scan would run (None: it would not run)."""
     if settings is None or not (site.extensions.get("efficiency") or settings):
         return None
-    from advisor.efficiency.active import EfficiencyTestError, _config, python_command, resolve_hosts
-    from advisor.efficiency.protocols import default_protocol, parse_protocols, protocol_sources
+    from advisor.efficiency.active_plan import EfficiencyTestError, build_active_plan
 
     try:
-        cfg = _config(site, dict(settings))
-        protos = parse_protocols(cfg.get("protocols")) or [default_protocol(site, cfg, cfg.get("source"))]
-        sources = protocol_sources(site, protos, cfg, cfg.get("source"))
-        workers = resolve_hosts(site, cfg.get("hosts"))
-        python = python_command(cfg.get("python"))
+        plan = build_active_plan(site, settings)  # what the scan would resolve, validated the same way
     except EfficiencyTestError as exc:
         return {"error": str(exc)}
+    python = plan.python
     return {
-        "workers": [h.name for h in workers], "one_worker_at_a_time": True,
-        "protocols": protos, "sources": {p: {k: v for k, v in s.items() if isinstance(v, (str, int, float))}
-                                         for p, s in sources.items()},
-        "clients": sorted({int(c) for c in (cfg.get("clients") or [1])}), "mb_per_host": cfg.get("mb"),
+        "workers": [h.name for h in plan.workers], "one_worker_at_a_time": True,
+        "protocols": list(plan.protocols),
+        "sources": {p: {k: v for k, v in s.fields.items() if isinstance(v, (str, int, float))}
+                    for p, s in plan.sources.items()},
+        "clients": list(plan.clients), "mb_per_host": plan.config.get("mb"),
         "on_source": f"{python} job.py serve (the job's own data server, in {MKTEMP}, "
                      "stopped and removed after the test)",
         "on_worker": f"{python} - job ...  (the job read from stdin: nothing installed)",

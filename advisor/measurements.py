@@ -40,15 +40,18 @@ def run_site_measurements(site: Site, factory: Callable[[Host], Transport], fact
             mesh_site = site.model_copy(update={"hosts": list(hosts)})
         factset.mesh = run_mesh(mesh_site, factory, quiet=quiet, console=console, nic_speeds=nic_speeds(factset))
     if with_efficiency and (site.extensions.get("efficiency") or efficiency_settings):
-        from advisor.efficiency.active import EfficiencyTestError, run_efficiency_test
+        from advisor.efficiency.active import run_active
+        from advisor.efficiency.active_plan import EfficiencyTestError, build_active_plan
 
         from advisor.report.progress import StepProgress
 
         if console is not None and not quiet:
             console.print("running the active CPU-efficiency test (one worker at a time) ...")
+        settings = dict(efficiency_settings or {})
+        progress = settings.pop("progress", None)
         try:
+            plan = build_active_plan(site, settings)  # the site is read here, once: the run gets the plan
             with StepProgress("efficiency test", enabled=console is not None and not quiet, console=console) as bar:
-                factset.efficiency = run_efficiency_test(site, factory, step_progress=bar.update,
-                                                         **(efficiency_settings or {}))
+                factset.efficiency = run_active(plan, factory, progress=progress, step_progress=bar.update)
         except EfficiencyTestError as exc:  # recorded, and the scan is incomplete
             factset.efficiency = {"mean": None, "hosts": {}, "error": str(exc), "failed": True}

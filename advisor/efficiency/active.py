@@ -14,6 +14,9 @@ work bounded (``scaling_budget_mb``). Everything runs strictly one step at a tim
 schedule, load averages, time blocked on reads and CPU share while computing are recorded, so
 CPU contention between lab hosts (which share this machine's cores) shows as contention, not
 as I/O wait. See docs/efficiency-active.md.
+
+``run_active`` takes an ``ActiveTestPlan`` (advisor/efficiency/active_plan.py: the site's hosts,
+sources and settings resolved and validated once, before anything runs), never the site.
 """
 
 from __future__ import annotations
@@ -24,34 +27,22 @@ import secrets
 import shlex
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
-from advisor.efficiency.protocols import EfficiencyTestError, resolve_source  # noqa: F401 (re-exported)
-from advisor.efficiency.scaling_curve import MIN_EFFICIENCY, RATE_DROP, find_knee
+from advisor.efficiency.active_plan import ActiveTestPlan, EfficiencyTestError
+from advisor.efficiency.active_plan import build_active_plan, python_command, resolve_hosts, resolve_source  # noqa: F401 (re-exported)
+from advisor.efficiency.protocols import job_spec
+from advisor.efficiency.scaling_curve import find_knee
+from advisor.efficiency.scaling_run import run_points
 from advisor import host_tmp
 from advisor.host_tmp import MKTEMP
-from advisor.site import Host, Site, host_address
+from advisor.site import Host
 from advisor.transport.base import Transport, TransportError
-from advisor.units import parse_rate_bps
 
 JOB_PATH = Path(__file__).with_name("active_job.py")
 #: TCP goodput / line rate used for the healthy read rate
 GOODPUT = 0.94
 DEFAULT_RATE_BPS = 10**9
-DEFAULTS: dict[str, Any] = {
-    "mb": 64.0,  # MiB per host test
-    "cpu_factor": 1.5,  # compute time per MiB / healthy read time per MiB
-    "readahead": 1,  # blocks requested ahead of the one being computed
-    "slots": 1,  # concurrent jobs per worker in the per-host test (job slots), sharing the healthy rate
-    "block_kb": 1024,
-    "scaling_budget_mb": 256.0,  # clients x MiB per client at the largest point
-    "calibrate_seconds": 0.3,
-    "server_lifetime": 1800.0,
-    "timeout": None,  # per job; default from the work
-    "nodes": 1,  # worker nodes the scaling points spread their clients over
-    "knee_rate_drop": RATE_DROP,  # a point is degraded below (1 - this) x the baseline rate per client
-    "knee_min_efficiency": MIN_EFFICIENCY,  # ... or below this efficiency
-}
 MIB = 1 << 20
 
 
@@ -137,48 +128,6 @@ def healthy_mib_per_s(rate_bps: int | None) -> float:
     return (rate_bps or DEFAULT_RATE_BPS) * GOODPUT / 8 / MIB
 
 
-def _config(site: Site, overrides: dict[str, Any]) -> dict[str, Any]:
-    ext = site.extensions.get("efficiency") or {}
-    if not isinstance(ext, dict):
-        raise EfficiencyTestError(f"{site.source or site.name}: 'extensions.efficiency' must be a mapping")
-    cfg = dict(DEFAULTS)
-    for k in DEFAULTS:
-        if ext.get(k) is not None:
-            cfg[k] = ext[k]
-    for k in ("source", "hosts", "clients", "healthy_rate", "scaling_host", "python", "address", "protocols",
-              "xrootd", "xcache", "posix"):
-        cfg[k] = ext.get(k)
-    cfg.update({k: v for k, v in overrides.items() if v is not None})
-    return cfg
-
-
-_PYTHON_RE = re.compile(r"^[A-Za-z0-9_./+-]{1,256}$")
-
-
-def python_command(value: Any) -> str:
-    """The interpreter the hosts run the job with: a command name or a path, nothing a shell would read."""
-    python = str(value or "python3")
-    if not _PYTHON_RE.match(python) or python.startswith("-"):
-        raise EfficiencyTestError(f"extensions.efficiency.python: {python[:60]!r} is not a command name or path")
-    return python
-
-
-def resolve_hosts(site: Site, hosts: Iterable[str] | str | None) -> list[Host]:
-    if hosts is None:
-        hosts = ["worker"]
-    if isinstance(hosts, str):
-        hosts = [x for x in hosts.split(",") if x]
-    out: list[Host] = []
-    for sel in hosts:
-        found = site.hosts_in(sel.strip())
-        if not found:
-            raise EfficiencyTestError(f"{site.source or site.name}: no host, group or role {sel!r}")
-        out += [h for h in found if h not in out]
-    if not out:
-        raise EfficiencyTestError(f"{site.source or site.name}: no worker host to test")
-    return out
-
-
 def _rate_of(h: Host | None) -> int | None:
     return h.link_rate if h is not None else None
 
@@ -224,65 +173,33 @@ def _mean(vals: list[float | None]) -> float | None:
 # ------------------------------------------------------------------ the test
 
 
-def run_efficiency_test(
-    site: Site,
+def run_active(
+    plan: ActiveTestPlan,
     transport_factory: Callable[[Host], Transport],
-    hosts: Iterable[str] | str | None = None,
-    source: Any = None,
-    clients: Iterable[int] | None = None,
-    mb: float | None = None,
-    cpu_factor: float | None = None,
-    readahead: int | None = None,
     progress: Callable[[str], None] | None = None,
     step_progress: Callable[[int, int, str], None] | None = None,
-    protocols: Iterable[str] | str | None = None,
-    nodes: int | None = None,
-    **overrides: Any,
 ) -> dict[str, Any]:
-    """Run the active test; returns the ``efficiency`` dict of a scan (see the docs).
+    """Run the active test ``plan`` describes (``build_active_plan``); returns the ``efficiency``
+    dict of a scan (see the docs).
 
-    ``protocols``: what the clients read through (tcp, posix, xrootd, xcache; the first one also
-    serves the per-host test); default: the kind of ``source``. ``nodes``: workers the scaling
-    points spread their clients over (default 1).
-    ``step_progress(done, total, what)``: called before each job step and after the last, for a
-    progress bar (the steps are the workers, one at a time, then the scaling points)."""
-    from advisor.efficiency.protocols import default_protocol, job_spec, parse_protocols, protocol_sources
-    from advisor.efficiency.scaling_run import run_points
-
-    cfg = _config(site, dict(mb=mb, cpu_factor=cpu_factor, readahead=readahead, nodes=nodes, **overrides))
+    The plan's protocols are what the clients read through (tcp, posix, xrootd, xcache; the first
+    one also serves the per-host test); its nodes, the workers the scaling points spread their
+    clients over. ``step_progress(done, total, what)``: called before each job step and after the
+    last, for a progress bar (the steps are the workers, one at a time, then the scaling points)."""
     say = progress or (lambda _m: None)
-    protos = parse_protocols(protocols if protocols is not None else cfg.get("protocols"))
-    explicit_protocols = protos is not None
-    if protos is None:
-        protos = [default_protocol(site, cfg, source)]
-    sources = protocol_sources(site, protos, cfg, source)
+    protos = list(plan.protocols)
+    explicit_protocols = plan.explicit_protocols
+    sources = {p: dict(s.fields) for p, s in plan.sources.items()}  # the tcp one gets its server's label
     src = sources[protos[0]]
-    n_nodes = int(cfg["nodes"])
-    rate_drop, min_eff = float(cfg["knee_rate_drop"]), float(cfg["knee_min_efficiency"])
-    try:
-        find_knee([], rate_drop, min_eff)  # the bounds are checked before anything runs
-    except ValueError as e:
-        raise EfficiencyTestError(f"knee: {e}") from None
-    workers = resolve_hosts(site, hosts if hosts is not None else cfg.get("hosts"))
-    counts = sorted({int(c) for c in (clients or cfg.get("clients") or [1])})
-    if not counts or counts[0] < 1:
-        raise EfficiencyTestError(f"clients must be positive integers, got {counts}")
-    python = python_command(cfg.get("python"))
-    mb_host = float(cfg["mb"])
-    if mb_host <= 0:
-        raise EfficiencyTestError(f"mb must be positive, got {mb_host:g}")
-    factor = float(cfg["cpu_factor"])
-    ra = int(cfg["readahead"])
-    if n_nodes < 1 or n_nodes > len(workers):
-        raise EfficiencyTestError(f"nodes {n_nodes}: between 1 and the {len(workers)} worker(s) of the test "
-                                  f"({', '.join(h.name for h in workers)})")
+    n_nodes = plan.nodes
+    workers = list(plan.workers)
+    counts = list(plan.clients)
+    python = plan.python
+    mb_host = plan.mb_per_host
+    factor = plan.cpu_factor
+    ra = plan.readahead
     tcp_src = sources.get("tcp")
-    src_host = site.host(tcp_src["host"]) if tcp_src else None
-    if tcp_src and cfg.get("address"):
-        try:
-            tcp_src["address"] = host_address(str(cfg["address"]))
-        except ValueError as exc:
-            raise EfficiencyTestError(f"{site.source or site.name}: extensions.efficiency.address: {exc}") from None
+    src_host = plan.server_host
 
     schedule: list[dict[str, Any]] = []
     transports: dict[str, Transport] = {}
@@ -320,8 +237,8 @@ def run_efficiency_test(
 
     # the healthy rate: the site's setting, else the slower of the two ends' link rates
     def healthy_for(h: Host) -> tuple[float, int]:
-        if cfg.get("healthy_rate"):
-            bps = parse_rate_bps(cfg["healthy_rate"])
+        if plan.healthy_rate_bps:
+            bps = plan.healthy_rate_bps
         else:
             rates = [r for r in (_rate_of(h), _rate_of(src_host)) if r]
             bps = min(rates) if rates else DEFAULT_RATE_BPS
@@ -333,9 +250,9 @@ def run_efficiency_test(
         mibs, _ = healthy_for(h)
         cpu_per_mb = factor * share / mibs
         args = ["job", "--source", source_spec, "--mb", f"{mb_each:g}", "--cpu-per-mb", f"{cpu_per_mb:.6g}",
-                "--readahead", str(ra), "--block-kb", str(int(cfg["block_kb"])), "--clients", str(n_clients),
-                "--calibrate-seconds", f"{float(cfg['calibrate_seconds']):g}", *(extra or [])]
-        timeout = cfg.get("timeout") or (60.0 + mb_each * n_clients * (4 * cpu_per_mb + 1.0))
+                "--readahead", str(ra), "--block-kb", str(plan.block_kb), "--clients", str(n_clients),
+                "--calibrate-seconds", f"{plan.calibrate_seconds:g}", *(extra or [])]
+        timeout = plan.timeout or (60.0 + mb_each * n_clients * (4 * cpu_per_mb + 1.0))
         res = transport(h).run(job_script(args, python, auth=auth if source_spec.startswith("tcp:") else None),
                                timeout=float(timeout))
         if res.timed_out:
@@ -359,7 +276,7 @@ def run_efficiency_test(
             say(f"starting the data server on {src_host.name}")
 
             def start() -> dict[str, Any]:
-                r = transport(src_host).run(server_start_script(token, float(cfg["server_lifetime"]), bind=tcp_src["address"],
+                r = transport(src_host).run(server_start_script(token, plan.server_lifetime, bind=tcp_src["address"],
                                                                 python=python, auth=auth),
                                             timeout=30)
                 kv = dict(line.split(" ", 1) for line in r.stdout.splitlines() if " " in line)
@@ -380,9 +297,7 @@ def run_efficiency_test(
         spec, label = specs[protos[0]], labels[protos[0]]
 
         calibration: dict[str, Any] = {}
-        slots = int(cfg["slots"])
-        if slots < 1:
-            raise EfficiencyTestError(f"slots must be a positive integer, got {slots}")
+        slots = plan.slots
         for h in workers:
             say(f"{h.name}: {mb_host:g} MiB from {label}" + (f" in {slots} concurrent job slots" if slots > 1 else ""))
             try:
@@ -395,7 +310,7 @@ def run_efficiency_test(
             mibs, bps = healthy_for(h)
             cal = dict(s.pop("calibration") or {})
             cal.update({"healthy_rate_bps": bps, "healthy_mib_per_s": round(mibs, 3), "cpu_factor": factor,
-                        "readahead": ra, "block_kb": int(cfg["block_kb"]), "slots": slots})
+                        "readahead": ra, "block_kb": plan.block_kb, "slots": slots})
             s["calibration"] = cal
             calibration[h.name] = cal
             result["hosts"][h.name] = s
@@ -403,16 +318,16 @@ def run_efficiency_test(
         ok_hosts = [n for n, s in result["hosts"].items() if s.get("efficiency") is not None]
         # scaling: C concurrent clients over the nodes, the same work per client at every point
         if (counts != [1] or explicit_protocols) and ok_hosts:
-            first = str(cfg.get("scaling_host") or ok_hosts[0])
-            order = [first] + [n for n in ok_hosts if n != first]
-            scaling_nodes = [site.host(n) for n in order[:n_nodes]]
+            passed = [h for h in workers if h.name in ok_hosts]
+            first = plan.scaling_host or passed[0]
+            scaling_nodes = ([first] + [h for h in passed if h.name != first.name])[:n_nodes]
             if len(scaling_nodes) < n_nodes:
                 result["nodes_note"] = (f"{n_nodes} node(s) asked, {len(scaling_nodes)} passed the per-host test: "
                                         "the scaling points use those")
-            mb_each = max(1.0, min(mb_host, float(cfg["scaling_budget_mb"]) / max(counts)))
+            mb_each = max(1.0, min(mb_host, plan.scaling_budget_mb / max(counts)))
             for p in protos:
                 result["scaling"] += run_points(scaling_nodes, counts, mb_each, specs[p], p, run_job, step, say,
-                                                float(cfg["calibrate_seconds"]))
+                                                plan.calibrate_seconds)
         elif ok_hosts:
             for n in ok_hosts[:1]:
                 s = result["hosts"][n]
@@ -427,11 +342,12 @@ def run_efficiency_test(
                                           "cpu_share_computing": s["cpu_share_computing"]})
         result["protocols"] = [
             {"protocol": p, "source": labels[p],
-             "knee": find_knee([x for x in result["scaling"] if x.get("protocol") == p], rate_drop, min_eff)}
+             "knee": find_knee([x for x in result["scaling"] if x.get("protocol") == p], plan.knee_rate_drop,
+                              plan.knee_min_efficiency)}
             for p in protos]
         result["knee"] = result["protocols"][0]["knee"]
         result["calibration"] = {
-            "cpu_factor": factor, "readahead": ra, "block_kb": int(cfg["block_kb"]), "goodput": GOODPUT,
+            "cpu_factor": factor, "readahead": ra, "block_kb": plan.block_kb, "goodput": GOODPUT,
             "slots": slots,
             "model": "compute per MiB = cpu_factor x slots x (1 / healthy MiB/s): the slots together consume "
                      "the healthy rate / cpu_factor; read-then-compute per block with "
@@ -442,7 +358,7 @@ def run_efficiency_test(
         if server is not None:
             try:
                 r = step("server-stop", server["host"], 0,
-                         lambda: transport(site.host(server["host"])).run(
+                         lambda: transport(src_host).run(
                              server_stop_script(server["pid"], token, server["dir"]), timeout=15))
                 server["stopped"] = r.stdout.strip() in ("killed", "gone")
             except Exception:

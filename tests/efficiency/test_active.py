@@ -4,7 +4,7 @@
 * the same through two network namespaces joined by a veth pair (198.18.210.0/24) shaped with
   tbf at 200 Mbit/s: I/O-bound (efficiency clearly lower, most of the wall time blocked on reads);
   namespaces and server removed in teardown, even on failure;
-* run_efficiency_test through a real sshd (SshTransport; loopback is storage and worker);
+* run_active through a real sshd (SshTransport; loopback is storage and worker);
 * compare_efficiency, source/host resolution and the CLI's exit codes.
 
 The machine's cores are shared: a CPU-bound run whose CPU share while computing shows
@@ -32,8 +32,9 @@ from advisor.efficiency.active import (
     parse_job_output,
     resolve_hosts,
     resolve_source,
-    run_efficiency_test,
+    run_active,
 )
+from advisor.efficiency.active_plan import _config, build_active_plan
 from advisor.site import Site
 
 JOB = str(active.JOB_PATH)
@@ -225,6 +226,11 @@ def _factory(site, tmp_path):
     return lambda h: transport_for(h, site, opts)
 
 
+def run_efficiency_test(site, factory, progress=None, step_progress=None, **settings):
+    """The scan's measure stage: the plan built from the site once, then run."""
+    return run_active(build_active_plan(site, settings), factory, progress=progress, step_progress=step_progress)
+
+
 def test_run_efficiency_test_over_ssh(ssh_site, tmp_path):
     site, _ = ssh_site
     msgs: list[str] = []
@@ -268,6 +274,22 @@ def test_run_efficiency_test_job_slots(ssh_site, tmp_path):
     assert c2["slots"] == 2 and two["calibration"]["slots"] == 2 and c1["slots"] == 1
     assert c2["cpu_s_per_mb"] == pytest.approx(2 * c1["cpu_s_per_mb"], rel=0.01)
     assert 0 < h["efficiency"] <= 1.05
+
+
+def test_the_run_reads_the_plan_not_the_site(ssh_site, tmp_path):
+    """Built once, the plan is all the run needs: with the site's hosts gone and its efficiency
+    settings changed afterwards, the run still starts the server on the plan's source host, tests
+    the plan's worker and uses the plan's settings."""
+    site, _ = ssh_site
+    factory = _factory(site.model_copy(), tmp_path)
+    plan = build_active_plan(site, {"clients": [1, 2]})
+    site.hosts.clear()
+    site.extensions["efficiency"] = {"mb": 1, "hosts": ["nope"], "source": "path:/nonexistent"}
+    r = run_active(plan, factory)
+    assert [(e["kind"], e["host"], e["clients"]) for e in r["schedule"]] == [
+        ("server-start", "st", 0), ("host", "wn", 1), ("scaling", "wn", 1), ("scaling", "wn", 2), ("server-stop", "st", 0)]
+    assert r["failed"] == [] and r["mb_per_host"] == 16 and r["hosts"]["wn"]["mb_read"] == pytest.approx(16)
+    assert r["source"]["host"] == "st" and r["server"]["stopped"] and not _alive(r["server"]["pid"])
 
 
 def test_run_efficiency_test_failed_host_is_reported(ssh_site, tmp_path):
@@ -318,7 +340,7 @@ def test_resolve_source_and_hosts():
     with pytest.raises(EfficiencyTestError, match="no host, group or role"):
         resolve_hosts(_site(), ["cache"])
     # the site extension's source is used when no argument is given (through the config)
-    cfg = active._config(_site(source={"path": "/gpfs/fs1/testfile"}, mb=8), {})
+    cfg = _config(_site(source={"path": "/gpfs/fs1/testfile"}, mb=8), {})
     assert cfg["source"] == {"path": "/gpfs/fs1/testfile"} and cfg["mb"] == 8
 
 

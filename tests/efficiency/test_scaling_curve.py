@@ -100,7 +100,8 @@ def _site(**ext):
 
 
 def test_protocol_sources_defaults_and_settings():
-    from advisor.efficiency.protocols import job_spec, protocol_sources
+    from advisor.efficiency.active_plan import protocol_sources
+    from advisor.efficiency.protocols import job_spec
 
     src = protocol_sources(_site(), ["xrootd", "xcache"], {}, None)
     assert src["xrootd"]["url"] == "root://10.0.0.1:11094//data"
@@ -114,7 +115,7 @@ def test_protocol_sources_defaults_and_settings():
 
 
 def test_posix_defaults_to_the_origins_local_file():
-    from advisor.efficiency.protocols import protocol_sources
+    from advisor.efficiency.active_plan import protocol_sources
 
     site = _site()
     site.host("xrd01").vars["xrootd_local_file"] = "/run/lab/hosts/xrd01/xrootd/data/store/file0000"
@@ -133,7 +134,7 @@ def test_posix_defaults_to_the_origins_local_file():
     ({"xcache": {"host": "nope"}}, None, "xcache.host"),
 ])
 def test_protocol_sources_refuse_bad_settings(cfg, source, msg):
-    from advisor.efficiency.protocols import protocol_sources
+    from advisor.efficiency.active_plan import protocol_sources
 
     protos = ["posix"] if msg.startswith("posix") else ["xcache"]
     with pytest.raises(EfficiencyTestError, match=msg.replace("(", r"\(")):
