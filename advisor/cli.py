@@ -433,6 +433,12 @@ def _mount_subapps() -> None:
             app.add_typer(mod.app, name=name)
         else:
             mod.register(app)
+        if module == "advisor.efficiency.cli":
+            # ``efficiency test`` runs the scan's measure stage: it lives above the scan, not in the
+            # efficiency package the scan imports
+            from advisor.efficiency_test_cli import register_active
+
+            register_active(mod.app)
 
 
 _mount_subapps()

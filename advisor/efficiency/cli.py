@@ -229,8 +229,5 @@ def _print_human(sd: dict[str, Any], findings: list[Any], issues: IssueLog, base
         con.print(f"... {issues.count - 20} more unparseable rows (see --json)")
 
 
-from advisor.efficiency.active_cli import register_active  # noqa: E402  (the active test job: `test`)
-register_active(app)
-
 from advisor.efficiency.what_if_cli import register_what_if  # noqa: E402  (`what-if`, old name `whatif`)
 register_what_if(app)

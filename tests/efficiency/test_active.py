@@ -347,15 +347,15 @@ def test_resolve_source_and_hosts():
 def test_cli_exit_codes(tmp_path):
     from typer.testing import CliRunner
 
-    from advisor.efficiency.cli import app
+    from advisor.cli import app
 
     sf = tmp_path / "s.yml"
     sf.write_text("name: t\ntransport: local\nhosts:\n  - {name: wn, roles: [worker]}\n"
                   "extensions: {efficiency: {calibrate_seconds: 0.05}}\n")
-    r = CliRunner().invoke(app, ["test", "--site", str(sf), "--source", "path:/nonexistent/x", "--json"])
+    r = CliRunner().invoke(app, ["efficiency", "test", "--site", str(sf), "--source", "path:/nonexistent/x", "--json"])
     assert r.exit_code == 3, r.output
     assert json.loads(r.stdout)["failed"] == ["wn"]
-    r = CliRunner().invoke(app, ["test", "--site", str(sf)])
+    r = CliRunner().invoke(app, ["efficiency", "test", "--site", str(sf)])
     assert r.exit_code == 3 and "no host with role storage" in r.output
-    r = CliRunner().invoke(app, ["test", "--site", str(sf), "--clients", "1,x"])
+    r = CliRunner().invoke(app, ["efficiency", "test", "--site", str(sf), "--clients", "1,x"])
     assert r.exit_code == 1 and "--clients" in r.output

@@ -1,4 +1,6 @@
-"""``storadvise efficiency test``: the active test job on worker nodes (registered by register_active)."""
+"""``storadvise efficiency test``: the active test job on worker nodes, the scan's measure stage alone
+(registered on the ``efficiency`` sub-app by advisor/cli.py; it imports the scan, which imports the
+efficiency package, so it lives above both)."""
 
 from __future__ import annotations
 
