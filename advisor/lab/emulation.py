@@ -23,6 +23,12 @@ class LabEmulation:
     model: type[BaseModel]
     #: the paths in a host that ``install`` binds (two emulations may not bind one on the same host)
     bind_dirs: tuple[str, ...] = ()
+    #: the fault kind ``lab generate`` draws for this system ("": it draws none; advisor/lab/generate.py)
+    generated_fault: str = ""
+    #: the shipped systems' place in the draw they share (kept, so that older seeds give the same
+    #: sites); None: the system draws from a random generator of its own, seeded by its fault kind
+    #: and the seed, so that adding it changes no other system's draws
+    generated_order: int | None = None
 
     def check(self, spec: Any, scenario: Any) -> None:
         """Raise ValueError when the section does not fit the scenario (unknown hosts ...)."""
@@ -59,6 +65,13 @@ class LabEmulation:
         """Variables the site file gives ``host`` (paths in the lab's state directory ...)."""
         return {}
 
+    def generate_fault(self, rng: Any, data: dict[str, Any], storage: list, workers: list, sg: str, wg: str,
+                       expect: list[dict[str, Any]]) -> None:
+        """For ``lab generate`` (when ``generated_fault`` names one): add this system's section to the
+        scenario ``data`` with a fault drawn from ``rng``, and the findings it must produce to
+        ``expect``. ``storage``/``workers``: the scenario's hosts of those roles; ``sg``/``wg``: their groups."""
+        raise NotImplementedError
+
 
 #: emulations of a host's own hardware, not of a storage kind: any scenario may carry them
 HOST_EMULATIONS = ("advisor.lab.emulators.disks_lab",)
@@ -74,6 +87,21 @@ def lab_emulations() -> dict[str, LabEmulation]:
         e = importlib.import_module(module).EMULATION
         out[e.section] = e
     return out
+
+
+def generated_faults() -> list[tuple[str, LabEmulation, str]]:
+    """(fault kind, emulation, storage kind) for every registered storage kind whose emulation draws a
+    fault in ``lab generate``, in draw order."""
+    from advisor.storage_kinds import storage_kinds
+
+    found = []
+    for kind in storage_kinds().values():
+        if kind.lab_emulation:
+            e = importlib.import_module(kind.lab_emulation).EMULATION
+            if e.generated_fault:
+                found.append((e.generated_order is None, e.generated_order or 0, e.generated_fault, e, kind.name))
+    found.sort(key=lambda x: x[:3])
+    return [(fault, e, kind) for _, _, fault, e, kind in found]
 
 
 def emulator_python() -> str:

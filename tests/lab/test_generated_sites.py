@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from advisor.lab.expect_check import measurement_faults, symptom_named
-from advisor.lab.generate import FAULT_KINDS, fault_kinds_of, generate_scenario, scenario_yaml
+from advisor.lab.generate import fault_kinds, fault_kinds_of, generate_scenario, scenario_yaml
 from advisor.lab.scenario import Scenario
 
 from tests.lab.conftest import lab_cli, require_root
@@ -84,7 +84,7 @@ def test_seeds_cover_the_catalogue():
         assert 3 <= len(sc.hosts) <= 8
         assert sc.expect, seed
         kinds |= fault_kinds_of(data)
-    assert kinds == set(FAULT_KINDS)
+    assert kinds == set(fault_kinds())
     assert generate_scenario(1) != generate_scenario(2)
 
 

@@ -6,6 +6,7 @@ shipped defaults of the settings the rule pack reads, overridden by the scenario
 
 from __future__ import annotations
 
+import random
 import re
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,10 @@ from advisor.lab.emulation import LabEmulation
 #: shipped defaults (ThinkParQ beegfs-client.conf, Section 1.2) of the settings written in the lab's file
 DEFAULTS = {"connMaxInternodeNum": "12", "connUseRDMA": "true", "connTCPRcvBufSize": "0",
             "tuneFileCacheType": "buffered", "tuneRemoteFSync": "true", "sysSyncOnClose": "false"}
+
+#: beegfs-client.conf settings a BeeGFS fault turns the wrong way
+BEEGFS_FAULTS = {"tuneFileCacheType": ("none", "BEEGFS-FILE-CACHE"),
+                 "connMaxInternodeNum": ("4", "BEEGFS-CONN-MAX-INTERNODE")}
 
 
 class BeegfsEmulation(BaseModel):
@@ -40,6 +45,8 @@ def client_conf(spec: BeegfsEmulation) -> str:
 
 
 class BeegfsLab(LabEmulation):
+    generated_fault = 'beegfs'
+    generated_order = 1
     section = "beegfs"
     bind_dirs = ("/etc/beegfs",)
     model = BeegfsEmulation
@@ -74,6 +81,15 @@ class BeegfsLab(LabEmulation):
         if not (host_dir / "emu" / "beegfs" / "etc" / "beegfs-client.conf").is_file():
             return None
         return "the BeeGFS client mounts again with its beegfs-client.conf (no runtime-only state)"
+
+    def generate_fault(self, rng: random.Random, data: dict[str, Any], storage: list, workers: list, sg: str,
+                       wg: str, expect: list[dict[str, Any]]) -> None:
+        keys = rng.sample(sorted(BEEGFS_FAULTS), rng.randint(1, len(BEEGFS_FAULTS)))
+        data["beegfs"] = {"clients": [wg], "mgmtd": storage[0]["name"], "settings": {k: BEEGFS_FAULTS[k][0] for k in keys}}
+        for h in workers:
+            for k in keys:
+                expect.append({"rule": BEEGFS_FAULTS[k][1], "host": h["name"],
+                               "fault": f"{k} = {BEEGFS_FAULTS[k][0]} in beegfs-client.conf"})
 
 
 EMULATION = BeegfsLab()

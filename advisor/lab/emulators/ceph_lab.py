@@ -6,6 +6,7 @@ daemon, made in the host's own mount namespace)."""
 
 from __future__ import annotations
 
+import random
 import shlex
 import subprocess
 from pathlib import Path
@@ -18,6 +19,10 @@ from advisor.lab.emulation import LabEmulation, emulator_python, package_root
 
 BIN_DIR = "/usr/local/bin"
 MOUNT_TOOL = "storadvise-lab-ceph-fuse-mount"
+
+#: ceph.conf [client] options a CephFS fault turns the wrong way, with the rule that finds it
+CEPH_CLIENT_FAULTS = {"client_oc": ("false", "CEPH-CLIENT-OBJECT-CACHE"),
+                      "client_debug_force_sync_read": ("true", "CEPH-CLIENT-FORCE-SYNC-READ")}
 
 
 class CephEmulation(BaseModel):
@@ -48,6 +53,8 @@ def _conf(spec: CephEmulation, mons: list[str]) -> str:
 
 
 class CephLab(LabEmulation):
+    generated_fault = 'cephfs'
+    generated_order = 0
     section = "ceph"
     bind_dirs = (BIN_DIR, "/etc/ceph")  # and the mount point the section names
     model = CephEmulation
@@ -135,6 +142,32 @@ class CephLab(LabEmulation):
         if (d / "bin" / "ceph").is_file():
             return "the Ceph cluster (OSDs, health) does not reboot with a host: unchanged"
         return None
+
+    def generate_fault(self, rng: random.Random, data: dict[str, Any], storage: list, workers: list, sg: str,
+                       wg: str, expect: list[dict[str, Any]]) -> None:
+        osds = rng.randint(3, 12)
+        slow = rng.randrange(osds)
+        ms = rng.choice([180, 250, 600])
+        spec: dict[str, Any] = {"storage": [sg], "clients": [wg], "osds": osds, "slow_osds": {slow: ms}}
+        for h in storage:
+            expect.append({"rule": "CEPH-OSD-SLOW", "host": h["name"], "subject": str(slow), "fixable": False,
+                           "by_hand": True, "fault": f"osd.{slow} at {ms} ms"})
+        if rng.random() < 0.5:
+            spec["slow_ops"] = [slow]
+            for h in storage:
+                for rule in ("CEPH-SLOW-OPS", "CEPH-HEALTH"):
+                    expect.append({"rule": rule, "host": h["name"], "fixable": False, "by_hand": True,
+                                   "fault": f"HEALTH_WARN: osd.{slow} has slow ops"})
+        for h in workers:
+            expect.append({"rule": "MOUNT-CEPH-FUSE", "host": h["name"], "subject": "/mnt/cephfs", "fixable": False,
+                           "by_hand": True, "fault": "CephFS mounted through ceph-fuse"})
+        if rng.random() < 0.7:
+            opt = rng.choice(sorted(CEPH_CLIENT_FAULTS))
+            value, rule = CEPH_CLIENT_FAULTS[opt]
+            spec["client_options"] = {opt: value}
+            for h in workers:
+                expect.append({"rule": rule, "host": h["name"], "fault": f"{opt} = {value} in ceph.conf [client]"})
+        data["ceph"] = spec
 
 
 EMULATION = CephLab()

@@ -4,6 +4,7 @@ space's variables as the scenario gives them. No EOS software runs."""
 
 from __future__ import annotations
 
+import random
 import re
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from advisor.lab.emulation import LabEmulation, emulator_python, package_root
 
 BIN_DIR = "/opt/eos/bin"
+
+#: EOS default-space variables that fail a rule
+EOS_SPACE_FAULTS = {"balancer": ("off", "EOS-SPACE-BALANCER"), "balancer.node.ntx": ("40", "EOS-SPACE-BALANCER-NTX")}
 
 
 class EosEmulation(BaseModel):
@@ -30,6 +34,8 @@ class EosEmulation(BaseModel):
 
 
 class EosLab(LabEmulation):
+    generated_fault = 'eos'
+    generated_order = 3
     section = "eos"
     bind_dirs = (BIN_DIR,)
     model = EosEmulation
@@ -78,6 +84,22 @@ class EosLab(LabEmulation):
         if not (host_dir / "emu" / "eos" / "bin" / "eos").exists():
             return None
         return "the EOS MGM restarts with its saved configuration (fs and space settings unchanged)"
+
+    def generate_fault(self, rng: random.Random, data: dict[str, Any], storage: list, workers: list, sg: str,
+                       wg: str, expect: list[dict[str, Any]]) -> None:
+        mgm = storage[0]["name"]
+        per_fst = rng.randint(1, 3)
+        fid = rng.randint(1, per_fst * len(storage))
+        bad_fs = rng.choice([({"configstatus": "ro"}, "EOS-FS-CONFIGSTATUS"),
+                             ({"boot": "opserror", "active": "offline"}, "EOS-FS-ONLINE")])
+        keys = rng.sample(sorted(EOS_SPACE_FAULTS), rng.randint(0, len(EOS_SPACE_FAULTS)))
+        data["eos"] = {"mgm": mgm, "fsts": [sg], "filesystems_per_fst": per_fst, "filesystems": {fid: bad_fs[0]},
+                       "space": {k: EOS_SPACE_FAULTS[k][0] for k in keys}}
+        expect.append({"rule": bad_fs[1], "host": mgm, "subject": str(fid), "fixable": False, "by_hand": True,
+                       "fault": f"EOS file system {fid}: {bad_fs[0]}"})
+        for k in keys:
+            expect.append({"rule": EOS_SPACE_FAULTS[k][1], "host": mgm, "fixable": False, "by_hand": True,
+                           "fault": f"EOS space default: {k} = {EOS_SPACE_FAULTS[k][0]}"})
 
 
 EMULATION = EosLab()

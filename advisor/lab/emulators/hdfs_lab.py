@@ -4,6 +4,7 @@ directory bound there), holding the scenario's ``properties``. No Hadoop softwar
 
 from __future__ import annotations
 
+import random
 import re
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from advisor.lab.emulation import LabEmulation, emulator_python, package_root
 
 BIN_DIR = "/opt/hadoop/bin"
+
+#: hdfs-site.xml properties above the rule pack's limits
+HDFS_FAULTS = {"dfs.datanode.balance.max.concurrent.moves": ("200", "HDFS-BALANCER-CONCURRENT-MOVES"),
+               "dfs.balancer.dispatcherThreads": ("400", "HDFS-BALANCER-DISPATCHER-THREADS")}
 
 
 class HdfsEmulation(BaseModel):
@@ -34,6 +39,8 @@ def site_xml(properties: dict[str, str]) -> str:
 
 
 class HdfsLab(LabEmulation):
+    generated_fault = 'hdfs'
+    generated_order = 2
     section = "hdfs"
     bind_dirs = (BIN_DIR, "/etc/hadoop/conf")
     model = HdfsEmulation
@@ -83,6 +90,15 @@ class HdfsLab(LabEmulation):
                 del data["bandwidth"]
                 write_json(f, data)
         return "the DataNode restarted: a dfsadmin -setBalancerBandwidth value is gone, hdfs-site.xml rules"
+
+    def generate_fault(self, rng: random.Random, data: dict[str, Any], storage: list, workers: list, sg: str,
+                       wg: str, expect: list[dict[str, Any]]) -> None:
+        keys = rng.sample(sorted(HDFS_FAULTS), rng.randint(1, len(HDFS_FAULTS)))
+        data["hdfs"] = {"hosts": [sg], "properties": {k: HDFS_FAULTS[k][0] for k in keys}}
+        for h in storage:
+            for k in keys:
+                expect.append({"rule": HDFS_FAULTS[k][1], "host": h["name"],
+                               "fault": f"{k} = {HDFS_FAULTS[k][0]} in hdfs-site.xml"})
 
 
 EMULATION = HdfsLab()
