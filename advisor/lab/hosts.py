@@ -21,8 +21,8 @@ when ``unshare`` dies. The boot script, run in those namespaces only:
 3. bind-mounts the host's private ``sysctl.d`` directory over /etc/sysctl.d (a directory, not a
    file: Ansible's atomic rename must work inside it), after step 2 so an overlay of /etc keeps it;
 4. bind-mounts an empty file over /root/.bashrc (this machine's bashrc runs ``pyenv init``);
-5. builds a private tmpfs for /run (with /run/sshd and the lab's state dir bound back at its
-   own path) and moves it over /run;
+5. builds a private tmpfs for /run (with /run/sshd, the host's own directory at
+   /run/storadvise-lab-host, and the lab's state dir bound back at its own path) and moves it over /run;
 6. starts ``iperf3 -s`` in the background and execs sshd in the foreground, so the host's pid 1
    *is* its sshd (``up`` records the ``unshare`` process above it).
 """
@@ -38,6 +38,8 @@ from advisor.lab.netns import run
 from probes.sysctl_conf import sysctl_proc_path
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+#: where a host sees its own directory of the lab (``hosts/NAME``), in its private /run
+HOST_DIR_IN_HOST = "/run/storadvise-lab-host"
 IPERF3 = shutil.which("iperf3") or "/usr/bin/iperf3"
 
 
@@ -117,6 +119,10 @@ def boot_script(lab_dir: Path, hdir: Path, host: str, address: str, emulators: d
         f"mkdir -p {q(H + '/run/sshd')}",
         f"chmod 0755 {q(H + '/run/sshd')}",
     ]
+    # the host's own directory at one path in every host (its private /run): the site file names the
+    # host's files there, so hosts of one kind run the same probe scripts and share a collection batch
+    lines += [f"mkdir -p {q(H + '/run' + HOST_DIR_IN_HOST[len('/run'):])}",
+              f"mount -n --bind {q(H)} {q(H + '/run' + HOST_DIR_IN_HOST[len('/run'):])}"]
     if Path(L).resolve().is_relative_to("/run"):
         # the lab's state dir lives under /run: bind it back at its own path inside the new /run
         inner = H + "/run/" + str(Path(L).resolve().relative_to("/run"))

@@ -15,6 +15,7 @@ import yaml
 
 from advisor.lab.records import LabRecord
 from advisor.lab.scenario import Scenario
+from advisor.lab.hosts import HOST_DIR_IN_HOST
 from advisor.site import Site, lab_sites_dir
 
 
@@ -29,7 +30,8 @@ def rate_text(bps: int | None) -> str | None:
 
 def persisted_ruleset_vars(hdir: Path) -> dict[str, Any]:
     """The firewall role's persisted-ruleset paths, pointed at the host's private copies (the
-    files ``lab reboot`` loads), so that the role never reads or edits the machine's real /etc."""
+    files ``lab reboot`` loads), so that the role never reads or edits the machine's real /etc.
+    ``hdir``: the host's directory as the host sees it."""
     etc = hdir / "etc"
     return {"firewall_nftables_conf": str(etc / "nftables.conf"),
             "firewall_iptables_files": {"ip": [str(etc / "iptables" / "rules.v4")], "ip6": [str(etc / "iptables" / "rules.v6")]},
@@ -61,14 +63,16 @@ def site_document(rec: LabRecord, sc: Scenario) -> dict[str, Any]:
             entry.update(emulation.site_host_settings(spec, sc, h.name))
         # the apply roles keep their backups per host; lab hosts share the real /var/lib
         extra = {k: v for e, spec in sc.emulated() for k, v in e.site_host_vars(rec, spec, sc, h.name).items()}
-        entry["vars"] = {"storadvise_backup_dir": str(d / "backup" / h.name), **persisted_ruleset_vars(d / "hosts" / h.name),
+        # the host's own files by the path every host sees its directory at (advisor/lab/hosts.py): the
+        # same variables on every host, so that hosts of one kind share a collection batch
+        own = Path(HOST_DIR_IN_HOST)
+        entry["vars"] = {"storadvise_backup_dir": str(d / "backup" / h.name), **persisted_ruleset_vars(own),
                          # the namespace's values at creation (lab reboot's baseline): the boot value
                          # of a key no file sets (network.sysctl facts boot_defaults)
-                         "sysctl_boot_values_file": str(d / "hosts" / h.name / "sysctl-defaults.json"),
+                         "sysctl_boot_values_file": str(own / "sysctl-defaults.json"),
                          "network_tuning_editable_prefixes": list(LAB_SYSCTL_EDITABLE),
                          # block_tuning's udev rule in the host's own directory (an emulation may say where)
-                         "block_tuning_udev_rules_file": str(d / "hosts" / h.name / "etc" / "udev" / "rules.d"
-                                                             / "60-storadvise-block.rules"),
+                         "block_tuning_udev_rules_file": str(own / "etc" / "udev" / "rules.d" / "60-storadvise-block.rules"),
                          **extra, **dict(h.vars)}
         hosts.append(entry)
     doc: dict[str, Any] = {

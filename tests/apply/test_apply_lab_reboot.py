@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from advisor.apply.ansible_data import dump_data
+from advisor.lab.hosts import HOST_DIR_IN_HOST
 from advisor.lab.records import host_ns
 from tests.apply.conftest import plan_vars
 from tests.lab.conftest import lab_cli, lab_registry, require_root  # noqa: F401 (fixture)
@@ -162,7 +163,8 @@ def test_apply_isolates_a_refusal_and_fixes_survive_reboot(lab_registry: Path, t
         # meaning: PLAN.md shows its persisted source line, and the role gets that line to take out
         plan_md = (plan / "PLAN.md").read_text()
         row = next(ln for ln in plan_md.splitlines() if "62500/sec" in ln)
-        assert f"{etc2 / 'iptables' / 'rules.v4'}:7: " in row and "--hashlimit-above 60000/sec" in row, row
+        # (the file as the host sees it: its own directory of the lab, at one path in every host)
+        assert f"{HOST_DIR_IN_HOST}/etc/iptables/rules.v4:7: " in row and "--hashlimit-above 60000/sec" in row, row
         # one impossible setting on each host among the good ones
         for h in ("st1", "st2"):
             hv_path = plan / "host_vars" / f"{h}.yml"

@@ -117,13 +117,6 @@ class DisksLab(LabEmulation):
         (host_dir / "etc" / "udev" / "rules.d").mkdir(parents=True, exist_ok=True)  # block_tuning's udev rule
         return {BIN_DIR: d / "bin", "/sys/block": d / "sys-block", "/proc/diskstats": fifo, MOUNT_ROOT: d / "data"}
 
-    def site_host_vars(self, rec: Any, spec: DiskEmulation, scenario: Any, host: str) -> dict[str, Any]:
-        """block_tuning's udev rule in the host's own directory: the role never writes the machine's /etc."""
-        if host not in self.hosts(spec, scenario):
-            return {}
-        return {"block_tuning_udev_rules_file": str(Path(rec.dir) / "hosts" / host / "etc" / "udev" / "rules.d"
-                                                    / "60-storadvise-block.rules")}
-
     def start(self, rec: Any, spec: DiskEmulation, scenario: Any) -> None:
         """One /proc/diskstats feeder per host (its pid recorded: ``lab down`` kills it); the disks'
         mounts in the host's mount namespace (they stay there across ``lab reboot``)."""
