@@ -42,9 +42,9 @@ def test_ansible_runner_runs_the_collect_job_and_its_capture_scans(tmp_path):
     capture = nfs / "captures" / "4711"
     manifest = json.loads((capture / "manifest.json").read_text())
     assert manifest["hosts"] == {"wn-awx01": {"reachable": True, "errors": []}}
-    # the job's per-host results name the script task, never a set_stats artifact carrying the capture
+    # the job's per-host results name the batch task, never a set_stats artifact carrying the capture
     tasks = {e["event_data"].get("task") for e in result.events if e.get("event") == "runner_on_ok"}
-    assert "Run the host's batch (root probes use sudo -n inside it, as the built-in collector does)" in tasks
+    assert "Run the host's batch (one round trip, nothing written to the host)" in tasks
     assert not list((private / "artifacts" / "4711").glob("**/custom"))
     scanned = subprocess.run([str(BIN / "storadvise"), "scan", "--from", str(capture), "--json"], capture_output=True,
                              text=True, timeout=120)

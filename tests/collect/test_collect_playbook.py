@@ -80,21 +80,27 @@ def _window(text: bytes) -> float:
     return float(secs[b"uptime2"][0].split()[0]) - float(secs[b"uptime1"][0].split()[0])
 
 
-def test_collect_playbook_writes_the_same_capture_as_storadvise_collect(tmp_path):
+@pytest.mark.parametrize("transfer", ["raw", "script"])
+def test_collect_playbook_writes_the_same_capture_as_storadvise_collect(tmp_path, transfer):
+    """Both ways of getting the script to the host: in the command line (``raw``, what a script that
+    fits in one gets) and copied by the ``script`` module (a script too long for one command line)."""
     host, cleanup = start_ns_host("co01", {}, own_sysfs=True)
     try:
-        _compare(host, tmp_path)
+        _compare(host, tmp_path, transfer)
     finally:
         cleanup()
 
 
-def _compare(host, tmp_path: Path) -> None:
+def _compare(host, tmp_path: Path, transfer: str) -> None:
     site = host.site_file(tmp_path / "site.yml", ["storage", "worker"])
     builtin, viaansible = tmp_path / "builtin", tmp_path / "ansible"
     sa = str(BIN / "storadvise")
     host.controller([sa, "collect", "--site", str(site), "--out", str(builtin), "--sample-seconds", "1"])
     vars_file = tmp_path / "collect-vars.yml"
     host.controller([sa, "collect", "--site", str(site), "--ansible-vars", str(vars_file), "--sample-seconds", "1"])
+    if transfer == "script":  # a script too long for one command line (Linux: 128 KiB for one argument)
+        script = tmp_path / "collect-vars.batch.sh"
+        script.write_text(script.read_text() + "".join(f"# a long site's script: line {i} {'x' * 120}\n" for i in range(1100)))
     inventory = tmp_path / "inventory.yml"
     inventory.write_text(yaml.safe_dump({"all": {"hosts": {host.name: {
         "ansible_host": "127.0.0.1", "ansible_user": "root", "ansible_ssh_private_key_file": str(host.key),
@@ -107,6 +113,11 @@ def _compare(host, tmp_path: Path) -> None:
                               str(REPO / "playbooks" / "collect.yml"), "-e", f"storadvise_collect_vars={vars_file}",
                               "-e", f"storadvise_collect_dir={viaansible}"], env_extra={"TMPDIR": str(ctl_tmp)})
     assert "failed=0" in played.stdout and "unreachable=0" in played.stdout
+    # the play of the script's case ran; the other had no host (no task of it ran, none was skipped)
+    ran = "the script in the command line" if transfer == "raw" else "the script copied first"
+    assert f"every host, {ran}" in played.stdout and "skipping: no hosts matched" in played.stdout
+    assert "skipping: [co01]" not in played.stdout
+    assert ("(one round trip, nothing written to the host)" in played.stdout) == (transfer == "raw")
     # what every host's task loads: a host is only the number of its batch
     collect = yaml.load(vars_file.read_text(), Loader=_UnsafeLoader)["storadvise_collect"]
     assert collect["hosts"] == {host.name: {"batch": 0}}
