@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from advisor.lab.hosts import HOST_DIR_IN_HOST
 from advisor.lab.records import host_ns
 from tests.lab.conftest import lab_cli, lab_registry, require_root  # noqa: F401 (fixture)
 
@@ -133,7 +134,8 @@ def test_firewalld_zone_rich_rule_removed_and_fix_survives_reboot(lab_registry: 
         summary = json.loads((plan / "apply-summary.json").read_text())["hosts"]["st1"]
         changed = {c["setting"] for c in summary["changed"]}
         assert any(s.endswith(drop) for s in changed), (changed, ap.stdout[-3000:])
-        assert any(drop in s and f"(in {zones / 'storage.xml'})" in s for s in changed), changed
+        # the zone file as the host sees it (its own directory of the lab, at one path in every host)
+        assert any(drop in s and f"(in {HOST_DIR_IN_HOST}/etc/firewalld/zones/storage.xml)" in s for s in changed), changed
         failed = {f["setting"]: f["why"] for f in summary["failed"]}
         assert [s for s in failed if runtime_only in s], failed
         assert all("firewall-cmd --permanent" in why for why in failed.values()), failed
