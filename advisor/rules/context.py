@@ -138,7 +138,7 @@ class RuleContext:
         # built without re-validation (a rule over 10,000 hosts builds as many): the types are
         # made right here
         remediation = trusted(Remediation, {
-            "text": render_text(_interpolate(remediation_text if remediation_text is not None else rem.text,
+            "text": render_text(interpolate(remediation_text if remediation_text is not None else rem.text,
                                              self.vars), fields),
             "role": self._remediation_role(),
         })
@@ -159,6 +159,3 @@ class RuleContext:
             "message": None if message is None else str(message),
             "operator": self.rule.operator if self.rule.kind == "check" else "analytic",
         })
-
-
-_interpolate = interpolate
