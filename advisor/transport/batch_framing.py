@@ -107,7 +107,7 @@ class BatchScript:
         token = secrets.token_hex(12)
         timeouts = [float(command_timeout if command_timeout is not None else c.timeout) for c in commands]
         sudo = [sudo_flag(c, host_sudo) for c in commands]
-        body = _batch_body(commands, timeouts, sudo, f"SA_EOF_{token}", lambda i, c: f"cat >\"$SA_T/{i}.sh\" <<'SA_EOF_{token}'\n")
+        body = _batch_body(commands, timeouts, sudo, lambda i, c: f"{_write_script(c, f'$SA_T/{i}.sh')}\n")
         text = _prologue(token) + body + "sa_mark DONE\n"
         return cls(commands=commands, timeouts=timeouts, sudo=sudo, token=token, text=text)
 
@@ -120,19 +120,22 @@ def _prologue(token: str) -> str:
             .replace("@MKTEMP@", MKTEMP))
 
 
-def _batch_body(commands: list[Command], timeouts: list[float], sudo: list[bool], delim: str, write_script) -> str:
-    """Each command's script written to ``$SA_T/INDEX.sh`` (``write_script(i, command)`` opens it:
-    a here-document, or a call of a shared body), then the ``sa_run`` lines."""
-    parts = []
-    for i, c in enumerate(commands):
-        opener = write_script(i, c)
-        if opener.endswith("\n"):  # a here-document follows
-            script = c.script if c.script.endswith("\n") else c.script + "\n"
-            if delim in script:  # cannot happen by chance (96 random bits); refuse rather than guess
-                raise ValueError(f"command {c.key!r}: script contains the wrapper's delimiter")
-            parts.append(f"{opener}{script}{delim}\n")
-        else:
-            parts.append(opener + "\n")
+def _sh_quote(text: str) -> str:
+    """``text`` as one single-quoted sh word (a ``'`` inside becomes ``'\\''``)."""
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def _write_script(command: Command, path: str) -> str:
+    """The sh line that writes ``command``'s script to ``path`` with the shell's own ``printf``: no
+    process per command (a here-document needs a ``cat``)."""
+    script = command.script if command.script.endswith("\n") else command.script + "\n"
+    return f'printf %s {_sh_quote(script)} >"{path}"'
+
+
+def _batch_body(commands: list[Command], timeouts: list[float], sudo: list[bool], write_script) -> str:
+    """Each command's script written to ``$SA_T/INDEX.sh`` (``write_script(i, command)`` gives the
+    line: the script itself, or a call of a shared body), then the ``sa_run`` lines."""
+    parts = [write_script(i, c) for i, c in enumerate(commands)]
     for i in range(len(commands)):
         ticks = max(1, math.ceil(timeouts[i] / 0.2))  # the sh watchdog's 0.2 s ticks
         parts.append(f"sa_run {i} {fmt_seconds(timeouts[i])} {1 if sudo[i] else 0} {ticks}\n")
@@ -153,7 +156,6 @@ class SharedScript:
     @classmethod
     def build(cls, batches: list[tuple[list[Command], bool | None]]) -> "SharedScript":
         token = secrets.token_hex(12)
-        delim = f"SA_EOF_{token}"
         bodies: dict[str, int] = {}
         defs: list[str] = []
         cases: list[str] = []
@@ -163,15 +165,12 @@ class SharedScript:
             sudo = [sudo_flag(c, host_sudo) for c in commands]
 
             def call(i: int, c: Command) -> str:
-                script = c.script if c.script.endswith("\n") else c.script + "\n"
-                if delim in script:
-                    raise ValueError(f"command {c.key!r}: script contains the wrapper's delimiter")
-                if script not in bodies:
-                    bodies[script] = len(bodies)
-                    defs.append(f"sa_b{bodies[script]}() {{ cat >\"$SA_T/$1.sh\" <<'{delim}'\n{script}{delim}\n}}\n")
-                return f"sa_b{bodies[script]} {i}"
+                if c.script not in bodies:
+                    bodies[c.script] = len(bodies)
+                    defs.append(f"sa_b{bodies[c.script]}() {{ {_write_script(c, '$SA_T/$1.sh')}; }}\n")
+                return f"sa_b{bodies[c.script]} {i}\n"
 
-            cases.append(f"{n})\n{_batch_body(commands, timeouts, sudo, delim, call)};;\n")
+            cases.append(f"{n})\n{_batch_body(commands, timeouts, sudo, call)};;\n")
             scripts.append(BatchScript(commands=commands, timeouts=timeouts, sudo=sudo, token=token, text=""))
         text = (_prologue(token) + "".join(defs) + 'case "${1-}" in\n' + "".join(cases)
                 + '*) sa_mark FATAL "no batch ${1-} in this script"; exit 64;;\nesac\nsa_mark DONE\n')

@@ -111,7 +111,8 @@ def test_sudo_flag_modes():
 def test_wrapper_starts_no_process_for_an_empty_stream_or_the_clock(tmp_path):
     """Per command the wrapper starts the command (timeout, sh) and, for a non-empty output, wc and
     base64 (head only for an output past the cap, rm never: the shell empties the files and the
-    directory goes at exit); an empty stderr costs no process, and the clock is read from
+    directory goes at exit); the command's script is written by the shell's own printf (no cat, as a
+    here-document would need); an empty stderr costs no process, and the clock is read from
     /proc/uptime by the shell itself (date only where /proc is missing). 32 lab hosts' batches
     share 2 cores: each saved process is CPU the scan waits for."""
     if not Path("/proc/uptime").is_file():
@@ -119,22 +120,23 @@ def test_wrapper_starts_no_process_for_an_empty_stream_or_the_clock(tmp_path):
     log = tmp_path / "calls.log"
     shims = tmp_path / "shims"
     shims.mkdir()
-    for tool in ("date", "wc", "head", "base64", "rm"):
+    for tool in ("date", "wc", "head", "base64", "rm", "cat"):
         real = shutil.which(tool)
         assert real, tool
         shim = shims / tool
         shim.write_text(f"#!/bin/sh\necho {tool} >>'{log}'\nexec '{real}' \"$@\"\n")
         shim.chmod(0o755)
-    cmds = [Command(key=f"k{i}", script=f"echo out{i}") for i in range(5)] + [
+    cmds = [Command(key=f"k{i}", script=f"echo out{i}") for i in range(4)] + [
+        Command(key="quoted", script="printf '%s|%s\\n' \"it's\" '$HOME \\\\ %d'"),
         Command(key="err", script="echo oops >&2; exit 3")]
     parser, proc = run_wrapper(BatchScript.build(cmds), path=f"{shims}:{os.environ.get('PATH', '/usr/bin:/bin')}")
     assert proc.returncode == 0, proc.stderr
     results = parser.results()
     assert [(r.rc, r.stdout, r.stderr) for r in results] == (
-        [(0, f"out{i}\n", "") for i in range(5)] + [(3, "", "oops\n")])
+        [(0, f"out{i}\n", "") for i in range(4)] + [(0, "it's|$HOME \\\\ %d\n", ""), (3, "", "oops\n")])
     assert all(r.duration_s is not None and 0 <= r.duration_s < 10 for r in results)
     calls = log.read_text().split()
-    # one non-empty stream per command: one wc and base64 each; no date, no head, no rm (the exit
-    # trap's rm -rf runs once, at the end)
-    assert {t: calls.count(t) for t in ("date", "wc", "head", "base64", "rm")} == {
-        "date": 0, "wc": 6, "head": 0, "base64": 6, "rm": 1}
+    # one non-empty stream per command: one wc and base64 each; no date, no head, no cat, no rm
+    # (the exit trap's rm -rf runs once, at the end)
+    assert {t: calls.count(t) for t in ("date", "wc", "head", "base64", "rm", "cat")} == {
+        "date": 0, "wc": 6, "head": 0, "base64": 6, "rm": 1, "cat": 0}
