@@ -145,16 +145,19 @@ def _batch_body(commands: list[Command], timeouts: list[float], sudo: list[bool]
 @dataclass
 class SharedScript:
     """One wrapper for many hosts' batches: ``text`` run with a batch's number as its one argument
-    (``sh batch.sh 3``) runs that batch, framed as ``BatchScript`` frames it. Each distinct command
-    script is written once in ``text``, as a shell function, however many batches use it. The collect
-    playbook ships it once to every host (advisor/ansible_collect.py)."""
+    (``sh batch.sh 3``) runs that batch, framed as ``BatchScript`` frames it; run with ``--host NAME``
+    it runs the batch of host NAME (``hosts``, name -> batch number), so that a playbook needs no
+    per-host variable to choose it. Each distinct command script is written once in ``text``, as a
+    shell function, however many batches use it. The collect playbook ships it once to every host
+    (advisor/ansible_collect.py)."""
 
     batches: list[BatchScript]
     token: str
     text: str
 
     @classmethod
-    def build(cls, batches: list[tuple[list[Command], bool | None]]) -> "SharedScript":
+    def build(cls, batches: list[tuple[list[Command], bool | None]],
+              hosts: dict[str, int] | None = None) -> "SharedScript":
         token = secrets.token_hex(12)
         bodies: dict[str, int] = {}
         defs: list[str] = []
@@ -172,9 +175,23 @@ class SharedScript:
 
             cases.append(f"{n})\n{_batch_body(commands, timeouts, sudo, call)};;\n")
             scripts.append(BatchScript(commands=commands, timeouts=timeouts, sudo=sudo, token=token, text=""))
-        text = (_prologue(token) + "".join(defs) + 'case "${1-}" in\n' + "".join(cases)
+        text = (_prologue(token) + "".join(defs) + _host_selection(hosts or {}, len(batches))
+                + 'case "${1-}" in\n' + "".join(cases)
                 + '*) sa_mark FATAL "no batch ${1-} in this script"; exit 64;;\nesac\nsa_mark DONE\n')
         return cls(batches=scripts, token=token, text=text)
+
+
+def _host_selection(hosts: dict[str, int], n_batches: int) -> str:
+    """``--host NAME`` turned into NAME's batch number (one ``case`` of single-quoted names: no
+    character of a name is special to it); a name not listed is refused with a FATAL frame."""
+    arms: dict[int, list[str]] = {}
+    for name, n in hosts.items():
+        if not 0 <= n < n_batches:
+            raise ValueError(f"host {name!r}: no batch {n}")
+        arms.setdefault(n, []).append(_sh_quote(name))
+    lines = "".join(f"{'|'.join(names)}) set -- {n};;\n" for n, names in sorted(arms.items()))
+    return ('if [ "${1-}" = --host ]; then\ncase "${2-}" in\n' + lines
+            + '*) sa_mark FATAL "no batch for host ${2-} in this script"; exit 64;;\nesac\nfi\n')
 
 
 class BatchParser(frames.FrameParser):

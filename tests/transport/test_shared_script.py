@@ -1,6 +1,6 @@
 """The collect playbook's one script for many hosts' batches (SharedScript), run by a real sh, and
 the shipped decoder on its output: each batch by its number, each distinct probe script written
-once, an unknown number refused, and a pty's CR LF line ends (Ansible's ssh -tt) read as LF."""
+once, each host's batch by the host's name, an unknown number or name refused, and a pty's CR LF line ends (Ansible's ssh -tt) read as LF."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from advisor.transport.batch_framing import SharedScript
 frames = module_utils("storadvise_batch_frames")
 
 
-def _run(text: str, arg: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["sh", "-s", arg], input=text.encode(), capture_output=True, timeout=60)
+def _run(text: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["sh", "-s", "--", *args], input=text.encode(), capture_output=True, timeout=60)
 
 
 def _decode(shared: SharedScript, n: int, stdout: bytes) -> list[dict]:
@@ -48,6 +48,23 @@ def test_an_unknown_batch_is_refused_and_a_ptys_line_ends_are_read():
     assert parser.fatal == "no batch 7 in this script"
     crlf = _run(shared.text, "0").stdout.replace(b"\n", b"\r\n")
     assert [r["stdout"] for r in _decode(shared, 0, crlf)] == ["x\n"]
+
+
+def test_a_host_runs_its_batch_by_its_name_and_an_unlisted_name_is_refused():
+    """The playbook passes ``--host {{ inventory_hostname }}``: names are matched literally (glob
+    characters and quotes are not special), and a host the collection does not hold runs nothing."""
+    shared = SharedScript.build(
+        [([Command(key="x", script="echo x")], None), ([Command(key="y", script="echo y")], None)],
+        {"n1": 0, "n*": 1, "it's": 1, "n2": 0})
+    assert [r["stdout"] for r in _decode(shared, 0, _run(shared.text, "--host", "n2").stdout)] == ["x\n"]
+    assert [r["stdout"] for r in _decode(shared, 1, _run(shared.text, "--host", "it's").stdout)] == ["y\n"]
+    assert [r["stdout"] for r in _decode(shared, 1, _run(shared.text, "--host", "n*").stdout)] == ["y\n"]
+    for name in ("n3", "n", ""):
+        cp = _run(shared.text, "--host", name)
+        parser = frames.FrameParser(shared.token, ["x"], [30.0])
+        parser.feed(cp.stdout)
+        assert cp.returncode == 64 and parser.fatal == f"no batch for host {name} in this script"
+    assert [r["stdout"] for r in _decode(shared, 1, _run(shared.text, "1").stdout)] == ["y\n"]  # numbers still work
 
 
 def test_decode_saved_names_what_ansible_brought_back():
