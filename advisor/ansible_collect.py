@@ -5,10 +5,11 @@ Two halves, both from the probe registry and the SSH transport's batch framing (
 list of commands):
 
 * ``batch_vars``: one wrapper script for all hosts (``SharedScript``: each distinct probe script
-  once), each distinct batch of commands once, and per host only the number of its batch; written by
-  ``storadvise collect --ansible-vars FILE`` as three files (``write_vars_file``). The playbook ships
-  the script to each host with the ``script`` module (no Python on the hosts) and its
-  ``storadvise_capture`` module writes the capture, through the shipped decoder and layout
+  once, and each host's batch chosen by ``--host NAME``), each distinct batch of commands once, and
+  per host only the number of its batch; written by ``storadvise collect --ansible-vars FILE`` as
+  three files (``write_vars_file``). The playbook's ``storadvise_batch`` action runs the script on
+  each host (no Python on the hosts) and saves the output on the controller, and its
+  ``storadvise_capture`` action writes the capture, through the shipped decoder and layout
   (playbooks/module_utils), with no storadvise installed.
 * ``import_frames``: ``storadvise collect --from-ansible DIR``: the same capture from results saved
   as ``DIR/.ansible/<host>.json`` (a playbook of the site's own that registers the script task and
@@ -37,10 +38,9 @@ from advisor.transport.batch_framing import SharedScript
 
 #: 2: one shared script and batches by number (1: a wrapper per host; no longer read)
 VARS_FORMAT = 2
-#: where ``--from-ansible`` finds each host's saved result inside the capture directory
-FRAMES_DIR = ".ansible"
-
 _frames = module_utils("storadvise_batch_frames")
+#: where ``--from-ansible`` finds each host's saved result inside the capture directory
+FRAMES_DIR = _frames.SAVED_DIR
 _layout = module_utils("storadvise_capture_layout")
 
 
@@ -59,7 +59,7 @@ def batch_vars(site: Site, hosts: list, sample_seconds: float, probes: list[str]
             seen[ident] = len(batches)
             batches.append((commands, host.sudo))
         host_batch[host.name] = seen[ident]
-    shared = SharedScript.build(batches)
+    shared = SharedScript.build(batches, host_batch)
     return {
         "format": VARS_FORMAT,
         # the site as the manifest records it: secrets (a become password) never reach the vars file
@@ -84,13 +84,15 @@ def companion_paths(vars_path: Path) -> tuple[Path, Path]:
 
 
 def write_vars_file(path: Path, data: dict[str, Any]) -> list[Path]:
-    """Three files, so that what every host's task loads stays small (Ansible copies a play's vars
-    for every host and task: a 700 KB vars file cost 7 s of controller CPU at 32 hosts):
+    """Three files, so that no host's task loads more than it needs (Ansible copies a play's vars
+    for every host and task: a 700 KB vars file cost 7 s of controller CPU at 32 hosts; the batch
+    play of collect.yml now loads none of them per host):
 
     * ``path`` (YAML, every string ``!unsafe``): per host its batch number, and the names of the
-      other two;
-    * ``NAME.batch.sh``: the shared script the ``script`` task ships;
-    * ``NAME.batches.json``: what the ``storadvise_capture`` module decodes with (site, token, batches).
+      other two (the capture play loads it, on the controller);
+    * ``NAME.batch.sh``: the shared script, run with ``--host NAME`` on each host;
+    * ``NAME.batches.json``: what the ``storadvise_capture`` action decodes with (site, token, batches,
+      hosts); the batch play reads its host names once, to choose its hosts.
 
     Host names, addresses and the site's vars: 0600 from the first byte, never a moment at 0644."""
     script_path, data_path = companion_paths(path)
@@ -122,27 +124,13 @@ def read_vars_file(path: Path) -> dict[str, Any]:
         raise StoradviseError(f"{path}: not a storadvise collect vars file ({e})") from None
 
 
-def decode_results(data: dict[str, Any], saved: dict[str, Any]) -> dict[str, tuple]:
-    """Each host's (results, error) from Ansible's registered results (host name -> result)."""
-    return {name: _frames.decode_saved(saved.get(name), str(data["token"]), data["batches"][spec["batch"]], name,
-                                       int(data.get("max_output_bytes", MAX_OUTPUT_BYTES)))
-            for name, spec in data["hosts"].items()}
-
-
 def import_frames(directory: Path, vars_path: Path) -> dict[str, HostFacts]:
     """Write the capture (outputs, manifest) from the results saved in ``directory/.ansible/``."""
     data = read_vars_file(vars_path)
     started = now_iso()
     frames = directory / FRAMES_DIR
-    saved: dict[str, Any] = {}
-    for name in data["hosts"]:
-        path = frames / f"{name}.json"
-        if not path.is_file():
-            continue
-        try:
-            saved[name] = json.loads(path.read_text(encoding="utf-8", errors="surrogateescape"))
-        except ValueError as e:
-            saved[name] = {"msg": f"saved Ansible output {path} unreadable: {e}", "stdout": ""}
-    written = _layout.write_batch_capture(directory, data, decode_results(data, saved), started)
+    saved = _frames.read_saved(frames, list(data["hosts"]), int(data.get("max_output_bytes", MAX_OUTPUT_BYTES)),
+                               max((len(b["commands"]) for b in data["batches"]), default=1))
+    written = _layout.write_batch_capture(directory, data, _frames.decode_collect(data, saved), started)
     shutil.rmtree(frames, ignore_errors=True)
     return {name: HostFacts(name=name, reachable=h["reachable"], errors=h["errors"]) for name, h in written.items()}

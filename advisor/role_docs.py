@@ -13,6 +13,8 @@ from pathlib import Path
 
 #: the role every plan runs last, on the controller (not an adapter's)
 SUMMARY_ROLE = "apply_summary"
+#: the role playbooks/collect.yml runs on each host (collection, not a plan's change: not in the lists)
+COLLECT_ROLE = "collect_batch"
 #: the documents that list the roles
 DOCUMENTS = ("docs/collect.md", "playbooks/README.md")
 REGION = re.compile(r"(<!-- roles -->)(.*?)(<!-- /roles -->)", re.S)

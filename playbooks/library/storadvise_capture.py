@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# storadvise capture: the collect playbook's hosts' batch outputs, written as a capture directory.
+# storadvise capture: the collect playbook's hosts' batch outputs, written as a capture directory
+# (by the action plugin of the same name, action_plugins/storadvise_capture.py; this file declares its options).
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ description:
   - Decodes each host's framed batch output (the registered result of the C(script) task of
     C(collect.yml)) and writes the capture directory C(storadvise scan --from) reads: a manifest,
     one index per host and every distinct text once under C(objects/).
-  - Runs where the capture is written (the controller, or an AWX execution environment); needs only
-    the Python standard library and this collection's module_utils, not storadvise.
+  - Runs where the capture is written (the controller, or an AWX execution environment), as an action
+    plugin (no module process); needs only the Python standard library and this collection's
+    module_utils, not storadvise.
   - A host with no result, an unreachable one, or one whose shell never ran the batch is recorded in
     the manifest as unreachable with the reason.
 options:
@@ -27,9 +29,16 @@ options:
     type: path
     required: true
   results:
-    description: Host name -> the registered result of its batch task (missing or null when it ran none).
+    description:
+      - Host name -> the registered result of its batch task (missing or null when it ran none). A host not
+        named here is looked up in I(saved_dir).
     type: dict
-    required: true
+    default: {}
+  saved_dir:
+    description:
+      - Where the C(storadvise_batch) action saved each host's result as C(<host>.json) (collect.yml: the
+        capture directory's C(.ansible)); removed once the capture is written when it is C(dest/.ansible).
+    type: path
 author: storadvise
 """
 
@@ -44,55 +53,20 @@ unreachable:
   returned: always
 """
 
-import datetime
-import json
-
 from ansible.module_utils.basic import AnsibleModule
-
-try:
-    from ansible.module_utils.storadvise_batch_frames import MAX_OUTPUT_BYTES, decode_saved
-    from ansible.module_utils.storadvise_capture_layout import CaptureLayoutError, write_batch_capture
-except ImportError:  # run from the installed collection
-    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_batch_frames import (
-        MAX_OUTPUT_BYTES, decode_saved)
-    from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_capture_layout import (
-        CaptureLayoutError, write_batch_capture)
-
-VARS_FORMAT = 2
 
 
 def main():
+    """The options only (ansible-doc, ansible-lint's argument check): the work is the action plugin's
+    (action_plugins/storadvise_capture.py), on the controller, with no module process."""
     module = AnsibleModule(argument_spec=dict(
         dest=dict(type="path", required=True),
         batches_file=dict(type="path", required=True),
-        results=dict(type="dict", required=True),
+        results=dict(type="dict", default={}),
+        saved_dir=dict(type="path"),
     ), supports_check_mode=False)
-    results = module.params["results"]
-    # the result echoes the arguments without the hosts' outputs (megabytes, already in the capture)
-    invocation = {"module_args": {"dest": module.params["dest"], "batches_file": module.params["batches_file"],
-                                  "results": "<the batch outputs of %d hosts>" % len(results)}}
-    try:
-        with open(module.params["batches_file"], encoding="utf-8") as f:
-            collect = json.load(f)
-    except (OSError, ValueError) as e:
-        module.fail_json(msg="%s: unreadable: %s" % (module.params["batches_file"], e), invocation=invocation)
-    if not isinstance(collect, dict) or collect.get("format") != VARS_FORMAT or not isinstance(collect.get("hosts"), dict):
-        module.fail_json(msg="%s: not a format %d storadvise batches file; write it again with "
-                             "storadvise collect --ansible-vars" % (module.params["batches_file"], VARS_FORMAT),
-                         invocation=invocation)
-    try:
-        decoded = {}
-        for name, spec in collect["hosts"].items():
-            decoded[name] = decode_saved(results.get(name), str(collect["token"]), collect["batches"][int(spec["batch"])],
-                                         name, int(collect.get("max_output_bytes", MAX_OUTPUT_BYTES)))
-        collected_at = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
-        hosts = write_batch_capture(module.params["dest"], collect, decoded, collected_at)
-    except (CaptureLayoutError, KeyError, IndexError, TypeError, ValueError) as e:
-        module.fail_json(msg="collect vars or results unusable: %s" % e, invocation=invocation)
-    except OSError as e:
-        module.fail_json(msg="cannot write the capture in %s: %s" % (module.params["dest"], e), invocation=invocation)
-    module.exit_json(changed=True, hosts=hosts, unreachable=sorted(n for n, h in hosts.items() if not h["reachable"]),
-                     invocation=invocation)
+    module.fail_json(msg="storadvise_capture runs on the controller as the collection's action plugin; "
+                         "this module file only declares its options")
 
 
 if __name__ == "__main__":

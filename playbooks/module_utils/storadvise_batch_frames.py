@@ -16,8 +16,8 @@ one POSIX sh and frames each command's result on stdout with the batch's random 
     @@SA TOKEN DONE
 
 The product's SSH transport feeds it live; the collect playbook's ``storadvise_capture`` module
-decodes what Ansible's ``script`` module brought back (an execution environment without storadvise
-runs it). Lines may end with CR (a pty: Ansible's ``ssh -tt``). Every size is bounded: a host
+decodes what the collection's ``storadvise_batch`` action saved (``read_saved``; an execution
+environment without storadvise runs it). Lines may end with CR (a pty: Ansible's ``ssh -tt``). Every size is bounded: a host
 cannot make it hold more than the wrapper would ever send.
 """
 
@@ -25,6 +25,8 @@ from __future__ import absolute_import, division, print_function
 
 import base64
 import binascii
+import json
+import os
 import time
 
 __metaclass__ = type
@@ -33,6 +35,11 @@ __metaclass__ = type
 MAX_OUTPUT_BYTES = 8 << 20
 #: the longest line the wrapper writes (base64 wraps at 76; od lines are shorter; frames are short)
 MAX_LINE = 1 << 16
+
+
+#: where the collect playbook's batch task saves each host's result inside the capture directory,
+#: ``<SAVED_DIR>/<host>.json`` (``storadvise collect --from-ansible`` reads the same layout)
+SAVED_DIR = ".ansible"
 
 
 def max_encoded(cap):
@@ -211,6 +218,51 @@ class FrameParser:
 def _result(key, rc, stdout, stderr, duration_s, timed_out, truncated):
     return {"key": key, "rc": rc, "stdout": stdout, "stderr": stderr, "duration_s": duration_s,
             "timed_out": timed_out, "truncated": truncated}
+
+
+def saved_name_ok(name):
+    """Whether ``name`` can name a saved result file: one path component, not hidden."""
+    return (isinstance(name, str) and 0 < len(name) <= 250 and os.path.basename(name) == name
+            and not name.startswith(".") and "\0" not in name)
+
+
+def read_saved(directory, names, cap=MAX_OUTPUT_BYTES, commands=64):
+    """name -> the result saved as ``directory/<name>.json`` for each of ``names`` whose file exists
+    (``names`` are already safe file names). A file larger than a batch of ``commands`` commands
+    could make, or not a JSON object, becomes a result saying so (decode_saved reports it)."""
+    limit = commands * max_encoded(cap) + (1 << 20)
+    saved = {}
+    for name in names:
+        if not saved_name_ok(name):
+            continue
+        path = os.path.join(str(directory), "%s.json" % name)
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            continue
+        if size > limit:
+            saved[name] = {"msg": "saved Ansible output %s is %d bytes, more than a batch makes" % (path, size),
+                           "stdout": ""}
+            continue
+        try:
+            with open(path, "rb") as fh:
+                data = json.loads(fh.read(limit + 1).decode("utf-8", "surrogateescape"))
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            saved[name] = data
+        except (OSError, ValueError) as e:
+            saved[name] = {"msg": "saved Ansible output %s unreadable: %s" % (path, e), "stdout": ""}
+    return saved
+
+
+def decode_collect(collect, saved):
+    """Each host's (results, error) of a collection: ``collect`` is the batches file's data
+    (``token``, ``batches``, ``hosts``: name -> {"batch": N}, ``max_output_bytes``); ``saved``: host
+    name -> its saved or registered result (decode_saved's ``saved``)."""
+    cap = int(collect.get("max_output_bytes", MAX_OUTPUT_BYTES))
+    return dict((name, decode_saved(saved.get(name), str(collect["token"]), collect["batches"][int(spec["batch"])],
+                                    name, cap))
+                for name, spec in collect["hosts"].items())
 
 
 def decode_saved(saved, token, batch, host_label, cap=MAX_OUTPUT_BYTES):

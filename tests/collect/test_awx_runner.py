@@ -44,7 +44,7 @@ def test_ansible_runner_runs_the_collect_job_and_its_capture_scans(tmp_path):
     assert manifest["hosts"] == {"wn-awx01": {"reachable": True, "errors": []}}
     # the job's per-host results name the batch task, never a set_stats artifact carrying the capture
     tasks = {e["event_data"].get("task") for e in result.events if e.get("event") == "runner_on_ok"}
-    assert "Run the host's batch (one round trip, nothing written to the host)" in tasks
+    assert "Run the host's probe batch" in tasks
     assert not list((private / "artifacts" / "4711").glob("**/custom"))
     scanned = subprocess.run([str(BIN / "storadvise"), "scan", "--from", str(capture), "--json"], capture_output=True,
                              text=True, timeout=120)

@@ -109,15 +109,16 @@ def _compare(host, tmp_path: Path, transfer: str) -> None:
         "ansible_python_interpreter": "/nonexistent/python3"}}}}))
     ctl_tmp = tmp_path / "controller-tmp"
     ctl_tmp.mkdir()
-    played = host.controller([str(BIN / "ansible-playbook"), "-i", str(inventory),
+    played = host.controller([str(BIN / "ansible-playbook"), "-v", "-i", str(inventory),
                               str(REPO / "playbooks" / "collect.yml"), "-e", f"storadvise_collect_vars={vars_file}",
                               "-e", f"storadvise_collect_dir={viaansible}"], env_extra={"TMPDIR": str(ctl_tmp)})
     assert "failed=0" in played.stdout and "unreachable=0" in played.stdout
-    # the play of the script's case ran; the other had no host (no task of it ran, none was skipped)
-    ran = "the script in the command line" if transfer == "raw" else "the script copied first"
-    assert f"every host, {ran}" in played.stdout and "skipping: no hosts matched" in played.stdout
+    # one task on the host, whose action chose how the script travels; its output was saved on the
+    # controller, not carried in the task's result
+    assert played.stdout.count("TASK [collect_batch : Run the host's probe batch]") == 1
     assert "skipping: [co01]" not in played.stdout
-    assert ("(one round trip, nothing written to the host)" in played.stdout) == (transfer == "raw")
+    assert f'"transfer": "{"command line" if transfer == "raw" else "copied"}"' in played.stdout
+    assert '"saved": "' in played.stdout and "@@SA " not in played.stdout
     # what every host's task loads: a host is only the number of its batch
     collect = yaml.load(vars_file.read_text(), Loader=_UnsafeLoader)["storadvise_collect"]
     assert collect["hosts"] == {host.name: {"batch": 0}}
@@ -159,3 +160,63 @@ def _compare(host, tmp_path: Path, transfer: str) -> None:
     r = host.controller([sa, "scan", "--from", str(viaansible), "--json"], check=False)
     assert r.returncode in (0, 2), r.stderr
     assert '"co01"' in r.stdout
+
+
+def test_the_batch_play_asks_ssh_to_leave_out_sntrup_after_the_sites_own_args_and_names_unreached_hosts(tmp_path):
+    """collect_batch's role default drops sntrup761x25519 from ssh's key exchanges (the costly one on
+    the controller), placed after the extra arguments ANSIBLE_SSH_EXTRA_ARGS gives, and an inventory's
+    own ansible_ssh_extra_args replaces it whole (inventory beats a role default). Hosts that refuse
+    the connection are recorded unreachable in the capture with ssh's reason, saved by the action;
+    a host of the inventory that the collection does not hold is never contacted."""
+    sa = str(BIN / "storadvise")
+    site = tmp_path / "site.yml"
+    site.write_text(yaml.safe_dump({"name": "kex", "profiles": ["generic"], "hosts": [
+        {"name": n, "address": "127.0.0.1", "port": 1, "roles": ["worker"]} for n in ("plain", "own")]}))
+    vars_file = tmp_path / "cv.yml"
+    import subprocess
+
+    cp = subprocess.run([sa, "collect", "--site", str(site), "--ansible-vars", str(vars_file)], capture_output=True,
+                        text=True, timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    inventory = tmp_path / "inventory.yml"
+    common = {"ansible_host": "127.0.0.1", "ansible_port": 1, "ansible_user": "nobody"}
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": {
+        "plain": common, "own": {**common, "ansible_ssh_extra_args": "-o ConnectionAttempts=1"},
+        "elsewhere": common}}}))
+    capture = tmp_path / "capture"
+    env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp_path), "ANSIBLE_HOME": str(tmp_path / "ah"),
+           "ANSIBLE_HOST_KEY_CHECKING": "False", "ANSIBLE_SSH_EXTRA_ARGS": "-o ServerAliveInterval=7"}
+    played = subprocess.run([str(BIN / "ansible-playbook"), "-vvv", "-i", str(inventory),
+                             str(REPO / "playbooks" / "collect.yml"), "-e", f"storadvise_collect_vars={vars_file}",
+                             "-e", f"storadvise_collect_dir={capture}"], capture_output=True, text=True, timeout=300,
+                            env=env, cwd=tmp_path)
+    lines = [ln for ln in played.stdout.splitlines() if "SSH: EXEC" in ln]
+    plain = [ln for ln in lines if "ServerAliveInterval=7" in ln]
+    own = [ln for ln in lines if "ConnectionAttempts=1" in ln]
+    assert plain and own, played.stdout[-3000:] + played.stderr[-2000:]
+    drop = "-o KexAlgorithms=-sntrup761x25519-sha512@openssh.com,sntrup761x25519-sha512"
+    assert all(ln.index("ServerAliveInterval=7") < ln.index(drop) for ln in plain)
+    assert not any(drop in ln or "ServerAliveInterval=7" in ln for ln in own)
+    assert "elsewhere" not in played.stdout
+    # ansible.cfg's [ssh_connection] ssh_extra_args is kept the same way
+    cfg = tmp_path / "ansible.cfg"
+    cfg.write_text("[ssh_connection]\nssh_extra_args = -o ServerAliveCountMax=5\n")
+    env_cfg = {k: v for k, v in env.items() if k != "ANSIBLE_SSH_EXTRA_ARGS"} | {"ANSIBLE_CONFIG": str(cfg)}
+    again = subprocess.run([str(BIN / "ansible-playbook"), "-vvv", "-i", str(inventory), "--limit", "plain",
+                            str(REPO / "playbooks" / "collect.yml"), "-e", f"storadvise_collect_vars={vars_file}",
+                            "-e", f"storadvise_collect_dir={tmp_path / 'capture2'}"], capture_output=True, text=True,
+                           timeout=300, env=env_cfg, cwd=tmp_path)
+    assert any("ServerAliveCountMax=5" in ln and drop in ln for ln in again.stdout.splitlines() if "SSH: EXEC" in ln)
+    # every host was unreachable, so Ansible ran no later play (as for any playbook): the results the
+    # action saved, ssh's reason included, are what `collect --from-ansible` writes the capture from
+    saved = {n: json.loads((capture / ".ansible" / f"{n}.json").read_text()) for n in ("plain", "own")}
+    assert all(s["unreachable"] is True and "Connection refused" in s["msg"] for s in saved.values())
+    cp = subprocess.run([sa, "collect", "--from-ansible", str(capture), "--ansible-vars", str(vars_file)],
+                        capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 3, cp.stderr
+    manifest = json.loads((capture / "manifest.json").read_text())
+    assert set(manifest["hosts"]) == {"plain", "own"}
+    for name in ("plain", "own"):
+        assert manifest["hosts"][name]["reachable"] is False
+        assert manifest["hosts"][name]["errors"][0].startswith(f"{name}: unreachable through Ansible: ")
+        assert "Connection refused" in manifest["hosts"][name]["errors"][0]

@@ -1,0 +1,1 @@
+../../roles/collect_batch/library/storadvise_batch.py

@@ -1,0 +1,88 @@
+# -*- coding: utf-8 -*-
+# storadvise batch: run this host's probe batch (the shared script of `storadvise collect
+# --ansible-vars`) and return, or save, its framed output for the storadvise_capture action.
+# Its options and what it returns: library/storadvise_batch.py.
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
+from ansible.module_utils.common.text.converters import to_text
+from ansible.plugins.action import ActionBase
+
+#: the longest quoted script sent in the command line: one argument of at most 128 KiB (Linux's
+#: MAX_ARG_STRLEN) for the controller's ssh and the host's sh -c, less room for the rest
+MAX_INLINE = 122880
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False  # a temporary directory only for a script too long for the command line
+    _supports_check_mode = True  # it only reads: the capture is the same in check mode
+    _VALID_ARGS = frozenset(("script", "save_dir"))
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        path, save_dir = self._task.args.get("script"), self._task.args.get("save_dir")
+        if not isinstance(path, str) or not path:
+            raise AnsibleActionFail("storadvise_batch: 'script' must name the batch script (NAME.batch.sh)")
+        try:
+            with open(os.path.expanduser(path), "rb") as f:
+                text = f.read().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise AnsibleActionFail("storadvise_batch: cannot read the batch script %s: %s" % (path, e))
+        host = str((task_vars or {}).get("inventory_hostname", ""))
+        saved = None
+        if save_dir:
+            if not (0 < len(host) <= 250 and os.path.basename(host) == host and not host.startswith(".")
+                    and "\0" not in host):
+                raise AnsibleActionFail("storadvise_batch: host name %r is not usable as a file name" % host[:80])
+            saved = os.path.join(os.path.expanduser(save_dir), host + ".json")
+        try:
+            quoted = shlex.quote(text)
+            transfer = "command line" if len(quoted) <= MAX_INLINE else "copied"
+            if transfer == "command line":
+                res = self._low_level_execute_command("sh -c %s storadvise --host %s" % (quoted, shlex.quote(host)),
+                                                      executable=False)
+            else:
+                res = self._run_copied(path, host)
+        except AnsibleConnectionFailure as e:
+            if saved:  # the capture names the reason, as for a host that answered
+                self._save(saved, {"unreachable": True, "msg": to_text(e)})
+            raise
+        out = {"rc": res.get("rc"), "stdout": res.get("stdout", ""), "stderr": res.get("stderr", ""), "transfer": transfer}
+        if res.get("rc") not in (0, None):
+            out["msg"] = "non-zero return code"
+        if saved:
+            self._save(saved, out)
+            out = dict(out, stdout="", saved=saved)
+        result.update(out, changed=False)
+        return result
+
+    def _run_copied(self, path, host):
+        """The script copied into the remote temporary directory, run, and removed."""
+        self._make_tmp_path()
+        try:
+            remote = self._connection._shell.join_path(self._connection._shell.tmpdir, "storadvise_batch.sh")
+            self._transfer_file(os.path.expanduser(path), remote)
+            self._fixup_perms2((self._connection._shell.tmpdir, remote))
+            return self._low_level_execute_command("sh %s --host %s" % (shlex.quote(remote), shlex.quote(host)),
+                                                   executable=False)
+        finally:
+            self._remove_tmp_path(self._connection._shell.tmpdir)
+
+    @staticmethod
+    def _save(path, data):
+        """``data`` as JSON at ``path``, mode 0600 from the first byte, replaced whole (never half written)."""
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            tmp = "%s.%d.tmp" % (path, os.getpid())
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
+                json.dump(data, f)
+            os.replace(tmp, path)
+        except OSError as e:
+            raise AnsibleActionFail("storadvise_batch: cannot save the result as %s: %s" % (path, e))
