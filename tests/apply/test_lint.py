@@ -37,9 +37,8 @@ def test_every_role_has_an_argument_spec():
     for role in roles:
         spec = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]
         defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text()) or {}
-        # every default is an option with a type and a description, and nothing is declared that has no
-        # default; a connection variable a role defaults (ansible_*, Ansible's own) is not the role's option
-        assert set(spec["options"]) == {k for k in defaults if not k.startswith("ansible_")}, role.name
+        # every default is an option with a type and a description, and nothing is declared that has no default
+        assert set(spec["options"]) == set(defaults), role.name
         assert all(o.get("type") and o.get("description") for o in spec["options"].values()), role.name
 
 

@@ -9,7 +9,7 @@ import json
 import os
 import shlex
 
-from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure, AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
@@ -21,7 +21,7 @@ MAX_INLINE = 122880
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False  # a temporary directory only for a script too long for the command line
     _supports_check_mode = True  # it only reads: the capture is the same in check mode
-    _VALID_ARGS = frozenset(("script", "save_dir"))
+    _VALID_ARGS = frozenset(("script", "save_dir", "ssh_kex"))
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -41,6 +41,7 @@ class ActionModule(ActionBase):
                     and "\0" not in host):
                 raise AnsibleActionFail("storadvise_batch: host name %r is not usable as a file name" % host[:80])
             saved = os.path.join(os.path.expanduser(save_dir), host + ".json")
+        self._prefer_kex(self._task.args.get("ssh_kex"))
         try:
             quoted = shlex.quote(text)
             transfer = "command line" if len(quoted) <= MAX_INLINE else "copied"
@@ -61,6 +62,17 @@ class ActionModule(ActionBase):
             out = dict(out, stdout="", saved=saved)
         result.update(out, changed=False)
         return result
+
+    def _prefer_kex(self, kex):
+        """``-o KexAlgorithms=KEX`` after the ssh extra arguments the connection already resolved
+        (inventory, environment, ansible.cfg: Ansible's own precedence), for this task's connection."""
+        if not kex:
+            return
+        try:
+            extra = self._connection.get_option("ssh_extra_args")
+        except (AnsibleError, KeyError):
+            return  # not the ssh connection plugin
+        self._connection.set_option("ssh_extra_args", ("%s -o KexAlgorithms=%s" % (extra or "", kex)).strip())
 
     def _run_copied(self, path, host):
         """The script copied into the remote temporary directory, run, and removed."""

@@ -27,6 +27,13 @@ options:
   save_dir:
     description: Where to save the result on the controller (collect.yml passes the capture directory's C(.ansible)).
     type: path
+  ssh_kex:
+    description:
+      - With the C(ssh) connection plugin, an C(-o KexAlgorithms=) value added after the ssh extra arguments the
+        connection already has (from the inventory, C(ANSIBLE_SSH_EXTRA_ARGS) or C(ansible.cfg)), so an explicit
+        C(KexAlgorithms) of the site's still wins. Empty, or another connection plugin, adds nothing.
+    type: str
+    default: ""
 author: storadvise
 """
 
@@ -46,7 +53,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 def main():
     """The options only (ansible-doc, ansible-lint's argument check): the work is the action plugin's."""
-    module = AnsibleModule(argument_spec=dict(script=dict(type="path", required=True), save_dir=dict(type="path")),
+    module = AnsibleModule(argument_spec=dict(script=dict(type="path", required=True), save_dir=dict(type="path"),
+                                              ssh_kex=dict(type="str", default="")),
                            supports_check_mode=True)
     module.fail_json(msg="storadvise_batch runs on the controller as the collection's action plugin; "
                          "this module file only declares its options")
