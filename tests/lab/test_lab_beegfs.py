@@ -10,31 +10,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from tests.apply.conftest import plan_vars_text
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root
+from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, run_playbook, storadvise_cli
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "beegfs.yml"
 BIN = Path(sys.executable).parent
 RULES = {"BEEGFS-FILE-CACHE", "BEEGFS-CONN-MAX-INTERNODE"}
-
-
-def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())", *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=str(REPO), env={**os.environ})
-
-
-def _playbook(plan: Path, name: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    cp = subprocess.run([shutil.which("ansible-playbook", path=str(BIN)) or "ansible-playbook", name, *extra],
-                        cwd=plan, capture_output=True, text=True, timeout=600)
-    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-2000:]
-    return cp
 
 
 @pytest.mark.root
@@ -47,7 +33,7 @@ def test_beegfs_loop(lab_registry: Path, tmp_path: Path) -> None:
         hosts = Path(os.environ["STORADVISE_LAB_DIR"]) / name / "hosts"
         conf = {h: hosts / h / "emu" / "beegfs" / "etc" / "beegfs-client.conf" for h in ("wn01", "wn02")}
         original = conf["wn01"].read_text()
-        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
         assert cp.returncode in (0, 2), cp.stderr[-2000:]
         scan_file = tmp_path / "scan.json"
         scan_file.write_text(cp.stdout)
@@ -57,37 +43,37 @@ def test_beegfs_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert "wn01: tuneFileCacheType             = none" in json.dumps(failed)
 
         plan = tmp_path / "plan"
-        cp = _cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
+        cp = storadvise_cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
         hv = plan_vars_text(plan, "wn01")
         assert "'tuneFileCacheType': !unsafe 'buffered'" in hv and "'connMaxInternodeNum': !unsafe '12'" in hv
         assert "takes effect at the next BeeGFS client mount" in (plan / "PLAN.md").read_text()
 
-        ap = _playbook(plan, "apply-tuning.yml")
+        ap = run_playbook(plan, "apply-tuning.yml")
         assert "Set BeeGFS client settings in beegfs-client.conf" in ap.stdout
         assert "not remounted" in ap.stdout
         text = conf["wn01"].read_text()
         assert "tuneFileCacheType             = buffered" in text and "connMaxInternodeNum           = 12" in text
         assert [a for a, b in zip(original.splitlines(), text.splitlines()) if a != b] == [
             "connMaxInternodeNum           = 4", "tuneFileCacheType             = none"]
-        again = _playbook(plan, "apply-tuning.yml")
+        again = run_playbook(plan, "apply-tuning.yml")
         assert "changed=0" in again.stdout.split("PLAY RECAP", 1)[1], again.stdout[-2000:]
 
-        cp = _cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
+        cp = storadvise_cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
         outcome = {(f["rule_id"], f["host"]): f["outcome"] for f in json.loads(cp.stdout)["findings"]
                    if f["rule_id"] in RULES}
         assert outcome == {(r, h): "fixed" for r in RULES for h in ("wn01", "wn02")}, outcome
 
-        _playbook(plan, "rollback.yml")
+        run_playbook(plan, "rollback.yml")
         assert conf["wn01"].read_text() == original and conf["wn02"].read_text() == original
 
         # opted-in remount: run on each host whose file changed, once; not again when nothing changes
         marks = tmp_path / "remounts"
         marks.mkdir()
         opt = ["-e", f"beegfs_client_remount_command='echo remount >> {marks}/{{{{ inventory_hostname }}}}'"]
-        ap = _playbook(plan, "apply-tuning.yml", *opt)
+        ap = run_playbook(plan, "apply-tuning.yml", *opt)
         assert "not remounted" not in ap.stdout
-        _playbook(plan, "apply-tuning.yml", *opt)
+        run_playbook(plan, "apply-tuning.yml", *opt)
         assert sorted(p.name for p in marks.iterdir()) == ["wn01", "wn02"]
         assert (marks / "wn01").read_text() == "remount\n"
     finally:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,25 +16,13 @@ import pytest
 import yaml
 
 from tests.apply.conftest import plan_vars_text
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root
+from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, run_playbook, storadvise_cli
 
 BIN = Path(sys.executable).parent
 RULES = {"BLOCK-NR-REQUESTS", "BLOCK-QUEUE-DEPTH"}
 REAL_UDEV = Path("/etc/udev/rules.d/60-storadvise-block.rules")
 
 SCENARIO = yaml.safe_load((REPO / "bench" / "scenarios" / "block-queue.yml").read_text())
-
-
-def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())", *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=str(REPO), env={**os.environ})
-
-
-def _playbook(plan: Path, book: str) -> subprocess.CompletedProcess[str]:
-    cp = subprocess.run([shutil.which("ansible-playbook", path=str(BIN)) or "ansible-playbook", book],
-                        cwd=plan, capture_output=True, text=True, timeout=600)
-    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-2000:]
-    return cp
 
 
 def _failing(scan: dict) -> set[tuple[str, str, str]]:
@@ -54,7 +40,7 @@ def test_nr_requests_and_queue_depth_fixed_on_emulated_disks(lab_registry: Path,
     try:
         up = json.loads(lab_cli(["up", "--scenario", str(scenario), "--name", name, "--json"]).stdout)
         state = Path(up.get("state_dir") or (lab_registry / name))
-        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
         assert cp.returncode in (0, 2), cp.stderr[-2000:]
         before = tmp_path / "before.json"
         before.write_text(cp.stdout)
@@ -62,27 +48,27 @@ def test_nr_requests_and_queue_depth_fixed_on_emulated_disks(lab_registry: Path,
         assert _failing(json.loads(cp.stdout)) == want
 
         plan = tmp_path / "plan"
-        cp = _cli("plan", "--site", name, "--scan", str(before), "--out", str(plan), "--json")
+        cp = storadvise_cli("plan", "--site", name, "--scan", str(before), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
         hv = plan_vars_text(plan, "st01")
         assert "block_tuning_devices" in hv and "nr_requests" in hv and "queue_depth" in hv, hv
-        _playbook(plan, "apply-tuning.yml")
+        run_playbook(plan, "apply-tuning.yml")
         sysfs = state / "hosts" / "st01" / "emu" / "disks" / "sys-block"
         assert (sysfs / "sdb" / "queue" / "nr_requests").read_text().strip() == "128"
         assert (sysfs / "sdb" / "device" / "queue_depth").read_text().strip() == "31"
         udev = (state / "hosts" / "st01" / "etc" / "udev" / "rules.d" / "60-storadvise-block.rules").read_text()
         assert 'KERNEL=="sdb"' in udev and "nr_requests" in udev and "queue_depth" in udev, udev
         assert REAL_UDEV.exists() == had_real_rule  # the machine's /etc is never written
-        again = _playbook(plan, "apply-tuning.yml")
+        again = run_playbook(plan, "apply-tuning.yml")
         assert "changed=0" in again.stdout.split("PLAY RECAP", 1)[1], again.stdout[-2000:]
 
-        cp = _cli("verify", "--site", name, "--before", str(before), "--json", "--no-history")
+        cp = storadvise_cli("verify", "--site", name, "--before", str(before), "--json", "--no-history")
         result = json.loads(cp.stdout)
         outcomes = {(f["rule_id"], f["host"], f["subject"]): f["outcome"] for f in result["findings"] if f["rule_id"] in RULES}
         assert outcomes == {k: "fixed" for k in want}, outcomes
 
-        _playbook(plan, "rollback.yml")
-        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        run_playbook(plan, "rollback.yml")
+        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
         assert _failing(json.loads(cp.stdout)) == want
         assert (sysfs / "sdb" / "queue" / "nr_requests").read_text().strip() == "64"
     finally:

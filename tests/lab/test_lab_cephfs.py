@@ -10,32 +10,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from tests.apply.conftest import plan_vars_text
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root
+from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, run_playbook, storadvise_cli
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "cephfs.yml"
 BIN = Path(sys.executable).parent
 MANUAL = {"CEPH-OSD-SLOW", "CEPH-SLOW-OPS", "CEPH-HEALTH", "MOUNT-CEPH-FUSE"}
 FIXABLE = {"CEPH-CLIENT-OBJECT-CACHE"}
-
-
-def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())", *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=str(REPO), env={**os.environ})
-
-
-def _playbook(plan: Path, name: str) -> subprocess.CompletedProcess[str]:
-    cp = subprocess.run([shutil.which("ansible-playbook", path=str(BIN)) or "ansible-playbook", name],
-                        cwd=plan, capture_output=True, text=True, timeout=600)
-    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-2000:]
-    return cp
 
 
 def _failing(scan: dict) -> dict[str, list[dict]]:
@@ -55,7 +41,7 @@ def test_cephfs_loop(lab_registry: Path, tmp_path: Path) -> None:
         up = json.loads(lab_cli(["up", "--scenario", str(SCENARIO), "--name", name, "--json"]).stdout)
         conf = Path(os.environ["STORADVISE_LAB_DIR"]) / name / "hosts" / "wn01" / "emu" / "ceph" / "etc" / "ceph.conf"
         original = conf.read_text()
-        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
         assert cp.returncode == 2, cp.stderr[-2000:]
         scan_file = tmp_path / "scan.json"
         scan_file.write_text(cp.stdout)
@@ -77,7 +63,7 @@ def test_cephfs_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert "wn01: client_oc = false" in oc["evidence"]
 
         plan = tmp_path / "plan"
-        cp = _cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
+        cp = storadvise_cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
         planned = json.loads(cp.stdout)
         assert {m["rule"] for m in planned["manual"]} == MANUAL
@@ -88,14 +74,14 @@ def test_cephfs_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert "ceph_client" not in plan_vars_text(plan, "st01")
         assert "takes effect at the next ceph-fuse mount" in (plan / "PLAN.md").read_text()
 
-        ap = _playbook(plan, "apply-tuning.yml")
+        ap = run_playbook(plan, "apply-tuning.yml")
         assert "Set CephFS FUSE client options in ceph.conf" in ap.stdout
         assert "client_oc = true" in conf.read_text() and "client_oc = false" not in conf.read_text()
         assert "fsid = " in conf.read_text()  # the other lines are kept
-        again = _playbook(plan, "apply-tuning.yml")
+        again = run_playbook(plan, "apply-tuning.yml")
         assert "changed=0" in again.stdout.split("PLAY RECAP", 1)[1], again.stdout[-2000:]
 
-        cp = _cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
+        cp = storadvise_cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
         result = json.loads(cp.stdout)
         outcome = {(f["rule_id"], f["host"], f.get("subject")): f["outcome"] for f in result["findings"]
                    if f["rule_id"] in MANUAL | FIXABLE}
@@ -103,7 +89,7 @@ def test_cephfs_loop(lab_registry: Path, tmp_path: Path) -> None:
             ("CEPH-CLIENT-OBJECT-CACHE", "wn01", None): "fixed", ("CEPH-CLIENT-OBJECT-CACHE", "wn02", None): "fixed"}
         assert {v for k, v in outcome.items() if k[0] in MANUAL} == {"still_failing"}
 
-        _playbook(plan, "rollback.yml")
+        run_playbook(plan, "rollback.yml")
         assert conf.read_text() == original
     finally:
         lab_cli(["down", "--name", name], check=False)

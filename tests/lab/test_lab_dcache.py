@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,23 +17,11 @@ import pytest
 
 from advisor.lab.emulators.dcache import domain_state, runs_current_files
 from tests.apply.conftest import plan_vars_text
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, ssh
+from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, run_playbook, ssh, storadvise_cli
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "dcache.yml"
 BIN = Path(sys.executable).parent
 DCACHE_FAILS = {"DCACHE-POOL-DIRECT-MEMORY", "DCACHE-POOL-MOVER-MAX-ACTIVE", "DCACHE-SRM-TCP-BUFFER"}
-
-
-def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())", *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=str(REPO), env={**os.environ})
-
-
-def _playbook(plan: Path, name: str, *args: str) -> subprocess.CompletedProcess[str]:
-    cp = subprocess.run([shutil.which("ansible-playbook", path=str(BIN)) or "ansible-playbook", name, *args],
-                        cwd=plan, capture_output=True, text=True, timeout=600)
-    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-2000:]
-    return cp
 
 
 def _fails(scan: dict) -> dict[str, list[dict]]:
@@ -62,7 +48,7 @@ def test_dcache_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert ssh(lab_dir, pool01, "/opt/d-cache/bin/dcache status").stdout.startswith("DOMAIN ")
         assert not Path("/etc/dcache").exists() or not (Path("/etc/dcache") / "layouts" / "pool01.conf").exists()
         restarts0 = {h: len(domain_state(emu, h)["restarts"]) for h in ("pool01", "pool02", "door01")}
-        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
         assert cp.returncode in (0, 2), cp.stderr[-2000:]
         scan_file = tmp_path / "scan.json"
         scan_file.write_text(cp.stdout)
@@ -83,7 +69,7 @@ def test_dcache_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert [(f["hosts"], f["subject"], f["observed"]) for f in srm] == [(["door01"], "doorsDomain", "1048576")]
 
         plan = tmp_path / "plan"
-        cp = _cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
+        cp = storadvise_cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
         hv = plan_vars_text(plan, "pool01")
         assert "dcache_layout_settings" in hv and "dcache_setup_settings" in hv and "dcache_restart: false" in hv
@@ -92,9 +78,9 @@ def test_dcache_loop(lab_registry: Path, tmp_path: Path) -> None:
         plain = md.replace("\\", "")
         assert "takes effect at next domain restart" in md and "dCache pool pool01_[1-2]: mover set max active" in plain
 
-        ap = _playbook(plan, "apply-tuning.yml")
+        ap = run_playbook(plan, "apply-tuning.yml")
         assert "takes effect at next domain restart" in ap.stdout
-        again = _playbook(plan, "apply-tuning.yml")
+        again = run_playbook(plan, "apply-tuning.yml")
         assert "changed=0" in again.stdout.split("PLAY RECAP", 1)[1], again.stdout[-2000:]
         layout = (emu / "dcache" / "pool01" / "etc" / "layouts" / "pool01.conf").read_text()
         assert "[${host.name}_poolsDomain]\ndcache.java.memory.direct = 2147483648\n" in layout
@@ -106,18 +92,18 @@ def test_dcache_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert {h: len(domain_state(emu, h)["restarts"]) for h in restarts0} == restarts0
         assert not runs_current_files(emu, "pool01", "pool01_poolsDomain")
 
-        cp = _cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
+        cp = storadvise_cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
         result = json.loads(cp.stdout)
         dc = [f for f in result["findings"] if f["rule_id"] in DCACHE_FAILS]
         assert dc and all(f["outcome"] == "fixed" for f in dc), dc
 
-        _playbook(plan, "rollback.yml")
-        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        run_playbook(plan, "rollback.yml")
+        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
         assert set(_fails(json.loads(cp.stdout))) == DCACHE_FAILS
         assert "-queue=regular 20" in (emu / "dcache" / "pool02" / "lib" / "pools" / "pool02_1" / "setup").read_text()
 
         # the site lets the role restart: exactly the changed domains restart and run the new files
-        ap = _playbook(plan, "apply-tuning.yml", "-e", "dcache_restart=true")
+        ap = run_playbook(plan, "apply-tuning.yml", "-e", "dcache_restart=true")
         st = {h: domain_state(emu, h)["restarts"][restarts0[h]:] for h in restarts0}
         assert {h: [r["domain"] for r in v] for h, v in st.items()} == {
             "pool01": ["pool01_poolsDomain"], "pool02": ["pool02_poolsDomain"], "door01": ["doorsDomain"]}
@@ -125,7 +111,7 @@ def test_dcache_loop(lab_registry: Path, tmp_path: Path) -> None:
 
         # a stopped domain: dcache status (the emulator prints dCache's table) says so, the scan fails it
         ssh(lab_dir, pool01, "/opt/d-cache/bin/dcache stop pool01_poolsDomain")
-        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
         down = [f for f in json.loads(cp.stdout)["findings"] if f["rule_id"] == "DCACHE-DOMAIN-RUNNING" and f["status"] == "fail"]
         assert [(f["hosts"], f["subject"]) for f in down] == [(["pool01"], "pool01_poolsDomain")]
         assert "pool01_poolsDomain stopped dcache /var/log/dcache/pool01_poolsDomain.log" in json.dumps(down[0]["evidence"])

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, ssh
+from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, ssh, storadvise_cli
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "eos.yml"
 COMMANDS = {  # rule -> (subject, the exact command its remediation names)
@@ -25,11 +23,6 @@ COMMANDS = {  # rule -> (subject, the exact command its remediation names)
 }
 
 
-def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())", *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=str(REPO), env={**os.environ})
-
-
 @pytest.mark.root
 @pytest.mark.slow
 def test_eos_manual_loop(lab_registry: Path, tmp_path: Path) -> None:
@@ -38,7 +31,7 @@ def test_eos_manual_loop(lab_registry: Path, tmp_path: Path) -> None:
     try:
         up = json.loads(lab_cli(["up", "--scenario", str(SCENARIO), "--name", name, "--json"]).stdout)
         lab_dir = Path(os.environ["STORADVISE_LAB_DIR"]) / name
-        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
         assert cp.returncode == 2, cp.stderr[-2000:]  # EOS-FS-ONLINE is high
         scan_file = tmp_path / "scan.json"
         scan_file.write_text(cp.stdout)
@@ -51,7 +44,7 @@ def test_eos_manual_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert by_rule["EOS-SPACE-BALANCER-NTX"]["evidence"] == ["st01: balancer.node.ntx                := 40"]
 
         plan = tmp_path / "plan"
-        cp = _cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
+        cp = storadvise_cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
         planned = json.loads(cp.stdout)
         assert not [c for c in planned["changes"] if any(r.startswith("EOS-") for r in c.get("rules", []))]
@@ -63,7 +56,7 @@ def test_eos_manual_loop(lab_registry: Path, tmp_path: Path) -> None:
             # the exact command, run by hand on the MGM
             ssh(lab_dir, mgm, "/opt/eos/bin/" + command)
 
-        cp = _cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
+        cp = storadvise_cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
         outcome = {(f["rule_id"], f.get("subject")): f["outcome"] for f in json.loads(cp.stdout)["findings"]
                    if f["rule_id"] in COMMANDS}
         assert outcome == {(r, s): "fixed" for r, (s, _) in COMMANDS.items()}, outcome

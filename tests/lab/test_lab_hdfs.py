@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,23 +17,11 @@ import pytest
 
 from probes.hdfs import parse_balancer_log
 from tests.apply.conftest import plan_vars_text
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, ssh
+from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, run_playbook, ssh, storadvise_cli
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "hdfs.yml"
 BIN = Path(sys.executable).parent
 RULES = {"HDFS-BALANCER-CONCURRENT-MOVES", "HDFS-BALANCER-DISPATCHER-THREADS"}
-
-
-def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())", *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=str(REPO), env={**os.environ})
-
-
-def _playbook(plan: Path, name: str) -> subprocess.CompletedProcess[str]:
-    cp = subprocess.run([shutil.which("ansible-playbook", path=str(BIN)) or "ansible-playbook", name],
-                        cwd=plan, capture_output=True, text=True, timeout=600)
-    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-2000:]
-    return cp
 
 
 @pytest.mark.root
@@ -48,7 +34,7 @@ def test_hdfs_balancer_loop(lab_registry: Path, tmp_path: Path) -> None:
         lab_dir = Path(os.environ["STORADVISE_LAB_DIR"]) / name
         xml = lab_dir / "hosts" / "dn01" / "emu" / "hdfs" / "conf" / "hdfs-site.xml"
         original = xml.read_text()
-        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
         assert cp.returncode in (0, 2), cp.stderr[-2000:]
         scan_file = tmp_path / "scan.json"
         scan_file.write_text(cp.stdout)
@@ -59,22 +45,22 @@ def test_hdfs_balancer_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert "dn01: hdfs getconf -confKey dfs.datanode.balance.max.concurrent.moves: 200" in json.dumps(failed)
 
         plan = tmp_path / "plan"
-        cp = _cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
+        cp = storadvise_cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
         hv = plan_vars_text(plan, "dn01")
         assert "'dfs.datanode.balance.max.concurrent.moves': !unsafe '50'" in hv
         assert "'dfs.balancer.dispatcherThreads': !unsafe '200'" in hv
         assert "takes effect when the DataNodes and the balancer start again" in (plan / "PLAN.md").read_text()
 
-        ap = _playbook(plan, "apply-tuning.yml")
+        ap = run_playbook(plan, "apply-tuning.yml")
         assert "Set HDFS balancer properties in hdfs-site.xml" in ap.stdout
         text = xml.read_text()
         assert "<value>50</value>" in text and "<value>200</value>" in text and "<name>dfs.replication</name>" in text
         assert text.splitlines()[:3] == original.splitlines()[:3]  # declaration, stylesheet, comment kept
-        again = _playbook(plan, "apply-tuning.yml")
+        again = run_playbook(plan, "apply-tuning.yml")
         assert "changed=0" in again.stdout.split("PLAY RECAP", 1)[1], again.stdout[-2000:]
 
-        cp = _cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
+        cp = storadvise_cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
         outcome = {(f["rule_id"], f["host"]): f["outcome"] for f in json.loads(cp.stdout)["findings"]
                    if f["rule_id"] in RULES}
         assert outcome == {(r, h): "fixed" for r in RULES for h in ("dn01", "dn02")}, outcome
@@ -85,7 +71,7 @@ def test_hdfs_balancer_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert seen.settings["dfs.balancer.dispatcherThreads"].default == "200"
         assert "The cluster is balanced. Exiting..." in run.stdout
 
-        _playbook(plan, "rollback.yml")
+        run_playbook(plan, "rollback.yml")
         assert xml.read_text() == original
     finally:
         lab_cli(["down", "--name", name], check=False)

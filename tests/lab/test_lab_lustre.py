@@ -10,31 +10,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from tests.apply.conftest import plan_vars_text
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root
+from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, run_playbook, storadvise_cli
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "lustre.yml"
 BIN = Path(sys.executable).parent
 LUSTRE_FAILS = {"LUSTRE-OSC-RPCS-IN-FLIGHT", "LUSTRE-OSC-MAX-DIRTY", "LUSTRE-MDC-RPCS-IN-FLIGHT", "LUSTRE-READ-AHEAD"}
-
-
-def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())", *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=str(REPO), env={**os.environ})
-
-
-def _playbook(plan: Path, name: str, *args: str) -> subprocess.CompletedProcess[str]:
-    cp = subprocess.run([shutil.which("ansible-playbook", path=str(BIN)) or "ansible-playbook", name, *args],
-                        cwd=plan, capture_output=True, text=True, timeout=600)
-    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-2000:]
-    return cp
 
 
 @pytest.mark.root
@@ -44,7 +30,7 @@ def test_lustre_loop(lab_registry: Path, tmp_path: Path) -> None:
     name = f"t-lus{os.getpid() % 10000}"
     try:
         lab_cli(["up", "--scenario", str(SCENARIO), "--name", name, "--json"])
-        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
         assert cp.returncode in (0, 2), cp.stderr[-2000:]
         scan_file = tmp_path / "scan.json"
         scan_file.write_text(cp.stdout)
@@ -60,7 +46,7 @@ def test_lustre_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert ok and all(f["status"] == "pass" for f in ok)
 
         plan = tmp_path / "plan"
-        cp = _cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
+        cp = storadvise_cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
         hv = plan_vars_text(plan, "wn02")
         assert "lustre_params" in hv and ".max_read_ahead_mb': !unsafe '256'" in hv
@@ -69,36 +55,36 @@ def test_lustre_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert "lustre_permanent" in mv and "osc.atlas-OST0000-osc-*.max_rpcs_in_flight': !unsafe '16'" in mv, mv
         assert "mgs01: lctl set_param -P" in (plan / "PLAN.md").read_text()
 
-        ap = _playbook(plan, "apply-tuning.yml")
+        ap = run_playbook(plan, "apply-tuning.yml")
         assert "Set Lustre client parameters with lctl set_param" in ap.stdout
-        again = _playbook(plan, "apply-tuning.yml")
+        again = run_playbook(plan, "apply-tuning.yml")
         assert "changed=0" in again.stdout.split("PLAY RECAP", 1)[1], again.stdout[-2000:]
 
-        cp = _cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
+        cp = storadvise_cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
         result = json.loads(cp.stdout)
         lus = [f for f in result["findings"] if f["rule_id"] in LUSTRE_FAILS]
         assert lus and all(f["outcome"] == "fixed" for f in lus), lus
 
-        _playbook(plan, "rollback.yml")
-        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        run_playbook(plan, "rollback.yml")
+        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
         back = json.loads(cp.stdout)
         assert {f["rule_id"] for f in back["findings"]
                 if f["rule_id"].startswith("LUSTRE-") and f["status"] == "fail"} == LUSTRE_FAILS
 
         # the values persist on the MGS: a rebooted client mounts with them, and the scan reads them
         # as the persisted values (no finding returns)
-        _playbook(plan, "apply-tuning.yml")
+        run_playbook(plan, "apply-tuning.yml")
         lab_cli(["reboot", "wn01", "--name", name])
-        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
         after = json.loads(cp.stdout)
         assert not [f for f in after["findings"] if f["rule_id"].startswith("LUSTRE-") and f["status"] == "fail"]
         mgs = next(h for h in after["hosts"] if h["name"] == "mgs01")
         leaves = {leaf["name"]: leaf["value"] for leaf in mgs["facts"]["lustre.params"]}
         assert leaves["/mgs"] == "true" and "osc.atlas-OST0000-osc-*.max_rpcs_in_flight" in str(leaves["/permanent"])
         # rollback removes the MGS's records too: after a reboot the clients are back at the before values
-        _playbook(plan, "rollback.yml")
+        run_playbook(plan, "rollback.yml")
         lab_cli(["reboot", "wn01", "--name", name])
-        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
         back = json.loads(cp.stdout)
         by_rule = {}
         for f in back["findings"]:

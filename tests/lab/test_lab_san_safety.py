@@ -5,14 +5,11 @@ Real namespace host, sshd and the SMcli emulator; needs root (CI is root)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root
+from tests.lab.conftest import lab_cli, lab_traces, no_traces, require_root, storadvise_cli
 
 SCENARIO = """
 name: trsan
@@ -39,11 +36,6 @@ site:
 """
 
 
-def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())", *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=str(REPO), env={**os.environ})
-
-
 @pytest.mark.root
 def test_mirroring_off_gets_no_write_cache_change(lab_registry: Path, tmp_path: Path) -> None:
     require_root()
@@ -53,7 +45,7 @@ def test_mirroring_off_gets_no_write_cache_change(lab_registry: Path, tmp_path: 
     try:
         lab_cli(["up", "--scenario", str(scen), "--name", name, "--json"])
         scan_file = tmp_path / "scan.json"
-        cp = _cli("scan", "--site", name, "--json")
+        cp = storadvise_cli("scan", "--site", name, "--json")
         assert cp.returncode in (0, 1, 2), cp.stderr[-2000:]
         scan_file.write_text(cp.stdout)
         scan = json.loads(cp.stdout)
@@ -64,7 +56,7 @@ def test_mirroring_off_gets_no_write_cache_change(lab_registry: Path, tmp_path: 
             assert "acknowledged writes" in f["message"] and "controller fails" in f["message"], f
             assert f["changes"] == [], f
         out = tmp_path / "plan"
-        cp = _cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(out), "--json")
+        cp = storadvise_cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(out), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
         # the variables the plan hands to the roles (the roles' own defaults document every keyword)
         written = "\n".join(p.read_text() for d in ("host_vars", "group_vars") for p in (out / d).rglob("*") if p.is_file())

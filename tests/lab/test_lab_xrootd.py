@@ -10,30 +10,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from tests.apply.conftest import plan_vars_text
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root
+from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, run_playbook, storadvise_cli
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "xrootd.yml"
 BIN = Path(sys.executable).parent
-
-
-def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())", *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=str(REPO), env={**os.environ})
-
-
-def _playbook(plan: Path, name: str, *args: str) -> subprocess.CompletedProcess[str]:
-    cp = subprocess.run([shutil.which("ansible-playbook", path=str(BIN)) or "ansible-playbook", name, *args],
-                        cwd=plan, capture_output=True, text=True, timeout=600)
-    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-2000:]
-    return cp
 
 
 def _xrootd(scan: dict, host: str = "xrd01") -> dict[str, dict]:
@@ -50,7 +36,7 @@ def test_xrootd_server_loop(lab_registry: Path, tmp_path: Path) -> None:
         cfg = Path(up["state_dir"]) / "hosts" / "xrd01" / "xrootd" / "origin.cfg"
         pidfile = cfg.parent / "adm" / "instance.pid"
         pid0 = pidfile.read_text().strip()
-        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
         assert cp.returncode in (0, 2), cp.stderr[-2000:]
         scan_file = tmp_path / "scan.json"
         scan_file.write_text(cp.stdout)
@@ -64,27 +50,27 @@ def test_xrootd_server_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert found["XROOTD-EXPORT-SET"]["status"] == "pass" and found["XROOTD-OPEN-FILES-USE"]["status"] == "pass"
 
         plan = tmp_path / "plan"
-        cp = _cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
+        cp = storadvise_cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
         hv = plan_vars_text(plan, "xrd01")
         assert "xrootd_instances" in hv and "mint 4 maxt 2048 avlt 8 idle 60" in hv and "restart.sh" in hv
         md = (plan / "PLAN.md").read_text()
         assert "xrootd origin: xrd.sched maxt" in md and "XROOTD-OPEN-FILES-LIMIT on xrd01" in md
 
-        _playbook(plan, "apply-tuning.yml")
+        run_playbook(plan, "apply-tuning.yml")
         assert "xrd.sched mint 4 maxt 2048 avlt 8 idle 60" in cfg.read_text()
         assert pidfile.read_text().strip() != pid0          # restarted: the instance runs the new file
-        again = _playbook(plan, "apply-tuning.yml")
+        again = run_playbook(plan, "apply-tuning.yml")
         assert "changed=0" in again.stdout.split("PLAY RECAP", 1)[1], again.stdout[-2000:]
 
-        cp = _cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
+        cp = storadvise_cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
         outcome = {f["rule_id"]: f["outcome"] for f in json.loads(cp.stdout)["findings"] if f["host"] == "xrd01"}
         assert outcome["XROOTD-SCHED-MAXT"] == "fixed", outcome
         assert outcome["XROOTD-OPEN-FILES-LIMIT"] != "fixed"   # by hand: the plan did not touch it
 
-        _playbook(plan, "rollback.yml")
+        run_playbook(plan, "rollback.yml")
         assert "xrd.sched mint 4 maxt 64 avlt 8 idle 60" in cfg.read_text()
-        cp = _cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
         assert _xrootd(json.loads(cp.stdout))["XROOTD-SCHED-MAXT"]["status"] == "fail"
     finally:
         lab_cli(["down", "--name", name], check=False)
