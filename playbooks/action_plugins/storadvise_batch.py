@@ -1,17 +1,35 @@
 # -*- coding: utf-8 -*-
 # storadvise batch: run this host's probe batch (the shared script of `storadvise collect
 # --ansible-vars`) and return, or save, its framed output for the storadvise_capture action.
-# Its options and what it returns: library/storadvise_batch.py.
+# Its options and what it returns: roles/collect_batch/library/storadvise_batch.py.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shlex
+import sys
 
 from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure, AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
+
+
+def _shipped(name):
+    """The collection's module_utils ``name`` (dependency free), loaded from the collection's
+    module_utils/, beside this file's directory (in a checkout: playbooks/module_utils). The same
+    loader as storadvise_capture's: a plugin file cannot import another."""
+    key = "storadvise_action_utils." + name
+    if key not in sys.modules:
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "module_utils", name + ".py")
+        spec = importlib.util.spec_from_file_location(key, path)
+        if spec is None or not os.path.isfile(path):
+            raise AnsibleActionFail("the collection's module_utils %s.py is missing (%s)" % (name, path))
+        sys.modules[key] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[key])
+    return sys.modules[key]
+
 
 #: the longest quoted script sent in the command line: one argument of at most 128 KiB (Linux's
 #: MAX_ARG_STRLEN) for the controller's ssh and the host's sh -c, less room for the rest
@@ -37,9 +55,11 @@ class ActionModule(ActionBase):
         host = str((task_vars or {}).get("inventory_hostname", ""))
         saved = None
         if save_dir:
-            if not (0 < len(host) <= 250 and os.path.basename(host) == host and not host.startswith(".")
-                    and "\0" not in host):
-                raise AnsibleActionFail("storadvise_batch: host name %r is not usable as a file name" % host[:80])
+            layout = _shipped("storadvise_capture_layout")
+            try:
+                layout.host_component(host)
+            except layout.CaptureLayoutError as e:
+                raise AnsibleActionFail("storadvise_batch: %s" % e)
             saved = os.path.join(os.path.expanduser(save_dir), host + ".json")
         self._prefer_kex(self._task.args.get("ssh_kex"))
         try:

@@ -20,22 +20,17 @@ VARS_FORMAT = 2
 
 
 def _shipped(name):
-    """The collection's module_utils ``name`` (dependency free), loaded from beside this plugin: the
-    collection's plugins/module_utils, or the playbooks' module_utils in a checkout."""
+    """The collection's module_utils ``name`` (dependency free), loaded from the collection's
+    module_utils/, beside this file's directory (in a checkout: playbooks/module_utils)."""
     key = "storadvise_action_utils." + name
-    if key in sys.modules:
-        return sys.modules[key]
-    here = os.path.dirname(os.path.realpath(__file__))
-    for base in (os.path.dirname(here), os.path.dirname(os.path.dirname(here))):
-        for rel in ("module_utils", os.path.join("plugins", "module_utils")):
-            path = os.path.join(base, rel, name + ".py")
-            if os.path.isfile(path):
-                spec = importlib.util.spec_from_file_location(key, path)
-                mod = importlib.util.module_from_spec(spec)
-                sys.modules[key] = mod
-                spec.loader.exec_module(mod)
-                return mod
-    raise AnsibleActionFail("storadvise_capture: the collection's module_utils %s.py is missing" % name)
+    if key not in sys.modules:
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "module_utils", name + ".py")
+        spec = importlib.util.spec_from_file_location(key, path)
+        if spec is None or not os.path.isfile(path):
+            raise AnsibleActionFail("the collection's module_utils %s.py is missing (%s)" % (name, path))
+        sys.modules[key] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[key])
+    return sys.modules[key]
 
 
 class ActionModule(ActionBase):
@@ -64,6 +59,8 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("%s: not a format %d storadvise batches file; write it again with "
                                     "storadvise collect --ansible-vars" % (batches_file, VARS_FORMAT))
         try:
+            for name in collect["hosts"]:  # each names a file: one rule for that, before anything is read
+                layout.host_component(name, "host name in %s" % batches_file)
             if saved_dir:
                 longest = max([len(b["commands"]) for b in collect["batches"]] or [1])
                 results.update(frames.read_saved(saved_dir, [n for n in collect["hosts"] if n not in results],

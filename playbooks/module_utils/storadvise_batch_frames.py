@@ -220,21 +220,13 @@ def _result(key, rc, stdout, stderr, duration_s, timed_out, truncated):
             "timed_out": timed_out, "truncated": truncated}
 
 
-def saved_name_ok(name):
-    """Whether ``name`` can name a saved result file: one path component, not hidden."""
-    return (isinstance(name, str) and 0 < len(name) <= 250 and os.path.basename(name) == name
-            and not name.startswith(".") and "\0" not in name)
-
-
 def read_saved(directory, names, cap=MAX_OUTPUT_BYTES, commands=64):
     """name -> the result saved as ``directory/<name>.json`` for each of ``names`` whose file exists
-    (``names`` are already safe file names). A file larger than a batch of ``commands`` commands
+    (``names`` are checked by the caller: storadvise_capture_layout.host_component). A file larger than a batch of ``commands`` commands
     could make, or not a JSON object, becomes a result saying so (decode_saved reports it)."""
     limit = commands * max_encoded(cap) + (1 << 20)
     saved = {}
     for name in names:
-        if not saved_name_ok(name):
-            continue
         path = os.path.join(str(directory), "%s.json" % name)
         try:
             size = os.path.getsize(path)

@@ -221,3 +221,24 @@ def test_the_batch_play_asks_ssh_to_leave_out_sntrup_after_the_sites_own_args_an
         assert manifest["hosts"][name]["reachable"] is False
         assert manifest["hosts"][name]["errors"][0].startswith(f"{name}: unreachable through Ansible: ")
         assert "Connection refused" in manifest["hosts"][name]["errors"][0]
+
+
+def test_the_batch_action_saves_only_under_a_host_name_that_is_one_safe_file_name(tmp_path):
+    """The role run from a plain playbook with a save directory: a host whose name is not one safe path
+    component (the capture layout's rule, host_component) fails before anything is run or written."""
+    import subprocess
+
+    script = tmp_path / "cv.batch.sh"
+    script.write_text("echo never run\n")
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": {".hidden": {"ansible_connection": "local"}}}}))
+    play = tmp_path / "play.yml"
+    play.write_text(yaml.safe_dump([{"hosts": "all", "gather_facts": False, "roles": [
+        {"role": "collect_batch", "collect_batch_script": str(script), "collect_batch_save_dir": str(tmp_path / "saved")}]}]))
+    env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp_path), "ANSIBLE_HOME": str(tmp_path / "ah"),
+           "ANSIBLE_ROLES_PATH": str(REPO / "playbooks" / "roles")}
+    cp = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(inventory), str(play)], capture_output=True,
+                        text=True, timeout=300, env=env, cwd=tmp_path)
+    assert cp.returncode != 0
+    assert "storadvise_batch: host name '.hidden': not usable as a file name" in cp.stdout, cp.stdout[-2000:]
+    assert not (tmp_path / "saved").exists()

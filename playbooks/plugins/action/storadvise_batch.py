@@ -1,1 +1,1 @@
-../../roles/collect_batch/action_plugins/storadvise_batch.py
+../../action_plugins/storadvise_batch.py

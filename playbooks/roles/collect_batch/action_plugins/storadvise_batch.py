@@ -1,0 +1,1 @@
+../../../action_plugins/storadvise_batch.py
