@@ -18,8 +18,10 @@ def change(adapter, key, target, host="h1", scope=ChangeScope.both, runtime=None
 
 def test_the_registry_holds_every_adapter_in_play_order_each_with_its_shipped_role():
     """The core adapters first, then each storage kind's in registry order; every role is shipped,
-    and every shipped role but the controller's apply_summary has an adapter."""
+    and every shipped role but the controller's apply_summary and collect.yml's collect_batch has an
+    adapter."""
     from advisor.resources import playbooks_dir
+    from advisor.role_docs import COLLECT_ROLE, SUMMARY_ROLE
     from advisor.storage_kinds import storage_kinds
 
     reg = adapters()
@@ -29,7 +31,7 @@ def test_the_registry_holds_every_adapter_in_play_order_each_with_its_shipped_ro
     assert [reg[n].role for n in list(reg)[3:]] == [r for k in kinds for r in [k.role] + [
         get_adapter_of(m).role for m in k.extra_adapter_modules]]
     shipped = {p.name for p in (playbooks_dir() / "roles").iterdir() if p.is_dir()}
-    assert {a.role for a in reg.values()} == shipped - {"apply_summary"}
+    assert {a.role for a in reg.values()} == shipped - {SUMMARY_ROLE, COLLECT_ROLE}
 
 
 def get_adapter_of(module: str):
