@@ -21,7 +21,11 @@ nothing about the network. The order of the checks:
    fraction) the rate is the receiver's advertised window / RTT. A window limit while the
    receiver's iperf3 waited CPU_WAIT of the test for a CPU is ``cpu``: a receiver that is not
    scheduled does not read, and its window closes (measured: 41-85% rwnd_limited on a clean
-   10 Gbit/s lab path whose receiver waited 38%; 83% on a 64 KiB window whose receiver waited 5%);
+   10 Gbit/s lab path whose receiver waited 38%, 20% in another run; 83% on a 64 KiB window whose
+   receiver waited 5%). When the receiver's largest advertised window would carry the expected
+   rate at the idle RTT, its buffer did not stop the sender: CPU_WAIT_AMPLE is enough. A rate at
+   window / RTT counts only at the RTT without a queue (behind a bottleneck queue any open window
+   is in flight);
 5. ``policer``: retransmits, no queueing delay and a steady delivery rate (a policer drops at a
    fixed rate without queueing; Flach et al., SIGCOMM 2016);
    ``loss``: retransmits of QUEUE_LOSS of the segments or more, or of LOSS_RATE without a
@@ -49,6 +53,9 @@ CPU_PCT = 90.0
 #: the rate, whoever caused it (the machine's busy share alone says nothing on a shared host)
 CPU_WAIT = 0.2
 CPU_WAIT_SEVERE = 0.5
+#: a window limit on a receiver whose advertised window was ample (it would carry the expected rate
+#: at the idle RTT) closed because the receiver did not read: a receiver wait this long explains it
+CPU_WAIT_AMPLE = 0.1
 CONTENDED_FRAC = 0.2
 WINDOW_FRAC = 0.3
 #: retransmitted segments per segment sent above which a slow path is losing packets
@@ -161,14 +168,14 @@ def classify_path(path: dict[str, Any]) -> tuple[str | None, str | None]:
     if max(rw, sb) >= WINDOW_FRAC:
         if rw >= sb:
             starved = (p.get("cpu_wait_frac") or {}).get("dst")
-            if starved is not None and starved >= CPU_WAIT:
+            if starved is not None and starved >= (CPU_WAIT_AMPLE if _window_ample(p, ti) else CPU_WAIT):
                 # a receiver that gets no CPU does not read: its buffer fills and the window closes
                 return "cpu", (f"rwnd_limited {rw:.0%} of busy time while {p.get('dst')}'s iperf3 waited for a "
                                f"CPU {starved:.0%} of the test (a receiver not read fills its window): "
                                f"inconclusive{rate_txt}")
             return "receiver_window", f"rwnd_limited {rw:.0%} of busy time{rate_txt}"
         return "sender_buffer", f"sndbuf_limited {sb:.0%} of busy time{rate_txt}"
-    why = _window_match(p)
+    why = _window_match(p, ti)
     # with TCP_INFO, the receiver's window must also have stopped the sender now and then: a rate
     # at window / RTT is otherwise a coincidence (in flight = rate x RTT behind any bottleneck)
     if why and rw >= sb and (not ti or rw >= WINDOW_SEEN):
@@ -205,11 +212,26 @@ def _lossy(p: dict, ti: dict, loss: float, queue: float | None, rate_txt: str) -
     return "loss", f"retransmits {loss:.2%} of segments, {q}{cw}{sack}{rate_txt}"
 
 
-def _window_match(p: dict) -> str | None:
-    """Paths without tcp_info: the rate matches the receiver's largest advertised window / RTT."""
+def _window_ample(p: dict, ti: dict) -> bool:
+    """The receiver's largest advertised window carries the expected rate at the idle RTT: its buffer
+    is not what stopped the sender, a window that closed did (the receiver did not read)."""
+    wnd, want, idle = p.get("max_snd_wnd"), p.get("expected_bps"), _idle_rtt(p, ti)
+    return bool(wnd and want and idle) and wnd * 8 / (idle / 1e6) >= want
+
+
+def _window_match(p: dict, ti: dict) -> str | None:
+    """The rate matches the receiver's largest advertised window / RTT.
+
+    The RTT is the one without a queue: a window that limits keeps less than the path's
+    bandwidth-delay product in flight, so no queue builds. Behind a bottleneck queue the RTT
+    during the test grows until rate x RTT is whatever window is open (a tautology, not a limit).
+    """
     wnd, rtt, bps = p.get("max_snd_wnd"), p.get("rtt_us"), p.get("measured_bps")
     if not (wnd and rtt and bps):
         return None
+    idle = _idle_rtt(p, ti)
+    if _queued(_queue_us(p, ti), idle):
+        rtt = idle
     cap = wnd * 8 / (rtt / 1e6)
     if cap / WINDOW_MATCH <= bps <= cap * WINDOW_MATCH:
         return f"rate = receiver window {wnd / 1024:.0f} KiB / rtt {rtt / 1000:.1f} ms"

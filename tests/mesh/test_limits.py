@@ -84,12 +84,34 @@ def test_a_window_closed_by_a_starved_receiver_is_cpu():
     assert cls == "cpu" and "wn01's iperf3 waited for a CPU 38%" in ev and "rwnd_limited 85%" in ev
     # the sender waiting does not close the receiver's window
     assert classify_path(path(cpu_wait_frac={"src": 0.38, "dst": 0.05}, tcp_info=ti))[0] == "receiver_window"
+    # seen in CI: the receiver waited 19.9%, and its 6 MiB window would carry 10 Gbit/s at the idle
+    # 0.1 ms: its buffer did not stop the sender, the reader did
+    ample = {"expected_bps": 10e9, "measured_bps": 3.1e9, "ratio": 0.31, "max_snd_wnd": 6 << 20,
+             "rtt_us": 400.0, "idle_rtt_us": 100.0, "min_rtt_us": 90.0}
+    cls, ev = classify_path(path(**ample, cpu_wait_frac={"src": 0.45, "dst": 0.199}, tcp_info=ti))
+    assert cls == "cpu" and "waited for a CPU 20%" in ev, ev
+    # a 64 KiB window (no scaling) at the same wait is the window
+    small = {**ample, "max_snd_wnd": 65535}
+    assert classify_path(path(**small, cpu_wait_frac={"src": 0.45, "dst": 0.199}, tcp_info=ti))[0] == "receiver_window"
 
 
 def test_a_rate_at_window_over_rtt_needs_the_window_to_have_stopped_the_sender():
     at_window = {"measured_bps": 26e6, "ratio": 0.026, "max_snd_wnd": 65535, "rtt_us": 20_100.0}
     assert classify_path(path(**at_window, tcp_info=tcp(rwnd_limited_frac=0.15)))[0] == "receiver_window"
     assert classify_path(path(**at_window, tcp_info=tcp(rwnd_limited_frac=0.0)))[0] == "unknown"
+
+
+def test_a_window_a_queue_put_in_flight_does_not_limit_the_path():
+    # seen in CI on the lab's clean 20 ms path: cubic filled the switch's queue (rtt 172 ms against
+    # 40 ms idle), so in flight = rate x rtt = the autotuned window; window / idle rtt is 4 Gbit/s
+    queued = {"measured_bps": 820e6, "ratio": 0.82, "max_snd_wnd": 20735 * 1024, "rtt_us": 171_800.0,
+              "idle_rtt_us": 40_300.0, "min_rtt_us": 40_200.0, "sent_bytes": 420_000_000, "retransmits": 40}
+    ti = tcp(rwnd_limited_s=0.58, rwnd_limited_frac=0.14, rtt_us=171_800.0, min_rtt_us=40_200.0, retrans=40)
+    cls, ev = classify_path(path(**queued, tcp_info=ti))
+    assert cls == "link" and "bottleneck queue" in ev, ev
+    # the same window at the idle rtt does hold the rate
+    held = {**queued, "measured_bps": 3.9e9, "expected_bps": 10e9, "ratio": 0.39, "rtt_us": 41_000.0}
+    assert classify_path(path(**held, tcp_info=tcp(rwnd_limited_frac=0.14, rtt_us=41_000.0)))[0] == "receiver_window"
 
 
 def test_contended_nic():
