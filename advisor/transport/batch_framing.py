@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import secrets
+import shlex
 from dataclasses import dataclass
 
 from advisor.host_tmp import MKTEMP
@@ -120,16 +121,11 @@ def _prologue(token: str) -> str:
             .replace("@MKTEMP@", MKTEMP))
 
 
-def _sh_quote(text: str) -> str:
-    """``text`` as one single-quoted sh word (a ``'`` inside becomes ``'\\''``)."""
-    return "'" + text.replace("'", "'\\''") + "'"
-
-
 def _write_script(command: Command, path: str) -> str:
     """The sh line that writes ``command``'s script to ``path`` with the shell's own ``printf``: no
     process per command (a here-document needs a ``cat``)."""
     script = command.script if command.script.endswith("\n") else command.script + "\n"
-    return f'printf %s {_sh_quote(script)} >"{path}"'
+    return f'printf %s {shlex.quote(script)} >"{path}"'
 
 
 def _batch_body(commands: list[Command], timeouts: list[float], sudo: list[bool], write_script) -> str:
@@ -182,13 +178,13 @@ class SharedScript:
 
 
 def _host_selection(hosts: dict[str, int], n_batches: int) -> str:
-    """``--host NAME`` turned into NAME's batch number (one ``case`` of single-quoted names: no
+    """``--host NAME`` turned into NAME's batch number (one ``case`` of names quoted by ``shlex.quote``: no
     character of a name is special to it); a name not listed is refused with a FATAL frame."""
     arms: dict[int, list[str]] = {}
     for name, n in hosts.items():
         if not 0 <= n < n_batches:
             raise ValueError(f"host {name!r}: no batch {n}")
-        arms.setdefault(n, []).append(_sh_quote(name))
+        arms.setdefault(n, []).append(shlex.quote(name))
     lines = "".join(f"{'|'.join(names)}) set -- {n};;\n" for n, names in sorted(arms.items()))
     return ('if [ "${1-}" = --host ]; then\ncase "${2-}" in\n' + lines
             + '*) sa_mark FATAL "no batch for host ${2-} in this script"; exit 64;;\nesac\nfi\n')

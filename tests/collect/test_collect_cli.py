@@ -4,6 +4,7 @@ playbook never reached is recorded unreachable (exit 3), never invented."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -90,4 +91,4 @@ def test_hosts_with_the_same_commands_share_one_batch_and_the_script_holds_each_
     assert per_host < 60, per_host  # a whole wrapper (~40 KB) per host before
     # the script grows by the host names of its --host selection only (a name and a separator each)
     grown = (tmp_path / "big.batch.sh").stat().st_size - (tmp_path / "small.batch.sh").stat().st_size
-    assert grown == sum(len(f"'wn{i:03d}'|") for i in range(2, 500)), grown
+    assert grown == sum(len(shlex.quote(f"wn{i:03d}") + "|") for i in range(2, 500)), grown
