@@ -129,8 +129,7 @@ def import_frames(directory: Path, vars_path: Path) -> dict[str, HostFacts]:
     data = read_vars_file(vars_path)
     started = now_iso()
     frames = directory / FRAMES_DIR
-    saved = _frames.read_saved(frames, list(data["hosts"]), int(data.get("max_output_bytes", MAX_OUTPUT_BYTES)),
-                               max((len(b["commands"]) for b in data["batches"]), default=1))
+    saved = _frames.read_saved(frames, data)
     written = _layout.write_batch_capture(directory, data, _frames.decode_collect(data, saved), started)
     shutil.rmtree(frames, ignore_errors=True)
     return {name: HostFacts(name=name, reachable=h["reachable"], errors=h["errors"]) for name, h in written.items()}

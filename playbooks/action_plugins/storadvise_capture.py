@@ -62,9 +62,7 @@ class ActionModule(ActionBase):
             for name in collect["hosts"]:  # each names a file: one rule for that, before anything is read
                 layout.host_component(name, "host name in %s" % batches_file)
             if saved_dir:
-                longest = max([len(b["commands"]) for b in collect["batches"]] or [1])
-                results.update(frames.read_saved(saved_dir, [n for n in collect["hosts"] if n not in results],
-                                                 int(collect.get("max_output_bytes", frames.MAX_OUTPUT_BYTES)), longest))
+                results.update(frames.read_saved(saved_dir, collect, [n for n in collect["hosts"] if n not in results]))
             collected_at = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
             hosts = layout.write_batch_capture(dest, collect, frames.decode_collect(collect, results), collected_at)
         except (layout.CaptureLayoutError, KeyError, IndexError, TypeError, ValueError) as e:

@@ -220,11 +220,16 @@ def _result(key, rc, stdout, stderr, duration_s, timed_out, truncated):
             "timed_out": timed_out, "truncated": truncated}
 
 
-def read_saved(directory, names, cap=MAX_OUTPUT_BYTES, commands=64):
-    """name -> the result saved as ``directory/<name>.json`` for each of ``names`` whose file exists
-    (``names`` are checked by the caller: storadvise_capture_layout.host_component). A file larger than a batch of ``commands`` commands
-    could make, or not a JSON object, becomes a result saying so (decode_saved reports it)."""
+def read_saved(directory, collect, names=None):
+    """name -> the result saved as ``directory/<name>.json`` for each of ``names`` (default: every
+    host of ``collect``, the batches file's data) whose file exists. The names are checked by the
+    caller (storadvise_capture_layout.host_component). A file larger than the longest batch could
+    make at ``collect``'s output cap, or not a JSON object, becomes a result saying so
+    (decode_saved reports it)."""
+    cap = int(collect.get("max_output_bytes", MAX_OUTPUT_BYTES))
+    commands = max([len(b["commands"]) for b in collect["batches"]] or [1])
     limit = commands * max_encoded(cap) + (1 << 20)
+    names = list(collect["hosts"]) if names is None else names
     saved = {}
     for name in names:
         path = os.path.join(str(directory), "%s.json" % name)

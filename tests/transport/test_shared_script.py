@@ -84,3 +84,18 @@ def test_decode_saved_names_what_ansible_brought_back():
     cut = ok.stdout.decode().split("@@SA " + shared.token + " DONE")[0]
     results, error = frames.decode_saved({"rc": 143, "stdout": cut}, shared.token, batch, "h1")
     assert error is None and results[0]["stdout"] == "x\n"  # the results that arrived are kept
+
+
+def test_read_saved_bounds_each_file_by_the_collections_longest_batch(tmp_path):
+    collect = {"max_output_bytes": 1000, "hosts": {"a": {"batch": 0}, "b": {"batch": 1}, "c": {"batch": 1},
+                                                   "d": {"batch": 1}},
+               "batches": [{"commands": [{"key": "x"}]}, {"commands": [{"key": "x"}, {"key": "y"}]}]}
+    limit = 2 * frames.max_encoded(1000) + (1 << 20)
+    (tmp_path / "a.json").write_text('{"rc": 0, "stdout": "' + "x" * (limit - 40) + '"}')
+    (tmp_path / "b.json").write_text('{"rc": 0, "stdout": "' + "x" * limit + '"}')
+    (tmp_path / "c.json").write_text('["not", "an", "object"]')
+    saved = frames.read_saved(tmp_path, collect)
+    assert saved["a"]["rc"] == 0 and "d" not in saved  # d saved nothing
+    assert saved["b"]["msg"].endswith("bytes, more than a batch makes") and saved["b"]["stdout"] == ""
+    assert "unreadable: not a JSON object" in saved["c"]["msg"]
+    assert set(frames.read_saved(tmp_path, collect, ["c"])) == {"c"}
