@@ -95,7 +95,7 @@ class ScanRun:
 
 
 def select_hosts(site: Site, pattern: str | None) -> list[Host]:
-    """The hosts ``--hosts`` names: a host pattern (advisor.site.HostPattern: names, globs, groups,
+    """The hosts ``--hosts`` names: a host pattern (advisor.host_patterns.HostPattern: names, globs, groups,
     roles, comma lists, ``!exclusion``); all without one."""
     if not pattern:
         return list(site.hosts)

@@ -1,9 +1,9 @@
 """The site model: hosts, roles, groups, expected link rates, profiles, waivers, mesh pairs.
 
 A site comes from a site file (YAML, documented in docs/site-file.md) or from an Ansible
-inventory plus a role map (see advisor.inventory), read by advisor.site_file.load_site. Sites are found by name in
-``./sites/NAME.yml``, ``~/.config/storadvise/sites/NAME.yml`` and the lab's registry
-directory, or given as a path.
+inventory plus a role map (see advisor.inventory), read by advisor.site_file.load_site, after
+advisor.site_lookup has found it by name (``./sites/NAME.yml``, ``~/.config/storadvise/sites/NAME.yml``,
+the lab's registry directory) or as a path. Host patterns: advisor.host_patterns.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import os
 import re
 from enum import Enum
 from pathlib import Path
-from functools import lru_cache
-from typing import Any, Literal, Sequence, TypeVar
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from advisor.errors import SiteFileError
+from advisor.host_patterns import host_pattern
 from advisor.probe_helper_path import helper_path
 from advisor.units import parse_rate_bps
 
@@ -47,68 +47,6 @@ _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 #: host variables that name an address other hosts connect to (the mesh's storage-network
 #: address); storage kinds' host settings (gpfs_node, san_controllers) are checked in Host too
 ADDRESS_VARS = ("mesh_address",)
-
-
-# --------------------------------------------------------------------------- host patterns
-
-HostT = TypeVar("HostT")
-_GLOB = set("*?[")
-
-
-class HostPattern:
-    """The one host selector: ``--hosts``, waivers, settings the site marks immutable, mesh pairs,
-    the active test's hosts and lab scenarios all read this grammar (the subset of Ansible's host
-    patterns a site file needs; docs/site-file.md, "Host patterns")::
-
-        pattern  = term { "," term }           blanks around a term are ignored
-        term     = [ "!" ] selector            "!": leave these hosts out
-        selector = "all" | glob | word
-          word   a host name, a group or a role: every host so named, in that group or with that role
-          glob   (with * ? [...]) every host whose name, or one of whose groups, matches it
-
-    The hosts chosen are those any positive term selects (every host when all terms are exclusions),
-    minus those any ``!`` term selects, in the site's order. ``gpfs0*,!gpfs03``, ``storage,!nsd*``,
-    ``workers,door``, ``all``.
-    """
-
-    def __init__(self, text: str):
-        terms = [t.strip() for t in str(text).split(",")]
-        if not text or not str(text).strip() or any(not t or t == "!" for t in terms):
-            raise ValueError(f"host pattern {text!r} has an empty term")
-        self.text = str(text)
-        self.include = [t for t in terms if not t.startswith("!")]
-        self.exclude = [t[1:].strip() for t in terms if t.startswith("!")]
-
-    @staticmethod
-    def _selects(selector: str, name: str, groups: Sequence[str], roles: Sequence[str]) -> bool:
-        if selector == "all":
-            return True
-        if _GLOB & set(selector):
-            return fnmatch.fnmatchcase(name, selector) or any(fnmatch.fnmatchcase(g, selector) for g in groups)
-        return selector == name or selector in groups or selector in roles
-
-    def matches(self, host: Any) -> bool:
-        """``host``: a site Host, a lab ScenarioHost, or a bare name (then only names and globs match)."""
-        name, groups, roles = _host_terms(host)
-        if self.include and not any(self._selects(t, name, groups, roles) for t in self.include):
-            return False
-        return not any(self._selects(t, name, groups, roles) for t in self.exclude)
-
-    def select(self, hosts: Sequence[HostT]) -> list[HostT]:
-        return [h for h in hosts if self.matches(h)]
-
-
-def _host_terms(host: Any) -> tuple[str, Sequence[str], Sequence[str]]:
-    if isinstance(host, str):
-        return host, (), ()
-    roles = [getattr(r, "value", r) for r in getattr(host, "roles", ())]
-    return host.name, list(getattr(host, "groups", ())), roles
-
-
-@lru_cache(maxsize=4096)
-def host_pattern(text: str) -> HostPattern:
-    """The parsed pattern (parsed once: a waiver is matched against every host of every finding)."""
-    return HostPattern(text)
 
 
 def _valid_host_pattern(v: str) -> str:
@@ -542,38 +480,6 @@ class Site(StrictModel):
             for g in h.groups:
                 out.setdefault(g, []).append(h.name)
         return out
-
-
-def site_search_dirs() -> list[Path]:
-    """Where ``--site NAME`` is looked up, in order."""
-    dirs = [Path.cwd() / "sites"]
-    cfg = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "storadvise" / "sites"
-    dirs.append(cfg)
-    dirs.append(lab_sites_dir())
-    extra = os.environ.get("STORADVISE_SITES_PATH")
-    if extra:
-        dirs = [Path(p) for p in extra.split(os.pathsep) if p] + dirs
-    return dirs
-
-
-def lab_sites_dir() -> Path:
-    """Where ``storadvise lab up`` registers the site files of running labs."""
-    return Path(os.environ.get("STORADVISE_LAB_DIR", "/run/storadvise/labs")) / "sites"
-
-
-def find_site_file(name_or_path: str) -> Path:
-    p = Path(name_or_path)
-    if p.suffix in (".yml", ".yaml", ".ini", ".cfg") or os.sep in name_or_path or p.is_file():
-        if not p.exists():
-            raise SiteFileError(str(p), "site file not found")
-        return p
-    for d in site_search_dirs():
-        for ext in (".yml", ".yaml"):
-            cand = d / f"{name_or_path}{ext}"
-            if cand.is_file():
-                return cand
-    looked = ", ".join(str(d) for d in site_search_dirs())
-    raise SiteFileError(name_or_path, f"no site named {name_or_path!r} (looked in {looked}; or give a path)")
 
 
 def local_site() -> Site:

@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from advisor.errors import SiteFileError, StoradviseError
 from advisor.lab.scenario_faults import ExpectedFinding, GroupFirewall, merge_iptables
-from advisor.site import MeshSpec, Role, host_pattern
+from advisor.host_patterns import host_pattern
+from advisor.site import MeshSpec, Role
 from advisor.units import parse_rate_bps
 from advisor.yaml_lines import load_located_yaml
 
@@ -354,7 +355,7 @@ class Scenario(_Strict):
                 h.firewall = own
 
     def select(self, selector: str) -> list[ScenarioHost]:
-        """The hosts of a host pattern (advisor.site.HostPattern, the grammar of site files: names,
+        """The hosts of a host pattern (advisor.host_patterns.HostPattern, the grammar of site files: names,
         globs, groups, roles, comma lists, ``!exclusion``); a malformed pattern selects none."""
         try:
             return host_pattern(selector).select(self.hosts)

@@ -16,7 +16,8 @@ import yaml
 from advisor.lab.records import LabRecord
 from advisor.lab.scenario import Scenario
 from advisor.lab.hosts import HOST_DIR_IN_HOST
-from advisor.site import Site, lab_sites_dir
+from advisor.site import Site
+from advisor.site_lookup import lab_sites_dir
 
 
 def rate_text(bps: int | None) -> str | None:

@@ -1,4 +1,4 @@
-"""ONE host selector (advisor.site.HostPattern) with one grammar: names, globs, groups, roles, comma
+"""ONE host selector (advisor.host_patterns.HostPattern) with one grammar: names, globs, groups, roles, comma
 lists, ``!exclusion``; the same answer from scan --hosts, waivers, settings the site marks immutable,
 mesh pairs (Site.hosts_in), the active test's hosts and lab scenarios."""
 
