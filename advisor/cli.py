@@ -18,7 +18,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from advisor import __version__
+from advisor import __version__, probe_cli, rules_cli
 
 try:  # typer >= 0.20 vendors its own click
     from typer._click import exceptions as click_exceptions
@@ -41,12 +41,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-probe_app = typer.Typer(**HELP_FORMAT, help="Inspect probes: list them, parse a saved output.\n\nExample: storadvise probe list",
-                        no_args_is_help=True)
-rules_app = typer.Typer(**HELP_FORMAT, help="Rule packs, profiles and waivers.\n\nExample: storadvise rules lint --site ifca",
-                        no_args_is_help=True)
-app.add_typer(probe_app, name="probe")
-app.add_typer(rules_app, name="rules")
+app.add_typer(probe_cli.app, name="probe")
+app.add_typer(rules_cli.app, name="rules")
 
 out = Console(emoji=False)  # host text such as ":skull:" is shown as written
 err = Console(stderr=True, emoji=False)
@@ -297,123 +293,6 @@ def _collect_ansible(site, inventory, role_map, options, ansible_vars, from_ansi
     else:
         out.print(f"wrote the probe batches of {len(data['hosts'])} host(s) to {ansible_vars} "
                   f"(with {written[1].name} and {written[2].name} beside it)")
-
-
-# --------------------------------------------------------------------------- probe
-
-
-@probe_app.command("list", epilog="Example: storadvise probe list --json")
-def probe_list(json_out: bool = typer.Option(False, "--json", help="Print the probes as JSON.")) -> None:
-    """List the probes, the roles they apply to and whether they need root."""
-    from probes import all_probes
-
-    rows = [{"name": p.name, "title": p.title, "roles": sorted(p.roles), "needs_root": p.needs_root}
-            for p in all_probes().values()]
-    if json_out:
-        print(json.dumps(rows, indent=2))
-        return
-    from rich.table import Table
-
-    t = Table(header_style="bold")
-    for c in ("probe", "what", "roles", "root"):
-        t.add_column(c)
-    for r in rows:
-        t.add_row(r["name"], r["title"], ",".join(r["roles"]) or "all", "yes" if r["needs_root"] else "")
-    out.print(t)
-
-
-@probe_app.command("parse", epilog="Example: storadvise probe parse gpfs.mmlsconfig mmlsconfig.txt")
-def probe_parse(
-    probe: str = typer.Argument(..., help="Probe name (see 'storadvise probe list')."),
-    file: Path = typer.Argument(..., help="A saved output of the probe's command(s); - for stdin."),
-) -> None:
-    """Print the facts parsed from a saved output, as JSON."""
-    from probes import get_probe
-    from probes.probe import ProbeParseError, not_applicable_reason
-
-    p = get_probe(probe)
-    try:
-        text = sys.stdin.read() if str(file) == "-" else file.read_text(errors="replace")
-    except OSError as exc:
-        raise StoradviseError(f"{file}: cannot read: {exc.strerror or exc}") from None
-    reason = not_applicable_reason(text)
-    if reason:
-        print(json.dumps({"probe": p.name, "status": "not_applicable", "message": reason}, indent=2))
-        return
-    try:
-        facts = p.parse(text)
-    except ProbeParseError as exc:
-        raise StoradviseError(f"{file}: {p.name}: {exc}") from None
-    print(json.dumps(facts.model_dump(mode="json"), indent=2))
-
-
-# --------------------------------------------------------------------------- rules
-
-
-RULES_DIR_HELP = "A site-local rules directory (data rule packs, profiles/) loaded with the shipped packs; repeatable."
-
-
-@rules_app.command("list", epilog="Examples:\n\n  storadvise rules list --profile pre-deployment\n\n  storadvise rules list --wide")
-def rules_list(
-    profile: list[str] = typer.Option([], "--profile", "-p", help="Only rules these profiles select."),
-    wide: bool = typer.Option(False, "--wide", help="Use 200 columns whatever the terminal's width (no wrapping)."),
-    rules_dirs: list[Path] = typer.Option([], "--rules", help=RULES_DIR_HELP),
-    json_out: bool = typer.Option(False, "--json", help="Print the rules as JSON."),
-) -> None:
-    """List rules with id, severity, roles and title (rule ids are never cut; other columns wrap)."""
-    from advisor.rules.specs import load_catalog, resolve_profiles
-
-    catalog = load_catalog(site_dirs=rules_dirs)
-    resolved = resolve_profiles(profile or ["generic"], catalog)
-    rows = [
-        {"id": r.id, "severity": resolved.severity.get(r.id, r.severity).value, "roles": r.roles, "kind": r.kind,
-         "probe": r.probe, "title": r.title, "pack": r.pack}
-        for rid, r in sorted(catalog.rules.items()) if rid in resolved.rule_ids
-    ]
-    if json_out:
-        print(json.dumps(rows, indent=2))
-        return
-    from rich.table import Table
-
-    from rich.markup import escape
-
-    # the rule id is what people copy into waivers and --profile files: never cut, the other columns wrap
-    t = Table(header_style="bold")
-    t.add_column("rule", no_wrap=True, min_width=max((len(r["id"]) for r in rows), default=4))
-    t.add_column("severity", no_wrap=True)
-    t.add_column("roles", overflow="fold")
-    t.add_column("title", overflow="fold", ratio=1)
-    for r in rows:
-        t.add_row(escape(r["id"]), r["severity"], ",".join(r["roles"]) or "all", escape(r["title"]))
-    (Console(width=max(out.width, 200)) if wide else out).print(t)
-
-
-@rules_app.command("lint", epilog="Example: storadvise rules lint --site ifca")
-def rules_lint(
-    site: Optional[str] = typer.Option(None, "--site", "-s", help="Also check this site's profiles, variables, waivers and rules_dirs."),
-    rules_dirs: list[Path] = typer.Option([], "--rules", help=RULES_DIR_HELP),
-    rules_dir: Optional[Path] = typer.Option(None, "--rules-dir", help="Check the rule packs (*.yml) and profiles (profiles/*.yml) in DIR instead of the shipped ones."),
-    json_out: bool = typer.Option(False, "--json", help="Print {problems, warnings} as JSON."),
-) -> None:
-    """Check rule packs (the shipped ones, --rules DIR and the site's rules_dirs), profiles and (with
-    --site) waivers; exit 1 on any problem."""
-    from rich.markup import escape
-
-    from advisor.rules.lint import lint
-
-    if rules_dir is not None and not rules_dir.is_dir():
-        raise UsageError(f"--rules-dir {rules_dir}: not a directory")
-    problems, warnings = lint(site, directory=rules_dir, site_dirs=rules_dirs)
-    if json_out:
-        print(json.dumps({"problems": problems, "warnings": warnings}, indent=2))
-    else:
-        for w in warnings:  # one line each, never wrapped (a path names where)
-            err.print(f"[yellow]warning:[/yellow] {escape(w)}", soft_wrap=True)
-        for p in problems:
-            err.print(f"[red]error:[/red] {escape(p)}", soft_wrap=True)
-        if not problems:
-            out.print("rules, profiles" + (" and waivers" if site else "") + " are valid")
-    raise typer.Exit(1 if problems else 0)
 
 
 # --------------------------------------------------------------------------- sub-apps
