@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from advisor.help_format import HELP_FORMAT
-from advisor.lab import control
+from advisor.lab import control, teardown
 
 app = typer.Typer(
     **HELP_FORMAT,
@@ -108,7 +108,7 @@ def down(
     Example: storadvise lab down --name ifca
     """
     if not name and not all_labs:
-        labs = control.all_lab_names()
+        labs = teardown.all_lab_names()
         if len(labs) == 1:
             name = labs[0]
         elif not labs:

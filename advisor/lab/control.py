@@ -1,10 +1,9 @@
 """Bringing a lab up, taking it down, and reporting its state.
 
 ``lab_up`` records every name it will create before creating it and every pid as it starts it
-(advisor.lab.records), so ``lab_down`` removes everything even after ``up`` was killed; leftovers
-are also found by the lab's namespace prefix and root-interface alias. Processes are killed by
-pid only: the pids recorded (checked to be the lab's by their command line) and the pids the
-kernel lists inside the lab's namespaces (``ip netns pids``).
+(advisor.lab.records), so ``lab_down`` removes everything even after ``up`` was killed
+(advisor.lab.teardown finds and removes a lab's traces). The path faults are
+advisor.lab.path_faults.
 """
 
 from __future__ import annotations
@@ -12,8 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,22 +24,19 @@ from advisor.lab.records import (
     LabRecord,
     allocate_index,
     claims_lock,
-    registry_prefix,
-    release_index,
-    existing_lab_names,
     host_ns,
     lab_dir,
-    labs_dir,
     labs_lock,
     ns_prefix,
-    read_pids,
     root_iface,
     subnet_for,
     switch_ns,
 )
 from advisor.lab.scenario import Scenario, load_scenario
 from probes.sysctl_conf import sysctl_proc_path
-from advisor.lab.site_files import unregister_site, write_site_files
+from advisor.lab.site_files import write_site_files
+from advisor.lab.path_faults import apply_path_faults
+from advisor.lab.teardown import all_lab_names, leftover_namespaces, teardown_lab
 
 Progress = Callable[[str], None]
 _NAME_OK = __import__("re").compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
@@ -119,9 +113,9 @@ def lab_up(scenario: str, name: str | None = None, recreate: bool = False, progr
                 f"lab {name!r} exists (scenario {old.scenario}, phase {old.phase}"
                 f"{'' if lab_healthy(old) else ', not healthy'}): use --recreate, or `storadvise lab down --name {name}`"
             )
-        if old is not None or _leftover_namespaces(name):
+        if old is not None or leftover_namespaces(name):
             progress(f"removing the old lab {name}")
-            _teardown(name)
+            teardown_lab(name)
         progress("probing kernel capabilities")
         caps = nx.probe_capabilities(want_iptables=any(h.firewall and h.firewall.iptables for h in sc.hosts),
                                      want_delay=sc.needs_delay)
@@ -156,7 +150,7 @@ def lab_up(scenario: str, name: str | None = None, recreate: bool = False, progr
         rec.phase = "failed"
         rec.save()
         progress(f"up failed ({exc}); removing what was built")
-        _teardown(name)
+        teardown_lab(name)
         if isinstance(exc, StoradviseError):
             raise
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
@@ -218,7 +212,7 @@ def _build(rec: LabRecord, sc: Scenario, progress: Progress) -> None:
     rec.timings["network"] = round(time.monotonic() - t, 3)
     # 4. path faults: loss in the switch that delivers to the receiver
     t = time.monotonic()
-    _apply_path_faults(rec, sc)
+    apply_path_faults(rec, sc)
     # 5. host faults: sysctls, firewalls
     progress("injecting faults (sysctls, firewalls, emulated storage systems)")
     for h in sc.hosts:
@@ -336,72 +330,6 @@ def _apply_sysctls(ns: str, host: str, values: dict) -> None:
             raise StoradviseError(f"host {host}: sysctl {k}={v} did not take effect in its namespace (reads {g.strip()!r})")
 
 
-def _apply_path_faults(rec: LabRecord, sc: Scenario) -> None:
-    """Loss (nftables, bridge family) and delay (NFQUEUE forwarder) in the switch that delivers
-    to the receivers, so a frame meets each fault once whatever switches it crosses."""
-    rules: dict[str, list[str]] = {}
-    delays: dict[str, list[tuple[list[str], list[str], float]]] = {}
-    for p in sc.paths:
-        senders = [rec.hosts[h.name]["address"] for h in sc.select_all(p.src)]
-        for s in sc.switches:
-            receivers = [rec.hosts[h.name]["address"] for h in sc.select_all(p.dst) if h.switch == s.name]
-            if not (receivers and senders):
-                continue
-            if p.loss > 0:
-                rules.setdefault(s.name, []).append(
-                    f"ip saddr {{ {', '.join(senders)} }} ip daddr {{ {', '.join(receivers)} }} "
-                    f"numgen random mod 1000000 < {p.loss} counter drop"
-                )
-            if p.delay > 0:
-                delays.setdefault(s.name, []).append((senders, receivers, p.delay))
-    for sw, rs in rules.items():
-        text = "table bridge storadvise_lab {\n  chain forward {\n    type filter hook forward priority 0; policy accept;\n"
-        text += "".join(f"    {r}\n" for r in rs) + "  }\n}\n"
-        nx.in_ns(switch_ns(rec.name, sw), ["nft", "-f", "-"], input=text)
-    for sw, entries in delays.items():
-        _start_delay_forwarder(rec, sw, entries)
-
-
-def delay_queues(entries: list[tuple[list[str], list[str], float]]) -> tuple[dict[float, int], list[str]]:
-    """Queue numbers (one per distinct delay, from 1) and the iptables-restore text for one switch.
-
-    A (sender, receiver) pair named by several paths takes the first path's delay (iptables stops
-    at the first NFQUEUE verdict), as the scenario lists them."""
-    queues: dict[float, int] = {}
-    lines = ["*filter", ":FORWARD ACCEPT [0:0]"]
-    for senders, receivers, ms in entries:
-        q = queues.setdefault(ms, len(queues) + 1)
-        lines.append(f"-A FORWARD -s {','.join(a + '/32' for a in senders)} -d {','.join(a + '/32' for a in receivers)} "
-                     f"-j NFQUEUE --queue-num {q} --queue-bypass")
-    lines.append("COMMIT")
-    return queues, lines
-
-
-def _start_delay_forwarder(rec: LabRecord, sw: str, entries: list[tuple[list[str], list[str], float]]) -> None:
-    ns = switch_ns(rec.name, sw)
-    queues, lines = delay_queues(entries)
-    nx.in_ns(ns, ["sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=1"])
-    ready = rec.dir / f"delayq-{sw}.ready"
-    log = rec.dir / f"delayq-{sw}.log"
-    cmd = ["ip", "netns", "exec", ns, sys.executable, "-m", "advisor.lab.delayq", "--ready", str(ready)]
-    for ms, q in queues.items():
-        cmd += ["--queue", f"{q}:{ms:g}"]
-    with open(log, "ab") as out:
-        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
-                             cwd="/")
-    rec.add_pid(p.pid, "delayq", sw)
-    deadline = time.monotonic() + 15
-    while not ready.exists():
-        if p.poll() is not None:
-            why = log.read_text(errors="replace").strip().splitlines()
-            raise StoradviseError(f"switch {sw}: the delay forwarder did not start: {why[-1] if why else p.returncode}")
-        if time.monotonic() > deadline:
-            raise StoradviseError(f"switch {sw}: the delay forwarder did not bind its queues within 15 s")
-        time.sleep(0.02)
-    # the rules go in only once the queues are served (--queue-bypass covers the gap anyway)
-    nx.in_ns(ns, ["iptables-restore", "--noflush"], input="\n".join(lines) + "\n")
-
-
 def _wait_ready(rec: LabRecord, sc: Scenario, procs: dict, timeout: float = 30.0) -> None:
     pending = {h.name for h in sc.hosts}
     deadline = time.monotonic() + timeout
@@ -439,76 +367,6 @@ def _wait_ready(rec: LabRecord, sc: Scenario, procs: dict, timeout: float = 30.0
 # -- down -----------------------------------------------------------------------------------
 
 
-def _leftover_namespaces(name: str) -> list[str]:
-    return [n for n in nx.list_netns() if n.startswith(ns_prefix(name))]
-
-
-def _lab_root_ifaces(name: str) -> list[str]:
-    alias = f"{ns_prefix(name)}ctl"
-    return [l["ifname"] for l in nx.root_links() if l.get("ifalias") == alias]
-
-
-def _teardown(name: str) -> dict:
-    """Remove every trace of lab ``name``: processes, namespaces, root interfaces, files."""
-    rec = LabRecord.load(name)
-    d = lab_dir(name)
-    namespaces = set(_leftover_namespaces(name))
-    ifaces = set(_lab_root_ifaces(name))
-    if rec is not None:
-        namespaces |= {n for n in rec.namespaces if n in set(nx.list_netns())}
-        ifaces |= {i for i in rec.root_ifaces if any(l["ifname"] == i for l in nx.root_links())
-                   and _iface_alias(i) in (None, "", f"{ns_prefix(name)}ctl")}
-    # processes: what the kernel says is inside the lab's namespaces, plus recorded pids that are ours
-    pids: set[int] = set()
-    inodes = {nx.netns_inode(n) for n in namespaces} - {None}
-    for n in namespaces:
-        pids |= set(nx.netns_pids(n))
-    for pid, _what, _host in read_pids(d):
-        if not nx.pid_alive(pid):
-            continue
-        if str(d) in nx.pid_cmdline(pid) or nx.netns_inode_of_pid(pid) in inodes:
-            pids.add(pid)
-    nx.kill_pids(pids)
-    # namespaces (their veths go with them) and the root veth
-    if namespaces:
-        nx.run(["ip", "-batch", "-"], input="".join(f"netns del {n}\n" for n in sorted(namespaces)), check=False)
-        for n in sorted(namespaces):
-            if n in nx.list_netns():
-                nx.run(["ip", "netns", "del", n], check=False)
-    for i in sorted(ifaces):
-        nx.run(["ip", "link", "del", i], check=False)
-    unregister_site(name)
-    if rec is not None:
-        with claims_lock():
-            release_index(rec.index, d)
-    if d.is_dir():
-        shutil.rmtree(d, ignore_errors=True)
-    return {"name": name, "namespaces": sorted(namespaces), "interfaces": sorted(ifaces), "pids": sorted(pids)}
-
-
-def _iface_alias(ifname: str) -> str | None:
-    for l in nx.root_links():
-        if l.get("ifname") == ifname:
-            return l.get("ifalias")
-    return None
-
-
-def all_lab_names() -> list[str]:
-    names = set(existing_lab_names())
-    d = labs_dir()
-    if d.is_dir():
-        names |= {p.name for p in d.iterdir() if p.is_dir() and p.name != "sites"}
-    pre = registry_prefix()
-    for n in nx.list_netns():
-        if n.startswith(pre) and "~" in n:
-            names.add(n[len(pre):].split("~", 1)[0])
-    for l in nx.root_links():
-        a = l.get("ifalias") or ""
-        if a.startswith(pre) and a.endswith("~ctl") and "~" not in a[len(pre):-len("~ctl")]:
-            names.add(a[len(pre):-len("~ctl")])
-    return sorted(names)
-
-
 def lab_down(name: str | None = None, all_labs: bool = False, progress: Progress = _noop) -> list[dict]:
     require_root()
     if all_labs:
@@ -522,7 +380,7 @@ def lab_down(name: str | None = None, all_labs: bool = False, progress: Progress
         for n in names:
             progress(f"removing lab {n}")
             t = time.monotonic()
-            r = _teardown(n)
+            r = teardown_lab(n)
             r["seconds"] = round(time.monotonic() - t, 3)
             out.append(r)
         # stale probe namespaces of killed runs

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from advisor.lab import delayq
-from advisor.lab.control import delay_queues, refuse_unrealisable
+from advisor.lab.control import refuse_unrealisable
+from advisor.lab.path_faults import delay_queues
 from advisor.lab.netns import Capabilities
 from advisor.lab.records import switch_ns
 from advisor.lab.scenario import Scenario
