@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 
+from advisor import probe_cli
 from advisor.errors import UsageError
 
 
@@ -96,7 +97,6 @@ def sudoers(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``sudoers`` to the root app and ``helper`` to its ``probe`` group."""
+    """Add ``sudoers`` to the root app and ``helper`` to the ``probe`` group (advisor.probe_cli)."""
     app.command("sudoers", epilog="Example: storadvise sudoers --site ifca --user storadvise -o storadvise.sudoers")(sudoers)
-    probe_app = next(g.typer_instance for g in app.registered_groups if g.name == "probe")
-    probe_app.command("helper", epilog="Example: storadvise probe helper --site ifca --host gpfs01 -o storadvise-probe")(helper)
+    probe_cli.app.command("helper", epilog="Example: storadvise probe helper --site ifca --host gpfs01 -o storadvise-probe")(helper)
