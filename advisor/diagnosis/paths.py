@@ -3,7 +3,7 @@
 A path's state is read once from its measurement (advisor/mesh/results.py) and its two ends'
 facts: link rate, RTT under load, MSS, the loss it saw, SACK and window scaling at both ends, the
 windows its buffers allow and the packet-rate limits on its way. :func:`predict` applies a set
-of :class:`Fix` es and returns the rate the models (advisor/diagnosis/models.py) give, with the
+of :class:`Fix` es and returns the rate the models (advisor/mesh/throughput_models.py) give, with the
 model that binds. Pure: plain dicts in, numbers out.
 
 A window or buffer limit is calibrated on the measurement when the path was held by it (the
@@ -17,7 +17,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
-from advisor.diagnosis import models as m
+from advisor.mesh import throughput_models as m
 
 HostFacts = dict[str, dict[str, Any] | None]  # probe name -> facts (plain data) of one host
 
@@ -28,6 +28,13 @@ INCONCLUSIVE = ("cpu", "contended")
 ACTING_VERDICTS = {"drop", "reject", "queue"}
 #: the share of tcp_wmem's maximum a sender keeps in flight (see _sndbuf)
 SNDBUF_SHARE = 0.7
+#: a path at this share of its expected rate is at its link (its queue is its own)
+AT_LINK = 0.9
+#: retransmitted / sent segments below which the loss models are not applied
+MIN_MODEL_LOSS = 1e-5
+#: a measurement below this share of its tightest modelled limit is one no model explains: what a
+#: fix is predicted to buy there is at most the models' rate (inputs "at_most", "fit", "basis")
+FIT_LOW = 0.75
 
 
 @dataclass(frozen=True)
@@ -113,6 +120,13 @@ class PathState:
     #: hosts with rules that drop or reject (no rate): a cut rather than a cap
     dropping: list[str]
     limited_by: str | None
+    #: the RTT the flow saw under load (the test's mean: queues others keep included), seconds
+    rtt_loaded_s: float | None = None
+    #: the congestion control the test ran (per socket; None: not known, the kernel's default)
+    congestion: str | None = None
+    #: the RTT the loss model uses: between the idle and the loaded RTT, where the model meets the
+    #: measurement (see _calibrate_loss_rtt)
+    loss_rtt_s: float | None = None
     #: the window that held the path (bytes, measured), when it was window-bound, and which one
     window_used: float | None = None
     window_kind: str | None = None
@@ -161,6 +175,13 @@ def host_view(hf: HostFacts | None) -> HostView:
                     rules=acting_rules(hf))
 
 
+def loaded_rtt_us(p: dict) -> float | None:
+    """The RTT the flow saw while it ran: iperf3's mean over the test, else the kernel's smoothed RTT."""
+    info = p.get("tcp_info") or {}
+    v = p.get("rtt_us") or info.get("rtt_us")
+    return float(v) if isinstance(v, (int, float)) and v > 0 else None
+
+
 def path_rtt_us(p: dict) -> float | None:
     """The path's own round trip: the smallest the test saw (pings just before it, iperf3's and the
     kernel's minimum), else its mean. A flow held by loss or by a window keeps no queue of its own,
@@ -207,11 +228,35 @@ def path_state(p: dict, facts: dict[str, HostFacts], addresses: dict[str, str] |
         sack={src: vs.sack, dst: vd.sack}, wscale={src: vs.wscale, dst: vd.wscale},
         rmem_max=vd.rmem_max, wmem_max=vs.wmem_max,
         policers=policers, dropping=sorted(set(dropping)), limited_by=p.get("limited_by"),
+        congestion=(p.get("congestion") or info.get("congestion") or None),
     )
+    loaded = loaded_rtt_us(p)
+    st.rtt_loaded_s = max(st.rtt_s or 0.0, loaded / 1e6) if loaded else st.rtt_s
     st.inputs = {"rtt_ms": round(st.rtt_s * 1000, 3) if st.rtt_s else None, "mss": mss,
-                 "loss": round(st.loss, 5), "link_bps": st.expected_bps}
+                 "loss": round(st.loss, 5), "link_bps": st.expected_bps, "congestion": st.congestion}
     _calibrate_window(st, p)
+    _calibrate_loss_rtt(st)
     return st
+
+
+def _loss_now(st: PathState) -> float:
+    """The loss share the loss model reads: none where a packet-rate limit on the data's way drops
+    (the policer's cap applies, not Mathis)."""
+    return 0.0 if st.data_policed else st.loss
+
+
+def _calibrate_loss_rtt(st: PathState) -> None:
+    """The RTT the loss model uses: the one the flow saw under load, or the idle one at its link.
+
+    A flow held by loss keeps no queue of its own, but it may sit behind one another flow keeps:
+    the reverse direction's data ahead of its ACKs, other flows on a shared port. Every round trip
+    is then longer, and the loss costs it in proportion (the lab: 0.3% loss on a 200 Mbit/s LAN
+    path with the reverse direction busy runs at 5 ms and ~45 Mbit/s, SACK or not; at the idle
+    0.07 ms the models say the link). That queue stays when a setting changes, so predictions use
+    the same RTT. A flow at its link builds its own queue, which says nothing of what the loss would
+    leave it: there, the idle RTT."""
+    at_link = st.ratio is not None and st.ratio >= AT_LINK
+    st.loss_rtt_s = st.rtt_s if at_link or not st.rtt_loaded_s else st.rtt_loaded_s
 
 
 def _calibrate_window(st: PathState, p: dict) -> None:
@@ -275,13 +320,17 @@ def _limits(st: PathState, by_kind: dict[str, dict[str, Fix]]) -> list[tuple[flo
         per = pps * (2 if direction == "ack" else 1)  # one ACK for two segments
         limits.append((m.policer_bps(per, st.mss), "policer", {"packets_per_s": pps, "on": host, "counts": direction}))
     # loss on a path whose data cross a packet-rate limit is the limit's doing: it caps, Mathis does not apply
-    loss = 0.0 if st.data_policed else st.loss
+    loss = _loss_now(st)
     if st.src in by_kind.get("loss", {}) or st.dst in by_kind.get("loss_recv", {}):
         loss = 0.0
-    if loss >= 1e-5 and st.rtt_s:
+    rtt_loss = st.loss_rtt_s or st.rtt_s
+    if loss >= MIN_MODEL_LOSS and rtt_loss:
         sack = all(on or h in by_kind.get("sack", {}) for h, on in st.sack.items())
-        limits.append((m.mathis_bps(st.mss, st.rtt_s, loss, sack=sack), "mathis" if sack else "mathis+timeouts",
-                       {"loss": round(loss, 5), "rtt_ms": rtt_ms, "mss": st.mss, "sack": sack}))
+        b = m.loss_bound(st.mss, rtt_loss, loss, sack=sack, congestion=st.congestion)
+        if b is None and not sack:
+            b = m.bbr_nosack_bound(st.measured_bps, loss, st.congestion)
+        if b is not None:
+            limits.append((b.bps, b.model, b.inputs))
     return limits
 
 
@@ -332,6 +381,12 @@ def predict(st: PathState, fixes: "frozenset[Fix] | set[Fix] | FixIndex" = froze
     v, model, inputs = min(after, key=lambda x: x[0])
     if v <= tight_now * 1.05 or v <= st.measured_bps:
         return Prediction(st.measured_bps, "measured", {})
+    fit = st.measured_bps / tight_now
+    if fit < FIT_LOW:
+        # the models say the path should already carry more than it does: something no model here
+        # describes may hold it too, and stay. The rate is what the models give, as at most
+        inputs = {**inputs, "at_most": round(v), "fit": round(fit, 2),
+                  "basis": f"the models give {tight_now / 1e6:.0f} Mb/s as measured; it ran at {fit:.2f} of that"}
     return Prediction(v, model, inputs)
 
 

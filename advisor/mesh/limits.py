@@ -29,12 +29,19 @@ nothing about the network. The order of the checks:
 5. ``policer``: retransmits, no queueing delay and a steady delivery rate (a policer drops at a
    fixed rate without queueing; Flach et al., SIGCOMM 2016);
    ``loss``: retransmits of QUEUE_LOSS of the segments or more, or of LOSS_RATE without a
-   queue, rate below the link, not window-limited;
+   queue, rate below the link, not window-limited; or of LOSS_RATE behind a queue when the loss
+   model (advisor/mesh/throughput_models.py) at the RTT the flow saw under load gives the measured
+   rate: a queue another flow keeps (the reverse direction's data ahead of the ACKs) lengthens
+   every round trip, and the loss holds the flow at that RTT;
 6. ``cpu``: no window limit and no loss explain the rate and an end's iperf3 waited for a CPU
-   CPU_WAIT of the test (a starved end delays its ACKs and reads: on a loaded machine the RTT
-   rises by milliseconds as it would behind a queue, so this comes before 7);
-7. ``link``: the RTT during the test rose well above the idle RTT (a bottleneck queue: the path
-   is held by a slower link on the way) with few retransmits (below QUEUE_LOSS);
+   CPU_WAIT of the test, or an end's host had a task waiting for a CPU CPU_PRESSURE of it (PSI:
+   the kernel's network work waits too) (a starved end delays its ACKs and reads: on a loaded
+   machine the RTT rises by milliseconds as it would behind a queue, so this comes before 7);
+7. ``link``: the RTT during the test rose well above the idle RTT (a bottleneck queue) with few
+   retransmits, and the path reached LINK_QUEUED_RATIO of its expected rate or an end's NIC moved
+   NIC_FULL of it (the link is full, shared: not a fault). Far below the expected rate with
+   neither NIC full, a queue says a hop on the way is slower than the path should be: ``unknown``,
+   never ``link``;
 8. ``unknown``: nothing above is supported.
 
 A loaded machine delays every wake-up of iperf3 a little: the slow paths of a busy shared lab
@@ -47,7 +54,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor.mesh import throughput_models as tm
+
 LINK_RATIO = 0.9
+#: a queued path at this share of its expected rate is held by the queue's link; below it, only when
+#: an end's NIC was full (NIC_FULL of the expected rate): otherwise a hop on the way is slower
+LINK_QUEUED_RATIO = 0.8
+NIC_FULL = 0.9
+#: a measured rate up to this factor above the loss model's is explained by the loss
+LOSS_FIT = 1.33
 CPU_PCT = 90.0
 #: iperf3 waited on a run queue (ready, no CPU free) this share of the test: CPU contention took
 #: the rate, whoever caused it (the machine's busy share alone says nothing on a shared host)
@@ -56,6 +71,9 @@ CPU_WAIT_SEVERE = 0.5
 #: a window limit on a receiver whose advertised window was ample (it would carry the expected rate
 #: at the idle RTT) closed because the receiver did not read: a receiver wait this long explains it
 CPU_WAIT_AMPLE = 0.1
+#: the host's CPU pressure (PSI "some": a task ready to run, no CPU free) this share of the test: the
+#: kernel's own network work (softirq) may have waited too, which iperf3's schedstat does not show
+CPU_PRESSURE = 0.3
 CONTENDED_FRAC = 0.2
 WINDOW_FRAC = 0.3
 #: retransmitted segments per segment sent above which a slow path is losing packets
@@ -120,7 +138,7 @@ def _retrans_rate(p: dict, ti: dict) -> float | None:
     return retr / max(1.0, p["sent_bytes"] / mss)
 
 
-def _cpu(p: dict, wait_limit: float) -> str | None:
+def _cpu(p: dict, wait_limit: float, pressure_limit: float | None = None) -> str | None:
     for who, key in (("sender", "cpu_sender_pct"), ("receiver", "cpu_receiver_pct")):
         v = p.get(key)
         if v is not None and v >= CPU_PCT:
@@ -133,6 +151,13 @@ def _cpu(p: dict, wait_limit: float) -> str | None:
             b = busy.get(end)
             on = f" (its CPUs {b:.0%} busy)" if b is not None else ""
             return f"{p.get(end)}'s iperf3 waited for a CPU {v:.0%} of the test{on}"
+    if pressure_limit is not None:
+        pressure = p.get("cpu_pressure_frac") or {}
+        for end in sorted(("src", "dst"), key=lambda e: -(pressure.get(e) or 0.0)):
+            v = pressure.get(end)
+            if v is not None and v >= pressure_limit:
+                return (f"{p.get(end)}'s host had a task waiting for a CPU {v:.0%} of the test (PSI: the "
+                        "kernel's network work included)")
     return None
 
 
@@ -189,14 +214,50 @@ def classify_path(path: dict[str, Any]) -> tuple[str | None, str | None]:
     # light loss on a test whose end waited for a CPU says nothing of the network: the CPU is checked first
     if heavy or (loss is not None and loss >= LOSS_RATE and not queued and not _cpu(p, CPU_WAIT)):
         return _lossy(p, ti, loss, queue, rate_txt)
-    why = _cpu(p, CPU_WAIT)
+    if queued and loss is not None and loss >= LOSS_RATE and _loss_explains(p, ti, loss):
+        # a queue someone else keeps (the reverse direction's data ahead of this flow's ACKs, other
+        # flows on a shared port) lengthens every round trip, and at that RTT the loss holds the rate
+        return _lossy(p, ti, loss, queue, rate_txt)
+    why = _cpu(p, CPU_WAIT, CPU_PRESSURE)
     if why:
         return "cpu", f"{why}, no window limit or loss seen: inconclusive{rate_txt}"
     if queued:
         lossy = loss is not None and loss >= LOSS_RATE
-        return "link", (f"rtt {queue / 1000:.1f} ms above idle ({idle / 1000:.1f} ms): a bottleneck queue"
-                        f"{', retransmits ' + format(loss, '.2%') if lossy else ', few retransmits'}{rate_txt}")
+        retr = f", retransmits {loss:.2%}" if lossy else ", few retransmits"
+        full = _nic_full(p)
+        if r is None or r >= LINK_QUEUED_RATIO or full:
+            return "link", (f"rtt {queue / 1000:.1f} ms above idle ({idle / 1000:.1f} ms): a bottleneck queue"
+                            f"{retr}{', ' + full if full else ''}{rate_txt}")
+        # far below the expected rate with neither end's NIC full: a hop on the way is slower than
+        # the path should be (or busy with traffic the ends do not see); not a link that is merely full
+        return "unknown", (f"rtt {queue / 1000:.1f} ms above idle ({idle / 1000:.1f} ms): a queue on the way, "
+                           f"neither end's NIC full{retr}{rate_txt}")
     return "unknown", f"no window, loss, queue or CPU limit seen{rate_txt}"
+
+
+def _nic_full(p: dict) -> str | None:
+    """An end's NIC moved NIC_FULL of the path's expected rate during the test (its own traffic and
+    others' together): the link is full, shared rather than slow."""
+    rates, want = p.get("nic_bps") or {}, p.get("expected_bps")
+    if not want:
+        return None
+    for end, way in (("src", "sent"), ("dst", "received")):
+        v = rates.get(end)
+        if v is not None and v >= NIC_FULL * want:
+            return f"{p.get(end)}'s NIC {way} {v / 1e6:.0f} Mb/s in all"
+    return None
+
+
+def _loss_explains(p: dict, ti: dict, loss: float) -> bool:
+    """The loss model at the RTT the flow saw under load gives at most the measured rate (within
+    LOSS_FIT): the loss holds the path, whoever keeps the queue."""
+    rtt = ti.get("rtt_us") or p.get("rtt_us")
+    if not rtt or not p.get("measured_bps"):
+        return False
+    sack = ti.get("sack") if ti else None
+    bound = tm.loss_bound(p.get("mss") or ti.get("mss"), rtt / 1e6, loss, sack=sack is not False,
+                          congestion=ti.get("congestion") or p.get("congestion"))
+    return bound is not None and p["measured_bps"] <= bound.bps * LOSS_FIT
 
 
 def _lossy(p: dict, ti: dict, loss: float, queue: float | None, rate_txt: str) -> tuple[str, str]:

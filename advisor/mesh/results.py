@@ -24,7 +24,10 @@ A path::
      "cpu_sender_pct", "cpu_receiver_pct",   # iperf3 end.cpu_utilization_percent of each end (None: not reported)
      "host_cpu_busy": None | {"src": frac|None, "dst": frac|None},  # the machine's busy share, all cores, during the test
      "cpu_wait_frac": None | {"src": frac|None, "dst": frac|None},  # iperf3's run-queue wait / the test's time
+     "cpu_pressure_frac": None | {"src": frac|None, "dst": frac|None},  # the host's PSI cpu "some" / the test's time
      "nic_other_bytes": None | {"src": int|None, "dst": int|None},  # bytes each end's NIC moved beyond the test's own
+     "nic_bps": None | {"src": bps|None, "dst": bps|None},  # the sender's NIC transmitted, the receiver's received,
+                                                             # bits/s over the test (all traffic: is a link full?)
      "test_bytes": int|None,             # payload the whole test moved, both directions (sender's ss, else iperf3)
      "limited_by": "link"|"receiver_window"|"sender_buffer"|"loss"|"policer"|"cpu"|"contended"|"unknown"|None,
      "limited_evidence": str|None}        # one line: why (advisor.mesh.limits)
@@ -69,8 +72,8 @@ PATH_KEYS = (
     "ratio", "ratio_basis", "retransmits", "sent_bytes", "rtt_us", "min_rtt_us", "max_rtt_us", "idle_rtt_us",
     "snd_buf", "rcv_buf", "max_snd_cwnd", "max_snd_wnd", "mss", "congestion", "duration_s",
     "round", "mode", "attempts", "streams", "retest",
-    "tcp_info", "cpu_sender_pct", "cpu_receiver_pct", "host_cpu_busy", "cpu_wait_frac", "nic_other_bytes",
-    "limited_by", "limited_evidence", "test_bytes",
+    "tcp_info", "cpu_sender_pct", "cpu_receiver_pct", "host_cpu_busy", "cpu_wait_frac", "cpu_pressure_frac",
+    "nic_other_bytes", "nic_bps", "limited_by", "limited_evidence", "test_bytes",
 )
 
 #: TCP/IP header bytes per segment (IPv4 20 + TCP 20 + timestamps 12 + Ethernet 14)
@@ -138,6 +141,8 @@ def path_record(
                                 "dst": receiver_sample.cpu_busy_frac if receiver_sample else None}
         rec["cpu_wait_frac"] = {"src": _wait_frac(sender_sample, duration_s),
                                 "dst": _wait_frac(receiver_sample, duration_s)}
+        rec["cpu_pressure_frac"] = {"src": _pressure_frac(sender_sample, duration_s),
+                                    "dst": _pressure_frac(receiver_sample, duration_s)}
         mss = result.mss or (rec["tcp_info"] or {}).get("mss") or 1448
         own = {"src": _own_bytes(sender_sample, test_bytes), "dst": _own_bytes(receiver_sample, test_bytes)}
         # both NICs carried what the test put on the wire: the sender's count (bytes_sent holds its
@@ -148,6 +153,8 @@ def path_record(
         rec["nic_other_bytes"] = {end: other_bytes(s, wire, mss)
                                   for end, s in (("src", sender_sample), ("dst", receiver_sample))}
         rec["test_bytes"] = own["src"] or own["dst"]
+        rec["nic_bps"] = {"src": _nic_rate(sender_sample, "tx", duration_s),
+                          "dst": _nic_rate(receiver_sample, "rx", duration_s)}
     else:
         rec["test_bytes"] = test_bytes
     return rec
@@ -158,6 +165,24 @@ def _wait_frac(sample: EndSample | None, duration_s: float | None) -> float | No
     if sample is None or sample.iperf3_wait_s is None or not duration_s:
         return None
     return round(min(1.0, sample.iperf3_wait_s / duration_s), 4)
+
+
+def _pressure_frac(sample: EndSample | None, duration_s: float | None) -> float | None:
+    """The share of the test during which some task of the end's host waited for a CPU (PSI)."""
+    if sample is None or sample.cpu_pressure_s is None or not duration_s:
+        return None
+    return round(min(1.0, sample.cpu_pressure_s / duration_s), 4)
+
+
+def _nic_rate(sample: EndSample | None, way: str, duration_s: float | None) -> float | None:
+    """What the end's NIC moved one way (``tx``/``rx``) over the test, in bits/s: every byte, the
+    test's and other traffic's alike (a link is full whoever filled it)."""
+    if sample is None or not duration_s:
+        return None
+    before, after = getattr(sample, f"{way}_before"), getattr(sample, f"{way}_after")
+    if before is None or after is None:
+        return None
+    return round(max(0, after - before) * 8 / duration_s)
 
 
 def _tcp_info(sample: EndSample | None) -> dict[str, Any] | None:

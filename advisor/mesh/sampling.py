@@ -8,6 +8,9 @@ parses its output).
   is other traffic (a loopback interface is not a NIC: its counters are not read);
 * the machine's CPU time (first line of /proc/stat) before and after: the share of it that was
   busy, all cores together (on a shared machine: everyone's load, so recorded, not decisive);
+* the host's CPU pressure (/proc/pressure/cpu, PSI ``some``, kernel >= 4.20) before and after:
+  the share of the test during which some task of the host was ready to run with no CPU free
+  (the kernel's network processing included, which no iperf3 schedstat shows);
 * the iperf3 process's scheduler statistics (/proc/PID/schedstat: time on a CPU, time waiting
   on a run queue, in ns): the time iperf3 was ready to run but had no CPU is what CPU
   contention took from this test, whoever caused it.
@@ -33,6 +36,8 @@ SAMPLE_INTERVAL_S = 0.25
 _NIC_FN = (
     'snic() { [ -n "$sif" ] && [ -r "/sys/class/net/$sif/statistics/tx_bytes" ] && '
     'printf "%s %s" "$(cat "/sys/class/net/$sif/statistics/tx_bytes")" "$(cat "/sys/class/net/$sif/statistics/rx_bytes")"; }\n'
+    # the host's CPU pressure (PSI, kernel >= 4.20): microseconds some task waited for a CPU
+    "spsi() { sed -n 's/^some .*total=\\([0-9]*\\).*/\\1/p' /proc/pressure/cpu 2>/dev/null; }\n"
 )
 
 
@@ -66,15 +71,16 @@ def wrap_client(command: str, address: str, port: int) -> str:
         f"sif=$(ip -o route get {a} 2>/dev/null | sed -n 's/.* dev \\([^ ]*\\).*/\\1/p' | head -n 1)\n"
         '[ "$sif" = lo ] && sif=""\n'
         + _NIC_FN
-        + 'n0=$(snic); c0=$(head -n 1 /proc/stat 2>/dev/null)\n'
+        + 'n0=$(snic); c0=$(head -n 1 /proc/stat 2>/dev/null); q0=$(spsi)\n'
         + "{\n" + command + "\n} &\nip3=$!\n"
         + 'if [ -n "$sd" ]; then\n' + _loop(filt, '"$sd/ss"', '[ -d "$sd" ] && kill -0 $ip3 2>/dev/null', "$ip3")
         + "fi\n"
         + "wait $ip3; src=$?\n"
-        + 'n1=$(snic); c1=$(head -n 1 /proc/stat 2>/dev/null)\n'
+        + 'n1=$(snic); c1=$(head -n 1 /proc/stat 2>/dev/null); q1=$(spsi)\n'
         # the loop ends by itself once iperf3 has (never killed: its sleep would outlive it)
         + '[ -n "$sd" ] && wait $sp 2>/dev/null\n'
-        + f'echo; echo {SECTION_MARK}; echo "nic ${{sif:--}} $n0 $n1"; echo "cpu0 $c0"; echo "cpu1 $c1"\n'
+        + f'echo; echo {SECTION_MARK}; echo "nic ${{sif:--}} $n0 $n1"; echo "cpu0 $c0"; echo "cpu1 $c1"; '
+        'echo "psi $q0 $q1"\n'
         + 'command -v ss >/dev/null 2>&1 || echo noss\n'
         + '[ -n "$sd" ] && { cat "$sd/ss.sched" "$sd/ss" 2>/dev/null; rm -rf "$sd"; }\n'
         + "(exit $src)"
@@ -89,7 +95,7 @@ def server_start_fragment(bind: str | None, port: int) -> str:
            if bind else 'sif=""\n')
     return (
         sif + '[ "$sif" = lo ] && sif=""\n' + _NIC_FN
-        + 'echo "$sif $(snic)" >"$d/nic0"; head -n 1 /proc/stat >"$d/cpu0" 2>/dev/null\n'
+        + 'echo "$sif $(snic)" >"$d/nic0"; head -n 1 /proc/stat >"$d/cpu0" 2>/dev/null; spsi >"$d/psi0"\n'
         + _loop(filt, '"$d/ss"', 'kill -0 $pid 2>/dev/null && [ -d "$d" ]', "$pid")
         + 'echo $sp >"$d/sampler"\n'
     )
@@ -102,8 +108,9 @@ def server_report_fragment(workdir: str) -> str:
         f'sp=""\nif [ -f {d}/nic0 ]; then\n'
         f'read sp <{d}/sampler\nread sif n0a n0b <{d}/nic0\n'
         + _NIC_FN
-        + f'n1=$(snic); c1=$(head -n 1 /proc/stat 2>/dev/null)\n'
+        + f'n1=$(snic); c1=$(head -n 1 /proc/stat 2>/dev/null); q1=$(spsi)\n'
         f'echo {SECTION_MARK}; echo "nic ${{sif:--}} $n0a $n0b $n1"; echo "cpu0 $(cat {d}/cpu0 2>/dev/null)"; echo "cpu1 $c1"\n'
+        f'echo "psi $(cat {d}/psi0 2>/dev/null) $q1"\n'
         f'cat {d}/ss.sched {d}/ss 2>/dev/null\n'
         'fi\n'
     )
@@ -127,6 +134,8 @@ class EndSample:
     tx_after: int | None = None
     rx_after: int | None = None
     cpu_busy_frac: float | None = None
+    #: seconds during which some task of the host waited for a CPU (PSI ``some``; None: no PSI)
+    cpu_pressure_s: float | None = None
     #: iperf3's time on a CPU and waiting for one (run queue), seconds, from its last schedstat
     iperf3_run_s: float | None = None
     iperf3_wait_s: float | None = None
@@ -193,6 +202,8 @@ def parse_section(section: str | None) -> EndSample | None:
                 out.tx_before, out.rx_before, out.tx_after, out.rx_after = nums
         elif parts[0] in ("cpu0", "cpu1"):
             cpu[parts[0]] = " ".join(parts[1:])
+        elif parts[0] == "psi" and len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+            out.cpu_pressure_s = max(0, int(parts[2]) - int(parts[1])) / 1e6
         elif parts[0] == "noss":
             out.ss_missing = True
     if sched:
