@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from advisor.apply.plan_model import Plan
 from advisor.diagnosis.model import Predicted
-from advisor.report.console_causes import prediction_line
+from advisor.report.console_causes import held_by_line, prediction_line
 from advisor.report.host_ranges import hosts_text
 from advisor.report.safe_text import markdown_text
 
@@ -44,6 +44,9 @@ def cause_lines(plan: Plan) -> list[str]:
         else:
             what, line = "by hand", "after the plan: " + prediction_line(preds, after_key="after_plan")
         lines.append(f"{i}. **{_md(c['title'])}** on {_md(hosts_text(c['hosts'], limit=8))} ({what}): {_md(line)}")
+        rest = held_by_line(preds, [(o["id"], o["title"]) for o in plan.causes])
+        if rest:
+            lines.append(f"   - {_md(rest)}")
         if c.get("action"):
             lines.append(f"   - by hand: {_md(c['action'])}")
     return lines + [""]

@@ -1,13 +1,14 @@
 """verify proves the prediction: each cause's predicted metrics against what the new scan measured,
 and a calibration of the plan's prediction (docs/diagnosis.md).
 
-``calibration``: {n, median_ratio, worst_ratio, inconclusive, held}: n plan predictions compared
-with a measurement, each ratio measured / predicted, the worst the one farthest from 1 (by |log
-ratio|). A path the new measurement itself calls inconclusive (CPU, other traffic) is counted apart,
-never compared. A path a by-hand cause of the before scan still limits (packet loss on a switch
-port: nothing the plan changes removes it) is compared apart, in ``held`` {n, median_ratio,
-worst_ratio}: the models bound such a path (Mathis at the measured loss) rather than predict it, so
-its ratio says how much the remaining cause costs, not how good the prediction was.
+``calibration``: {n, median_ratio, worst_ratio, outside, inconclusive, held}: n plan predictions
+compared with a measurement, each ratio measured / predicted, the worst the one farthest from 1 (by
+|log ratio|), ``outside`` how many lie outside HOLDS (0.75-1.33). Every measured path counts, those
+a by-hand cause of the before scan still holds included: their prediction is made with that cause
+in place (Mathis at the loss and the RTT the flow saw), so a miss there is the model's. ``held``
+{n, median_ratio, worst_ratio} repeats those paths apart, for the reader; they are in n too. Only a
+path the new measurement itself calls inconclusive (CPU, other traffic) is counted apart, never
+compared.
 """
 
 from __future__ import annotations
@@ -55,11 +56,16 @@ def _measured(after: ScanReport) -> dict[tuple[str, str], tuple[float | None, st
     return out
 
 
+#: measured / predicted in this band is a prediction that held
+HOLDS = (0.75, 1.33)
+
+
 def _ratios_summary(ratios: list[float]) -> dict[str, Any]:
     if not ratios:
-        return {"n": 0, "median_ratio": None, "worst_ratio": None}
+        return {"n": 0, "median_ratio": None, "worst_ratio": None, "outside": 0}
     worst = max(ratios, key=lambda r: abs(math.log(r)) if r > 0 else math.inf)
-    return {"n": len(ratios), "median_ratio": round(statistics.median(ratios), 3), "worst_ratio": round(worst, 3)}
+    return {"n": len(ratios), "median_ratio": round(statistics.median(ratios), 3), "worst_ratio": round(worst, 3),
+            "outside": sum(1 for r in ratios if not HOLDS[0] <= r <= HOLDS[1])}
 
 
 def by_hand_subjects(before: ScanReport) -> set[tuple[str, str]]:
@@ -80,7 +86,9 @@ def calibration(predictions: list[Predicted], after: ScanReport,
         if m[2].get("limited_by") in INCONCLUSIVE:
             inconclusive += 1
             continue
-        (held if (pr.metric, pr.subject) in held_by_hand else ratios).append(m[0] / pr.after)
+        ratios.append(m[0] / pr.after)
+        if (pr.metric, pr.subject) in held_by_hand:
+            held.append(ratios[-1])
     return {**_ratios_summary(ratios), "inconclusive": inconclusive, "held": _ratios_summary(held)}
 
 

@@ -28,20 +28,19 @@ def _ratio(p: Predicted, v: float | None) -> float | None:
 
 
 def calibration_line(result: dict) -> str | None:
-    """verify's calibration in one line: the predictions it compared, and apart those a by-hand cause
-    still holds (their ratio is what the remaining cause costs)."""
+    """verify's calibration in one line: the predictions it compared (those a by-hand cause still
+    holds among them, named apart), and how many missed."""
     cal = result.get("calibration") or {}
     held = cal.get("held") or {}
-    if not cal.get("n") and not held.get("n"):
+    if not cal.get("n"):
         return None
     src = "the plan's" if result.get("prediction_source") == "plan" else "the scan's"
-    parts = []
-    if cal.get("n"):
-        parts.append(f"{cal['n']} of {src} predictions compared, measured / predicted median "
-                     f"{cal['median_ratio']:.2f}, worst {cal['worst_ratio']:.2f}")
+    parts = [f"{cal['n']} of {src} predictions compared, measured / predicted median "
+             f"{cal['median_ratio']:.2f}, worst {cal['worst_ratio']:.2f}"]
+    if cal.get("outside"):
+        parts[0] += f", {cal['outside']} outside 0.75-1.33"
     if held.get("n"):
-        parts.append(f"{held['n']} held by a by-hand cause, median {held['median_ratio']:.2f}, "
-                     f"worst {held['worst_ratio']:.2f}")
+        parts.append(f"{held['n']} of them still held by a by-hand cause (median {held['median_ratio']:.2f})")
     if cal.get("inconclusive"):
         parts.append(f"{cal['inconclusive']} inconclusive: CPU or other traffic")
     return "calibration: " + "; ".join(parts)
@@ -72,6 +71,10 @@ def prediction_line(preds: list[Predicted], *, after_key: str | None = None) -> 
             parts.append(f"{n} {_span(ratios_b, f2)} -> {_span(ratios_a, f2)} of expected ({models})")
         else:
             parts.append(f"{n} {_span(befores, format_bps)} -> {_span([p.after for p in tp], format_bps)} ({models})")
+    loose = [p for p in tp if "at_most" in p.inputs]
+    if loose:
+        parts.append(f"at most, for {len(loose)} of them: the models explain their measured rate poorly "
+                     f"({loose[0].inputs.get('basis')})")
     un = [p for p in preds if p.metric == "throughput" and (p.now is None or p.after is None)]
     if un:
         parts.append(f"{len(un)} failed test(s) unblocked (unquantified)")
@@ -83,6 +86,16 @@ def prediction_line(preds: list[Predicted], *, after_key: str | None = None) -> 
         parts.append(f"efficiency {hosts_text([p.subject for p in ef], limit=4)} "
                      f"{_span(befores, f2)} -> {_span([p.after for p in ef], f2)} (read-wait)")
     return "; ".join(parts) or "unquantified"
+
+
+def held_by_line(predicted: list[Predicted], causes: list[tuple[str, str]]) -> str | None:
+    """What still holds the paths a cause leaves slow: ``the rest is held by: 4. packet loss ...``
+    (the other causes by their number in ``causes``: (id, title) in the order shown); None when its
+    predictions leave no path slow or name no other cause."""
+    ids = [i for p in predicted for i in p.inputs.get("then_held_by") or []]
+    number = {cid: (n, title) for n, (cid, title) in enumerate(causes, 1)}
+    named = [f"{number[i][0]}. {number[i][1]}" for i in dict.fromkeys(ids) if i in number]
+    return "the rest is held by: " + "; ".join(named) if named else None
 
 
 def _worst(c: Cause, report: ScanReport) -> str:
@@ -118,6 +131,9 @@ def render_causes(report: ScanReport, console: Console, command: str | None = No
                           highlight=False)
         else:
             console.print(Text(terminal_text(f"    predicts {prediction_line(c.predicted)}")), highlight=False)
+        rest = held_by_line(c.predicted, [(o.id, o.title) for o in report.causes])
+        if rest:
+            console.print(Text(terminal_text(f"    {rest}")), highlight=False)
         console.print(Text(terminal_text(f"    explains {len(c.explains)}: {_rules(c.explains)} · {_worst(c, report)}"),
                            style="dim"), highlight=False)
         if c.action:

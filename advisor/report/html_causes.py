@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any
 
 from advisor.diagnosis.model import Cause, FindingRef, Predicted
-from advisor.report.console_causes import calibration_line, grouped_refs
+from advisor.report.console_causes import calibration_line, grouped_refs, held_by_line
 from advisor.report.host_ranges import hosts_text
 from advisor.report.model import ScanReport
 from advisor.report.safe_text import xml_text
@@ -34,7 +34,7 @@ def _refs(refs: list[FindingRef]) -> str:
     return ", ".join(f"{_e(r)}" + (f" ×{n}" if n > 1 else "") for r, n in counts.most_common())
 
 
-def _cause(i: int, c: Cause) -> str:
+def _cause(i: int, c: Cause, order: list[tuple[str, str]]) -> str:
     change = "".join(f"<li><code>{_e(ch.host)}</code> {_e(ch.key)}: {_e(ch.runtime)} → {_e(ch.target)}</li>"
                      for ch in c.changes[:12])
     more = f"<li>… {len(c.changes) - 12} more</li>" if len(c.changes) > 12 else ""
@@ -42,10 +42,12 @@ def _cause(i: int, c: Cause) -> str:
             f"<p class='remediation'><b>by hand</b> {_e(c.action or '')}</p>")
     preds = "".join(f"<li>{_pred(p)}</li>" for p in c.predicted[:10])
     gain = "unquantified" if c.gain is None else f"gain {c.gain:.2f}"
+    held = held_by_line(c.predicted, order)
+    rest = f"<p class='held-by'>{_e(held)}</p>" if held else ""
     return (f"<details class='cause sev-{_e(c.severity)}'{' open' if i == 1 else ''}><summary><b>{i}. {_e(c.title)}</b> "
             f"<span class='hosts'>({_e(hosts_text(c.hosts, limit=8))})</span> <span class='badge sev-{_e(c.severity)}'>"
             f"{_e(c.severity)}</span> {_e(c.kind.replace('_', ' '))} · confidence {c.confidence:.2f} · {gain}</summary>"
-            f"{what}<ul class='predicted'>{preds}</ul><p class='facts'>explains {len(c.explains)}: "
+            f"{what}<ul class='predicted'>{preds}</ul>{rest}<p class='facts'>explains {len(c.explains)}: "
             f"{_refs(c.explains)}</p></details>")
 
 
@@ -53,7 +55,8 @@ def causes_section(report: ScanReport) -> str:
     if not (report.causes or report.hygiene or report.unexplained or report.inconclusive):
         return ""
     html = [f"<section id='causes'><h2>What to change first ({len(report.causes)} causes)</h2>"]
-    html += [_cause(i, c) for i, c in enumerate(report.causes, 1)]
+    order = [(c.id, c.title) for c in report.causes]
+    html += [_cause(i, c, order) for i, c in enumerate(report.causes, 1)]
     for label, refs in (("Hygiene: failed settings with no measured symptom", report.hygiene),
                         ("Unexplained symptoms", report.unexplained),
                         ("Not concluded: symptoms of paths measured while an end was short of CPU or its NIC busy",

@@ -116,13 +116,14 @@ def mesh_min_ratio() -> float:
 
 
 def check_calibration(result: dict) -> None:
-    """verify --plan: every path the plan predicted is within 0.75-1.33 of it, measured after, but
-    for the storage->worker paths the worker switch's loss (a by-hand cause) still holds: those are
-    compared apart (they measured 0.72-1.0 of the link prediction, 0.72 on a CI machine)."""
+    """verify --plan: every path the plan predicted is within 0.75-1.33 of it, measured after, the
+    storage->worker paths that the worker switch's loss (a by-hand cause) still holds included: the
+    plan predicts them with that loss in place, so they count like every other path (``held``
+    names them apart, inside ``n``). A path the new measurement calls inconclusive is not compared."""
     cal = result["calibration"]
-    assert result["prediction_source"] == "plan" and cal["n"] >= 20, cal
-    assert 0.75 <= cal["median_ratio"] <= 1.33 and 0.75 <= cal["worst_ratio"] <= 1.33, cal
-    assert cal["held"]["n"] >= 8, cal  # at least the 8 storage->worker paths
+    assert result["prediction_source"] == "plan" and cal["n"] + cal["inconclusive"] >= 28, cal
+    assert 0.75 <= cal["median_ratio"] <= 1.33 and 0.75 <= cal["worst_ratio"] <= 1.33 and cal["outside"] == 0, cal
+    assert cal["held"]["n"] + cal["inconclusive"] >= 8, cal  # the 8 storage->worker paths
     by_id = {c["id"]: c for c in result["causes"]}
     assert all(c["measured"] for c in by_id.values() if c["kind"] == "change"), result["causes"]
 
