@@ -26,7 +26,9 @@ class Candidate:
     proposed_by: list[Finding] = field(default_factory=list)
     fixes: set[Fix] = field(default_factory=set)
     blame: LossBlame | None = None
+    #: a measured state to repair by hand: its most severe finding, and every finding of its object
     state: Finding | None = None
+    folded: list[Finding] = field(default_factory=list)
     explains: dict[tuple, FindingRef] = field(default_factory=dict)
     predicted: list[Predicted] = field(default_factory=list)
     agree: int = 0

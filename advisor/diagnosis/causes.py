@@ -25,11 +25,13 @@ from advisor.diagnosis.localise import localise_loss
 from advisor.diagnosis.model import Diagnosis, PlannedSetting, Predicted, SetAside
 from advisor.diagnosis.paths import (INCONCLUSIVE, Fix, FixIndex, HostFacts, PathState, local_index, path_state,
                                      predict)
-from advisor.diagnosis.ranking import rank, to_cause
-from advisor.findings import Finding, FindingStatus
+from advisor.diagnosis.ranking import cause_id_of, rank, to_cause
+from advisor.findings import SEVERITY_ORDER, Finding, FindingStatus
 
 #: a prediction counts as lifting a path when it beats the measurement by this factor
 LIFT = 1.10
+#: a path below this share of its expected rate after a cause's changes is still slow
+STILL_SLOW = 0.8
 
 
 @dataclass
@@ -43,6 +45,8 @@ class DiagnosisInput:
     tags: dict[str, set[str]]
     #: host -> address (which firewall rules meet which peer)
     addresses: dict[str, str] = field(default_factory=dict)
+    #: rule id -> its pack (measured states of one pack and object fold into one repair)
+    packs: dict[str, str] = field(default_factory=dict)
 
 
 def diagnose(inp: DiagnosisInput) -> Diagnosis:
@@ -92,11 +96,13 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
     for c in kept:
         if c.kind == "by_hand" and c.blame is not None:
             _after_plan(c, states, plan_fixes, inp.efficiency)
-    for f in failed:
-        if tagged(f, "state"):
-            c = Candidate(key=("state", f.rule_id, f.subject or "", tuple(f.hosts)), kind="by_hand", state=f)
+    for group in fold_states([f for f in failed if tagged(f, "state")], inp.packs):
+        lead = group[0]
+        c = Candidate(key=("state", lead.rule_id, lead.subject or "", tuple(lead.hosts)), kind="by_hand", state=lead,
+                      folded=group)
+        for f in group:
             c.explains[refkey(f)] = ref(f)
-            kept.append(c)
+        kept.append(c)
     # derived findings that name hosts rather than a path: explained by the causes of their hosts' slow paths
     causes_of_host: dict[str, dict[int, Candidate]] = {}
     for c in kept:
@@ -112,7 +118,9 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
         for c in owners.values():
             c.explains[refkey(f)] = ref(f)
 
-    causes = [to_cause(c) for c in kept]
+    _then_held_by(kept, states)
+    ids = {c.key: cause_id_of(c) for c in kept}
+    causes = [to_cause(c, ids) for c in kept]
     causes.sort(key=rank)
     in_cause = {k for c in kept for k in c.explains} | {refkey(f) for c in kept for f in c.proposed_by}
     # a slow path whose measurement the CPU or other traffic limited: not concluded on, never "unexplained"
@@ -140,6 +148,25 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
     return Diagnosis(causes=causes, hygiene=hygiene, unexplained=unexplained, inconclusive=not_concluded,
                      set_aside=list(set_aside.values()),
                      plan_prediction=plan_prediction(inp, all_changes + hygiene_changes, states))
+
+
+def fold_states(states: list[Finding], packs: dict[str, str]) -> list[list[Finding]]:
+    """Measured states of one object, one repair by hand each: the findings of one rule pack on the
+    same hosts about the same subject (a failing sdb: SMART, its await, its utilisation), with the
+    pack's findings that name no subject on those hosts (the kernel's I/O errors) when the pack
+    names one object there. Each group leads with its most severe finding."""
+    groups: dict[tuple, dict[str, list[Finding]]] = {}
+    for f in states:
+        groups.setdefault((packs.get(f.rule_id, f.rule_id), tuple(f.hosts)), {}).setdefault(f.subject or "", []).append(f)
+    out: list[list[Finding]] = []
+    for by_subject in groups.values():
+        loose = by_subject.pop("", [])
+        if len(by_subject) == 1:
+            (only,) = by_subject.values()
+            only += loose
+            loose = []
+        out += list(by_subject.values()) + [[f] for f in loose]
+    return [sorted(g, key=lambda f: -SEVERITY_ORDER.index(f.severity.value)) for g in out]
 
 
 def _lifts(st: PathState, pr) -> bool:
@@ -208,6 +235,29 @@ def _after_plan(cand: Candidate, states: dict[str, PathState], plan_fixes: set[F
             out = [q for q in out if not (q.metric == "efficiency" and q.subject == p.subject)]
             out.append(p.model_copy(update={"inputs": {**p.inputs, "after_plan": base.after if base else None}}))
     cand.predicted = [p for p in out if p.metric == "throughput"] + [p for p in out if p.metric != "throughput"]
+
+
+def _then_held_by(kept: list[Candidate], states: dict[str, PathState]) -> None:
+    """For each path a cause lifts but leaves below STILL_SLOW of its expected rate: which other
+    causes hold what remains (adding their fixes lifts the path further), as their keys in the
+    prediction's ``inputs.then_held_by``; ``to_cause`` turns them into cause ids. A path no other
+    cause lifts keeps the model that binds it (``model``): the loss, a window, a limit by hand."""
+    by_host: dict[str, list[Candidate]] = {}
+    for c in kept:
+        for h in {f.host for f in c.fixes}:
+            by_host.setdefault(h, []).append(c)
+    for c in kept:
+        for p in c.predicted:
+            st = states.get(p.subject)
+            if p.metric != "throughput" or st is None or p.after is None or not st.expected_bps \
+                    or p.after >= STILL_SLOW * st.expected_bps:
+                continue
+            mine = {*c.fixes}
+            base = predict(st, mine).bps
+            others = {id(o): o for h in (st.src, st.dst) for o in by_host.get(h, ()) if o is not c}
+            held = [o.key for o in others.values() if predict(st, mine | o.fixes).bps >= base * LIFT]
+            if held:
+                p.inputs["then_held_by"] = held
 
 
 def _judge_failed_tests(cand: Candidate, failed_paths: dict[str, dict], path_symptoms: dict[str, list[Finding]],

@@ -47,6 +47,9 @@ class Cause(BaseModel):
     #: for a by-hand cause: what to do
     action: str | None = None
     explains: list[FindingRef] = Field(default_factory=list)
+    #: the failed findings it acts on: those whose changes it makes, or the measured state it repairs
+    #: (with ``explains``, hygiene, unexplained and inconclusive: every failed finding is in one)
+    findings: list[FindingRef] = Field(default_factory=list)
     predicted: list[Predicted] = Field(default_factory=list)
     #: sum over the paths it explains of the fraction of expected rate it recovers (efficiency gain
     #: where no path links it); None: unquantified

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
-from advisor.diagnosis.candidates import BUFFER_FAMILY, Candidate, norm
+from advisor.diagnosis.candidates import BUFFER_FAMILY, Candidate, norm, ref, refkey
 from advisor.diagnosis.model import Cause
 from advisor.findings import SEVERITY_ORDER
 
@@ -18,7 +18,7 @@ def _cause_id(c: Candidate) -> str:
 
 
 def _severity(c: Candidate) -> str:
-    pool = c.proposed_by + ([c.state] if c.state else [])
+    pool = c.proposed_by + (c.folded or ([c.state] if c.state else []))
     if not pool:
         return "high" if (c.blame and c.blame.loss >= 0.001) else "medium"
     return max((f.severity.value for f in pool), key=SEVERITY_ORDER.index)
@@ -26,7 +26,7 @@ def _severity(c: Candidate) -> str:
 
 def _title(c: Candidate) -> tuple[str, str | None]:
     if c.state is not None:
-        return c.state.title or c.state.rule_id, c.state.remediation.text or None
+        return _what_is_wrong(c.state), c.state.remediation.text or None
     if c.blame is not None:
         return c.blame.title(), c.blame.action()
     first = c.changes[0]
@@ -42,14 +42,33 @@ def _title(c: Candidate) -> tuple[str, str | None]:
     return "; ".join(rules), None
 
 
+#: a cause's confidence is scaled by this when some of its predictions are "at most" (no model
+#: explains the path as measured)
+AT_MOST_FACTOR = 0.75
+
+
+def _what_is_wrong(f) -> str:
+    """A measured state in the words of its rule's failure (what is wrong, on what object), never
+    the rule's title, which states the healthy condition."""
+    said = getattr(f, "failure", None)
+    if said:
+        return said
+    on = ", ".join(f.hosts)
+    return f"{f.subject} on {on}: {f.rule_id} failed" if f.subject else f"{f.rule_id} failed on {on}"
+
+
 def _confidence(c: Candidate) -> float:
     if c.state is not None:
         return 0.9
     if c.blame is not None:
-        return round(min(0.95, 0.5 + 0.45 * c.blame.share), 2)
-    if c.judged:
-        return round(0.5 + 0.45 * c.agree / c.judged, 2)
-    return 0.6
+        base = min(0.95, 0.5 + 0.45 * c.blame.share)
+    elif c.judged:
+        base = 0.5 + 0.45 * c.agree / c.judged
+    else:
+        base = 0.6
+    if any("at_most" in p.inputs for p in c.predicted):
+        base *= AT_MOST_FACTOR
+    return round(base, 2)
 
 
 def _gain(c: Candidate) -> float | None:
@@ -72,7 +91,13 @@ def _gain(c: Candidate) -> float | None:
     return round(g, 3)
 
 
-def to_cause(c: Candidate) -> Cause:
+def cause_id_of(c: Candidate) -> str:
+    return _cause_id(c)
+
+
+def to_cause(c: Candidate, ids: dict[tuple, str] | None = None) -> Cause:
+    """``ids``: candidate key -> cause id of every kept candidate (names the causes that hold what
+    a prediction leaves: ``inputs.then_held_by``)."""
     title, action = _title(c)
     hosts = sorted({ch.host for ch in c.changes} | set(c.blame.hosts if c.blame else [])
                    | set(c.state.hosts if c.state else []))
@@ -81,9 +106,18 @@ def to_cause(c: Candidate) -> Cause:
     if c.blame:
         evidence = c.blame.evidence + evidence
     if c.state:
-        evidence = list(c.state.evidence[:5])
+        folded = c.folded or [c.state]
+        evidence = [line for f in folded for line in f.evidence[: max(1, 6 // len(folded))]]
+        if len(folded) > 1:
+            evidence.append("also: " + ", ".join(f.rule_id for f in folded[1:]))
+    if ids is not None:
+        for p in c.predicted:
+            if "then_held_by" in p.inputs:
+                p.inputs["then_held_by"] = [ids[k] for k in p.inputs["then_held_by"] if k in ids]
+    acts_on = {refkey(f): ref(f) for f in c.proposed_by + (c.folded or ([c.state] if c.state else []))}
     return Cause(id=_cause_id(c), title=title, kind=c.kind, hosts=hosts, confidence=_confidence(c),
                  severity=_severity(c), changes=c.changes, action=action, explains=list(c.explains.values()),
+                 findings=list(acts_on.values()),
                  predicted=c.predicted, gain=_gain(c), evidence=evidence)
 
 

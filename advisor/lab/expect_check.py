@@ -22,3 +22,16 @@ def symptom_named(report: dict[str, Any], e: dict[str, Any]) -> bool:
 def measurement_faults(expect: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], set[str]]:
     """(the expected findings, the hosts whose measurements are inconclusive by design: cpu-load)."""
     return ([e for e in expect if not e.get("inconclusive")], {e["host"] for e in expect if e.get("inconclusive")})
+
+
+def unplaced_findings(report: dict[str, Any]) -> list[tuple[str, str, tuple[str, ...]]]:
+    """The failed findings of a report that no part of its diagnosis holds: neither a cause (what it
+    explains, what it acts on), nor hygiene, nor the unexplained or not-concluded symptoms. The
+    diagnosis places every failed finding, so this is empty."""
+    def key(r: dict) -> tuple[str, str, tuple[str, ...]]:
+        return r["rule_id"], r.get("subject") or "", tuple(r.get("hosts") or ())
+
+    placed = {key(r) for part in ("hygiene", "unexplained", "inconclusive") for r in report.get(part) or []}
+    for c in report.get("causes") or []:
+        placed |= {key(r) for r in (c.get("explains") or []) + (c.get("findings") or [])}
+    return [key(f) for f in report.get("findings") or [] if f.get("status") == "fail" and key(f) not in placed]

@@ -161,13 +161,30 @@ def test_hygiene_and_unexplained(diagnosis):
     assert not d.unexplained
 
 
+def test_every_failed_finding_is_placed(diagnosis):
+    """Each failed finding is in a cause (what it explains or acts on), hygiene, unexplained or not
+    concluded: none is lost between the rules and the report."""
+    from advisor.lab.expect_check import unplaced_findings
+
+    inp, d = diagnosis
+    report = {"findings": [f.model_dump(mode="json") for f in inp.findings], **d.model_dump(mode="json")}
+    assert unplaced_findings(report) == []
+    sack = _cause_with(d, lambda c: any(ch.key == "net.ipv4.tcp_sack" for ch in c.changes))[0]
+    assert [(r.rule_id, r.hosts) for r in sack.findings] == [("NET-TCP-SACK", ["st01"])]
+    # a report that lost one says which
+    report["hygiene"] = []
+    assert unplaced_findings(report) == [("GPFS-PAGEPOOL-CLIENT", "", tuple(RACK_A))]
+
+
 def test_plan_prediction_has_every_path_with_the_loss_still_in_place(diagnosis):
     inp, d = diagnosis
     by_subject = {p.subject: p for p in d.plan_prediction if p.metric == "throughput"}
     assert len(by_subject) == len(inp.mesh["paths"])
     assert by_subject["st02->wn01"].model == "measured"
     assert by_subject["st01->wn01"].after > 0.9 * G  # SACK on a LAN path with loss
-    assert by_subject["st01->wn11"].after < 0.3 * G and by_subject["st01->wn11"].model == "mathis"
+    # 0.4% loss at 20 ms holds st01->wn11 with SACK on or off (the lab: 9 -> 10 Mbit/s): the buffers
+    # raised and SACK on leave it where the loss puts it
+    assert by_subject["st01->wn11"].after < 0.3 * G and by_subject["st01->wn11"].model in ("mathis", "measured")
     assert by_subject["st02->wn11"].after > 0.9 * G  # rack B's buffers raised
     # a plan without the firewall change keeps st03's cap
     only = [PlannedSetting(host="st01", adapter="sysctl", key="net.ipv4.tcp_sack", target="1", runtime="0")]
@@ -197,6 +214,31 @@ def test_a_state_finding_is_a_by_hand_cause():
     d = diagnose(DiagnosisInput(findings=[f], mesh=None, efficiency=None, facts={}, tags=TAGS))
     assert len(d.causes) == 1 and d.causes[0].kind == "by_hand" and d.causes[0].hosts == ["st01"]
     assert d.causes[0].predicted == [] and d.causes[0].gain is None
+
+
+def test_the_states_of_one_object_fold_into_one_repair_that_says_what_is_wrong():
+    """One failing disk fails four rules of the block pack (SMART, the kernel's I/O errors, its await
+    against its peers, its utilisation): one repair by hand, worded as what is wrong with sdb on st01,
+    never as the rules' healthy titles. Another host's disk, or another pack's state, is its own."""
+    def state(rule, host, subject, severity="medium", title="all is well"):
+        return Finding(rule_id=rule, hosts=[host], subject=subject, status=FindingStatus.fail,
+                       severity=Severity(severity), title=title, evidence=[f"{rule} evidence"])
+
+    findings = [state("DISK-FAILING", "st01", "sdb", "high", "No disk is failing"),
+                state("DISK-IO-ERRORS", "st01", None, "high"), state("DISK-AWAIT-OUTLIER", "st01", "sdb"),
+                state("DISK-UTIL-HIGH", "st01", "sdb"), state("DISK-FAILING", "st02", "sdc", "high"),
+                state("CEPH-HEALTH", "st01", None)]
+    tags = {f.rule_id: {"state"} for f in findings}
+    packs = {"DISK-FAILING": "block", "DISK-IO-ERRORS": "block", "DISK-AWAIT-OUTLIER": "block",
+             "DISK-UTIL-HIGH": "block", "CEPH-HEALTH": "ceph"}
+    d = diagnose(DiagnosisInput(findings=findings, mesh=None, efficiency=None, facts={}, tags=tags, packs=packs))
+    by_hosts = sorted((c.hosts, sorted(r.rule_id for r in c.findings)) for c in d.causes)
+    assert by_hosts == [(["st01"], ["CEPH-HEALTH"]),
+                        (["st01"], ["DISK-AWAIT-OUTLIER", "DISK-FAILING", "DISK-IO-ERRORS", "DISK-UTIL-HIGH"]),
+                        (["st02"], ["DISK-FAILING"])]
+    sdb = next(c for c in d.causes if len(c.findings) == 4)
+    assert sdb.severity == "high" and len(sdb.explains) == 4 and "sdb" in sdb.title and "st01" in sdb.title
+    assert all("No disk is failing" not in c.title and "all is well" not in c.title for c in d.causes)
 
 
 def test_a_change_only_a_wrong_blame_proposed_is_set_aside(diagnosis):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.lab.expect_check import measurement_faults, symptom_named
+from advisor.lab.expect_check import measurement_faults, symptom_named, unplaced_findings
 from advisor.lab.generate import fault_kinds, fault_kinds_of, generate_scenario, scenario_yaml
 from advisor.lab.scenario import Scenario
 
@@ -133,6 +133,13 @@ def test_generated_site_loop(seed, lab_registry, tmp_path):
                                                    for p in report["mesh"]["paths"]])
         for c in report["causes"]:
             assert set(c["hosts"]) & faulty, (seed, "a cause on hosts without a fault", c["title"], c["hosts"])
+        # no failed finding is lost: each is a cause's, hygiene, unexplained or not concluded
+        assert unplaced_findings(report) == [], (seed, unplaced_findings(report))
+        slow = {f["subject"] for f in report["findings"] if f["rule_id"] == "MESH-PATH-SLOW" and f["status"] == "fail"}
+        explained = {r["subject"] for c in report["causes"] for r in c["explains"]}
+        inconclusive = {r["subject"] for r in report.get("inconclusive") or []}
+        # every slow path is explained (a by-hand cause at worst), unless its measurement was inconclusive
+        assert slow <= explained | inconclusive, (seed, sorted(slow - explained - inconclusive))
         for host in loaded:
             # the load was felt: an iperf3 on the host waited for a CPU during its test
             waits = [w for p in report["mesh"]["paths"] for end, w in (p.get("cpu_wait_frac") or {}).items()
