@@ -63,6 +63,9 @@ def describe_path(p: dict) -> str:
         bits.append(f"{p['retransmits']} retransmits")
     if p.get("rtt_us") is not None:
         bits.append(f"rtt {p['rtt_us'] / 1000:.2f} ms")
+    cc = (p.get("tcp_info") or {}).get("congestion") or p.get("congestion")
+    if cc:
+        bits.append(str(cc))
     queue = queueing_delay_us(p)
     if queue is not None:
         bits.append(f"idle rtt {idle_rtt_us(p) / 1000:.2f} ms, queueing delay {queue / 1000:.2f} ms")

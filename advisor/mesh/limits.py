@@ -174,7 +174,16 @@ def _contended(p: dict) -> str | None:
 
 
 def classify_path(path: dict[str, Any]) -> tuple[str | None, str | None]:
-    """(limited_by, evidence) of one path record; (None, None) for a failed path."""
+    """(limited_by, evidence) of one path record; (None, None) for a failed path. The evidence
+    ends with the congestion control the test ran, where known (what loss costs depends on it)."""
+    cls, why = _classify(path)
+    cc = (path.get("tcp_info") or {}).get("congestion") or path.get("congestion")
+    if why and cc:
+        why = f"{why}; {cc}"
+    return cls, why
+
+
+def _classify(path: dict[str, Any]) -> tuple[str | None, str | None]:
     p = path
     if p.get("status") != "ok" or p.get("measured_bps") is None:
         return None, None
