@@ -36,9 +36,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advisor.lab.expect_check import measurement_faults, symptom_named  # noqa: E402
+from advisor.lab.expect_check import measurement_faults, symptom_named, unplaced_findings  # noqa: E402
 from advisor.lab.generate import generate_scenario, scenario_yaml  # noqa: E402
 
 BIN = Path(sys.executable).parent
@@ -113,21 +115,44 @@ def run_site(name: str, scenario: Path | None, expect: list[dict], work: Path, k
             for m in c["measured"]:
                 measured[(m["metric"], m["subject"])] = m["value"]
         by_hand = {p["subject"] for c in report.get("causes") or [] if c["kind"] == "by_hand" for p in c["predicted"]}
-        rs, held = [], []  # paths no by-hand cause limits (the issue's bound); paths one still holds
+        # every slow path of the scan before, measured after (verify's own scan), against the plan's
+        # prediction; those a remaining by-hand cause holds are counted too (and named in held)
+        slow = {f["subject"] for f in report["findings"] if f["rule_id"] == "MESH-PATH-SLOW" and f["status"] == "fail"}
+        after_paths = {f"{q['src']}->{q['dst']}": q for q in (verify_after(verify) or [])}
+        rs, held, inconclusive = [], [], 0
         for p in prediction:
             v = measured.get((p["metric"], p["subject"]))
-            if p["after"] and v and p["model"] != "measured":
-                (held if p["subject"] in by_hand else rs).append(v / p["after"])
-        return {**res, "ratios": rs, "held": held, "calibration": verify.get("calibration")}
+            if p["metric"] != "throughput" or p["subject"] not in slow or not p["after"]:
+                continue
+            q = after_paths.get(p["subject"]) or {}
+            v = v or q.get("measured_bps")
+            if q.get("limited_by") in ("cpu", "contended") or p["model"] == "inconclusive":
+                inconclusive += 1
+                continue
+            if v:
+                rs.append(v / p["after"])
+                if p["subject"] in by_hand:
+                    held.append(rs[-1])
+        return {**res, "ratios": rs, "held": held, "inconclusive": inconclusive,
+                "calibration": verify.get("calibration"), "unplaced_findings": unplaced_findings(report),
+                "unexplained_slow": sorted(slow - {r["subject"] for c in report.get("causes") or [] for r in c["explains"]}
+                                           - {r["subject"] for r in report.get("inconclusive") or []})}
     finally:
         if not keep:
             storadvise("lab", "down", "--name", name)
+
+
+def verify_after(verify: dict) -> list[dict]:
+    """The paths of verify's own scan ({src, dst, measured_bps, limited_by}), from its JSON."""
+    return [{"src": p["src"], "dst": p["dst"], **(p.get("after") or {})} for p in verify.get("paths") or []]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="1-10")
     ap.add_argument("--ifca", action="store_true", help="also the ifca scenario (its faults as expectations)")
+    ap.add_argument("--scenario", action="append", type=Path, default=[],
+                    help="also this scenario file (its expect: list scores it); repeatable")
     ap.add_argument("--keep", action="store_true", help="leave the labs up")
     a = ap.parse_args()
     if os.geteuid() != 0:
@@ -148,6 +173,9 @@ def main() -> int:
             {"rule": "NET-TCP-SACK", "host": h, "fault": "tcp_sack=0"} for h in ("gpfs01", "gpfs02")] + [
             {"rule": "MESH-PATH-SLOW", "host": h, "symptom": True, "fault": f"{h} -> workers lossy, SACK off"}
             for h in ("gpfs01", "gpfs02")] + [{"rule": "FW-STORAGE-NETWORK", "host": "gpfs02", "fault": "hashlimit"}]))
+    for path in a.scenario:
+        data = yaml.safe_load(path.read_text())
+        sites.append((f"bd{data['name']}"[:30], path, data.get("expect") or []))
     for name, path, expect in sites:
         r = run_site(name, path, expect, work, a.keep)
         rows.append((name, r))
@@ -160,8 +188,11 @@ def main() -> int:
               + f"; calibration {len(rs)} paths" + (f", median {statistics.median(rs):.2f}, worst "
                                                  f"{max(rs, key=lambda x: abs(x - 1)):.2f}, {out} outside 0.75-1.33"
                                                  if rs else "")
-              + (f"; held by a by-hand cause {len(r['held'])} paths, median {statistics.median(r['held']):.2f}"
+              + (f" ({len(r['held'])} of them still held by a by-hand cause, median {statistics.median(r['held']):.2f})"
                  if r.get("held") else "")
+              + (f"; {r['inconclusive']} inconclusive after" if r.get("inconclusive") else "")
+              + (f"; UNPLACED findings {r['unplaced_findings']}" if r.get("unplaced_findings") else "")
+              + (f"; UNEXPLAINED slow paths {r['unexplained_slow']}" if r.get("unexplained_slow") else "")
               + (f"; ERROR {r['error']}" if r.get("error") else "")
               + (f"; missed {r['missed']}" if r.get("missed") else "")
               + (f"; blamed {r['blamed']}" if r.get("blamed") else "")
