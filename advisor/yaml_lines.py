@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from advisor.errors import SiteFileError
+from advisor.yaml_shape import MAX_DEPTH, check_shape, deep_line
 
 PathKey = tuple[Any, ...]
 
@@ -108,11 +109,15 @@ _FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 def _parse(text: str, how: Any) -> Any:
     """``how(text, Loader=...)`` with libyaml; on an error, again with the pure-Python parser, whose
-    error says what is wrong, and where, in its own words."""
+    error says what is wrong, and where, in its own words. A document nested past the parser's
+    recursion is a YAMLError."""
     try:
-        return how(text, Loader=_FAST_LOADER)
-    except yaml.YAMLError:
-        return how(text, Loader=yaml.SafeLoader)
+        try:
+            return how(text, Loader=_FAST_LOADER)
+        except yaml.YAMLError:
+            return how(text, Loader=yaml.SafeLoader)
+    except RecursionError:
+        raise yaml.YAMLError(f"nested more than {MAX_DEPTH} deep") from None
 
 
 def parse_located_yaml(text: str, path: str | Path = "<string>") -> LocatedYaml:
@@ -125,5 +130,7 @@ def parse_located_yaml(text: str, path: str | Path = "<string>") -> LocatedYaml:
         problem = exc.problem or exc.context or "invalid YAML"
         raise SiteFileError(str(p), f"invalid YAML: {problem}", line=line) from None
     except yaml.YAMLError as exc:
-        raise SiteFileError(str(p), f"invalid YAML: {exc}") from None
+        line = deep_line(text) if "deep" in str(exc) else None
+        raise SiteFileError(str(p), f"invalid YAML: {exc}", line=line) from None
+    check_shape(data, text, p)  # aliases that expand past a bound, nesting, a value holding itself
     return LocatedYaml(p, data, text=text)
