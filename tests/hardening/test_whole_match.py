@@ -85,7 +85,7 @@ def _validators():
     from advisor.path_component import path_component
     from advisor.probe_helper_path import helper_path
     from advisor.rules.specs import _ID_RE
-    from advisor.site import host_address, login_name
+    from advisor.site import Host, HostDefaults, host_address
     from advisor.transport.capture_objects import _OID
     from advisor.shipped_code import module_utils
     from probes.legal_values import (ABSOLUTE_PATH, DEVICE_NAME, GPFS_ATTRIBUTE, SMCLI_NAME, check_name,
@@ -95,7 +95,9 @@ def _validators():
     return [
         ("host address", "node1.example.org", host_address),
         ("IP address", "10.0.0.1", host_address),
-        ("login name", "scanner", login_name),
+        ("login name", "scanner", lambda v: Host(name="a", user=v)),
+        ("login name in defaults", "scanner", lambda v: HostDefaults(user=v)),
+        ("host name", "node1", lambda v: Host(name=v)),
         ("probe_helper", "/usr/local/sbin/storadvise-probe", lambda v: helper_path({"probe_helper": v})),
         ("variable name", "firewall_rules", lambda v: vars_as_data({v: 1}, "x")),
         ("path component", "node1", lambda v: path_component(v, "host")),
