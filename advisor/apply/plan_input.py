@@ -69,6 +69,8 @@ class PlanScan(msgspec.Struct):
     started_at: str
     hosts: list[PlanHost]
     findings: list[PlanFinding]
+    #: the profiles the scan evaluated (names of this site's profiles: advisor.apply.declared_changes)
+    profiles: list[str] = []
     #: 1.x or 2.x (advisor.report.wire); a file without it is refused
     schema_version: Any = None
     #: what the planner's prediction reads (advisor/apply/plan_outcome.py)
