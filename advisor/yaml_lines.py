@@ -7,6 +7,9 @@ map from the value's path (``("hosts", 2, "port")``) to its 1-based line.
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -87,11 +90,28 @@ def _is_union_tag(part: Any) -> bool:
     return isinstance(part, str) and part in {"int", "str", "float", "bool", "list[str]", "function-after"}
 
 
-def load_located_yaml(path: str | Path, what: str = "file") -> LocatedYaml:
-    """Read and parse a YAML file; any I/O or syntax problem becomes a one-line SiteFileError."""
+def _read_regular(p: Path, what: str) -> str:
+    """The text of ``p`` if it is a regular file itself (no symlink, FIFO, device or directory), opened
+    so (``O_NOFOLLOW``, ``O_NONBLOCK``, then ``fstat``) that nothing else is read in its place."""
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise SiteFileError(str(p), f"{what} is a symlink: not read (only regular files of the directory are)") from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise SiteFileError(str(p), f"{what} is not a regular file: not read")
+        return fh.read().decode("utf-8")
+
+
+def load_located_yaml(path: str | Path, what: str = "file", regular_only: bool = False) -> LocatedYaml:
+    """Read and parse a YAML file; any I/O or syntax problem becomes a one-line SiteFileError.
+    ``regular_only``: a symlink or anything but a regular file is refused unread (a site's rules
+    directory: what it holds is read with the reader's privileges, and echoed in errors)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = _read_regular(p, what) if regular_only else p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SiteFileError(str(p), f"{what} not found") from None
     except IsADirectoryError:

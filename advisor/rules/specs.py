@@ -168,7 +168,8 @@ def load_catalog(directory: Path | None = None, site_dirs: list[Path] | tuple[Pa
     extra = site_rule_dirs(site_dirs)
     site_packs = {p for d in extra for p in Path(d).glob("*.yml")}
     for path in rule_pack_paths(directory, extra, storage_systems):
-        doc = load_located_yaml(path, "rule pack")
+        # a site directory's packs: regular files of the directory only, never what a symlink names
+        doc = load_located_yaml(path, "rule pack", regular_only=path in site_packs)
         if doc.data is None:
             continue
         if not isinstance(doc.data, dict):
@@ -218,8 +219,9 @@ def load_profile_file(name_or_path: str, directory: Path | None = None,
         if len(found) > 1:
             raise RuleDefinitionError(f"profile {name_or_path!r} is defined twice: {found[0]} and {found[1]}")
         p = found[0]
+    in_site_dir = any(p.parent == Path(s) / "profiles" for s in site_dirs)
     try:
-        doc = load_located_yaml(p, "profile")
+        doc = load_located_yaml(p, "profile", regular_only=in_site_dir)
     except SiteFileError as exc:
         raise RuleDefinitionError(str(exc)) from None
     if not isinstance(doc.data, dict):
