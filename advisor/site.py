@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from advisor.errors import SiteFileError
 from advisor.host_patterns import host_pattern
-from advisor.probe_helper_path import helper_path, helper_read_problem
+from advisor.probe_helper_path import HELPER_VAR, helper_path, helper_read_problem
 from advisor.units import parse_rate_bps
 
 
@@ -456,7 +456,10 @@ class Site(StrictModel):
                 helper_path(v)
             except ValueError as exc:
                 raise ValueError(f"{where}: {exc}") from None
+        site_helper = HELPER_VAR in self.vars
         for h in self.hosts:  # a host with a helper: what its root probes read as root stays documented
+            if not (site_helper or HELPER_VAR in h.vars):
+                continue
             merged = {**self.vars, **h.vars}
             problem = helper_read_problem(merged) if helper_path(merged) else None
             if problem:
