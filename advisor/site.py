@@ -100,7 +100,27 @@ def _rate(v: Any) -> int | None:
     return bps
 
 
-class Host(StrictModel):
+class ConnectionChecks(StrictModel):
+    """The checks of a host's connection fields, shared by ``Host`` and ``HostDefaults`` (a default
+    reaches every host that does not set its own, so it passes the same checks)."""
+
+    @field_validator("user", check_fields=False)
+    @classmethod
+    def _valid_user(cls, v: str | None) -> str | None:
+        return login_name(v)
+
+    @field_validator("key", "known_hosts", check_fields=False)
+    @classmethod
+    def _valid_path(cls, v: Path | None) -> Path | None:
+        return ssh_file_path(v)
+
+    @field_validator("link_rate", mode="before", check_fields=False)
+    @classmethod
+    def _parse_rate(cls, v: Any) -> int | None:
+        return _rate(v)
+
+
+class Host(ConnectionChecks):
     name: str
     address: str | None = None
     port: int = Field(22, ge=1, le=65535)
@@ -141,11 +161,6 @@ class Host(StrictModel):
             raise ValueError("host name may hold letters, digits, '.', '_' and '-' only")
         return v
 
-    @field_validator("link_rate", mode="before")
-    @classmethod
-    def _parse_rate(cls, v: Any) -> int | None:
-        return _rate(v)
-
     @field_validator("address")
     @classmethod
     def _valid_address(cls, v: str | None) -> str | None:
@@ -172,16 +187,6 @@ class Host(StrictModel):
             except ValueError as exc:
                 raise ValueError(f"{name}: {exc}") from None
         return v
-
-    @field_validator("user")
-    @classmethod
-    def _valid_user(cls, v: str | None) -> str | None:
-        return login_name(v)
-
-    @field_validator("key", "known_hosts")
-    @classmethod
-    def _valid_path(cls, v: Path | None) -> Path | None:
-        return ssh_file_path(v)
 
     @field_validator("vars")
     @classmethod
@@ -339,29 +344,15 @@ class StorageNetwork(StrictModel):
         return v
 
 
-class HostDefaults(StrictModel):
+class HostDefaults(ConnectionChecks):
+    """What ``defaults:`` gives every host that does not set its own: checked as a host's fields are."""
+
     port: int | None = Field(None, ge=1, le=65535)
     user: str | None = None
     key: Path | None = None
     known_hosts: Path | None = None
     sudo: bool | None = None
     link_rate: int | None = None
-
-    @field_validator("link_rate", mode="before")
-    @classmethod
-    def _parse_rate(cls, v: Any) -> int | None:
-        return _rate(v)
-
-    # the same checks as a host's: a default reaches every host that does not set its own
-    @field_validator("user")
-    @classmethod
-    def _valid_user(cls, v: str | None) -> str | None:
-        return login_name(v)
-
-    @field_validator("key", "known_hosts")
-    @classmethod
-    def _valid_path(cls, v: Path | None) -> Path | None:
-        return ssh_file_path(v)
 
 
 class Site(StrictModel):

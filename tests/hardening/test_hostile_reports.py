@@ -9,41 +9,24 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-#: a real network.sysctl output (tests/fixtures/network: captured in a network namespace of the lab)
-SYSCTL_OUTPUT = (REPO / "tests" / "fixtures" / "network" / "sysctl-netns-gpfs-server.txt").read_text()
+from tests.hardening.sysctl_capture import cli, saved_scan
+
 DEEP = "[" * 100_000 + "]" * 100_000
 
 
-def run(*args, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=180)
+def run(*args, cwd: Path):
+    return cli(*args, cwd=cwd)
 
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory) -> dict:
-    """A real scan (scan --from of a one-host capture) with its site file and capture."""
-    d = tmp_path_factory.mktemp("saved")
-    cap = d / "capture"
-    (cap / "hosts" / "gpfs01").mkdir(parents=True)
-    (cap / "hosts" / "gpfs01" / "network.sysctl.out").write_text(SYSCTL_OUTPUT)
-    (cap / "manifest.json").write_text(json.dumps({
-        "capture_format": 1, "collected_at": "2026-01-10T09:00:00+01:00",
-        "site": {"name": "older", "hosts": [{"name": "gpfs01", "roles": ["storage"]}]},
-        "hosts": {"gpfs01": {"reachable": True, "errors": []}}}))
-    site = d / "older.yml"
-    site.write_text("name: older\nhosts:\n  - name: gpfs01\n    roles: [storage]\n")
-    cp = run("scan", "--from", cap, "--json", "--no-history", "--fail-on", "critical", cwd=d)
-    assert cp.returncode in (0, 3), cp.stderr
-    report = json.loads(cp.stdout)
-    assert any(f["changes"] for f in report["findings"] if f["status"] == "fail")
-    return {"dir": d, "site": site, "capture": cap, "text": cp.stdout}
+    s = saved_scan(tmp_path_factory.mktemp("saved"))
+    assert any(f["changes"] for f in json.loads(s["text"])["findings"] if f["status"] == "fail")
+    return s
 
 
 def _commands(path: Path, saved: dict) -> list[list]:

@@ -18,34 +18,21 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-#: a real network.sysctl output (tests/fixtures/network: captured in a network namespace of the lab)
-SYSCTL_OUTPUT = (REPO / "tests" / "fixtures" / "network" / "sysctl-netns-gpfs-server.txt").read_text()
+from tests.hardening.sysctl_capture import REPO, cli, saved_scan
+
 ANSIBLE = Path(sys.executable).parent / "ansible"
 PIPE = "|/bin/sh -c 'touch /tmp/storadvise-core-pattern-marker'"
 
 
 def run(*args, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=180)
+    return cli(*args, cwd=cwd)
 
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory) -> dict:
-    """A real scan (scan --from of a one-host capture: tcp_sack=0 at runtime) and its site file."""
-    d = tmp_path_factory.mktemp("saved")
-    cap = d / "capture"
-    (cap / "hosts" / "gpfs01").mkdir(parents=True)
-    (cap / "hosts" / "gpfs01" / "network.sysctl.out").write_text(SYSCTL_OUTPUT)
-    (cap / "manifest.json").write_text(json.dumps({
-        "capture_format": 1, "collected_at": "2026-01-10T09:00:00+01:00",
-        "site": {"name": "older", "hosts": [{"name": "gpfs01", "roles": ["storage"]}]},
-        "hosts": {"gpfs01": {"reachable": True, "errors": []}}}))
-    site = d / "older.yml"
-    site.write_text("name: older\nhosts:\n  - name: gpfs01\n    roles: [storage]\n  - name: gpfs02\n    roles: [storage]\n")
-    cp = run("scan", "--from", cap, "--json", "--no-history", "--fail-on", "critical", cwd=d)
-    assert cp.returncode in (0, 3), cp.stderr
-    return {"dir": d, "site": site, "report": json.loads(cp.stdout)}
+    """A real scan (tcp_sack=0 at runtime on gpfs01) and its site file (gpfs01, gpfs02)."""
+    s = saved_scan(tmp_path_factory.mktemp("saved"))
+    return dict(s, report=json.loads(s["text"]))
 
 
 def finding(report: dict, rule_id: str) -> dict:

@@ -9,16 +9,13 @@ only."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-#: a real network.sysctl output (tests/fixtures/network: captured in a network namespace of the lab)
-SYSCTL_OUTPUT = (REPO / "tests" / "fixtures" / "network" / "sysctl-netns-gpfs-server.txt").read_text()
+from tests.hardening.sysctl_capture import cli, sysctl_capture
+
 RULE = """\
 rules:
   - id: SITE-CC-NAME
@@ -35,8 +32,7 @@ rules:
 
 
 def run(*args, timeout=60):
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=timeout)
+    return cli(*args, timeout=timeout)
 
 
 def rules_dir(tmp_path: Path, pattern: str) -> Path:
@@ -47,20 +43,8 @@ def rules_dir(tmp_path: Path, pattern: str) -> Path:
 
 
 def capture(tmp_path: Path, values: dict[str, str]) -> Path:
-    """A capture (format 1) of hosts whose network.sysctl output is the fixture's, with their own
-    tcp_congestion_control."""
-    cap = tmp_path / "capture"
-    for host, value in values.items():
-        d = cap / "hosts" / host
-        d.mkdir(parents=True)
-        out = SYSCTL_OUTPUT.replace("net.ipv4.tcp_congestion_control\tbbr", f"net.ipv4.tcp_congestion_control\t{value}")
-        assert out != SYSCTL_OUTPUT or value == "bbr"
-        (d / "network.sysctl.out").write_text(out)
-    (cap / "manifest.json").write_text(json.dumps({
-        "capture_format": 1, "collected_at": "2026-01-10T09:00:00+01:00",
-        "site": {"name": "rx", "hosts": [{"name": h, "roles": ["storage"]} for h in values]},
-        "hosts": {h: {"reachable": True, "errors": []} for h in values}}))
-    return cap
+    """Hosts whose network.sysctl output is the fixture's, each with its own tcp_congestion_control."""
+    return sysctl_capture(tmp_path, values)
 
 
 def site_finding(report: dict) -> dict[str, tuple[str, str]]:

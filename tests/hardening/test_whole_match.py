@@ -78,39 +78,48 @@ def test_the_same_defaults_pass_when_legal(tmp_path):
     assert h.user == "scanner" and str(h.known_hosts) == "/etc/ssh/ssh_known_hosts"
 
 
+def _rule(rule_id: str):
+    from advisor.rules.specs import RuleSpec
+
+    return RuleSpec.model_validate({"id": rule_id, "title": "t", "probe": "network.sysctl", "fact": "x",
+                                    "operator": "present", "severity": "low", "rationale": "r"})
+
+
 def _validators():
-    """(name, check) of every validator that accepts or refuses a name: check(value) raises, or returns false, to refuse."""
+    """(name, a legal value, check) of the validators of names that reach commands, files and plans:
+    check(value) raises, or returns a false value, to refuse. Each is the product's own entry point."""
     from advisor.apply.ansible_data import vars_as_data
-    from advisor.efficiency.active_plan import _DIR, _PYTHON_RE
+    from advisor.efficiency.active_plan import _dir, python_command
     from advisor.path_component import path_component
     from advisor.probe_helper_path import helper_path
-    from advisor.rules.specs import _ID_RE
-    from advisor.site import Host, HostDefaults, host_address
-    from advisor.transport.capture_objects import _OID
     from advisor.shipped_code import module_utils
-    from probes.legal_values import (ABSOLUTE_PATH, DEVICE_NAME, GPFS_ATTRIBUTE, SMCLI_NAME, check_name,
-                                     check_path)
+    from advisor.site import Host, HostDefaults, Site, host_address
+    from advisor.transport.capture_objects import is_object_id
+    from probes.legal_values import DEVICE_NAME, GPFS_ATTRIBUTE, SMCLI_NAME, check_name, check_path
 
     zones = module_utils("storadvise_firewalld_zones")
+    layout = module_utils("storadvise_capture_layout")
     return [
         ("host address", "node1.example.org", host_address),
         ("IP address", "10.0.0.1", host_address),
         ("login name", "scanner", lambda v: Host(name="a", user=v)),
         ("login name in defaults", "scanner", lambda v: HostDefaults(user=v)),
         ("host name", "node1", lambda v: Host(name=v)),
+        ("host group", "wn", lambda v: Host(name="a", groups=[v])),
+        ("site name", "t2", lambda v: Site(name=v)),
         ("probe_helper", "/usr/local/sbin/storadvise-probe", lambda v: helper_path({"probe_helper": v})),
         ("variable name", "firewall_rules", lambda v: vars_as_data({v: 1}, "x")),
         ("path component", "node1", lambda v: path_component(v, "host")),
-        ("rule id", "NET-TCP-SACK", _ID_RE.fullmatch),
-        ("capture object id", "a" * 64, _OID.fullmatch),
-        ("active test python", "/usr/bin/python3", _PYTHON_RE.fullmatch),
-        ("active test dir", "/srv/data", _DIR.fullmatch),
+        ("capture layout component", "node1", layout.host_component),
+        ("rule id", "NET-TCP-SACK", _rule),
+        ("capture object id", "a" * 64, is_object_id),
+        ("active test python", "/usr/bin/python3", python_command),
+        ("active test dir", "/srv/data", lambda v: _dir(v, "x")),
         ("device name", "sda", lambda v: check_name(v, DEVICE_NAME, "x")),
         ("GPFS attribute", "pagepool", lambda v: check_name(v, GPFS_ATTRIBUTE, "x")),
         ("SMcli name", "vol_1", lambda v: check_name(v, SMCLI_NAME, "x")),
         ("absolute path", "/var/log/x", lambda v: check_path(v, "x")),
-        ("absolute path pattern", "/var/log/x", ABSOLUTE_PATH.fullmatch),
-        ("firewalld zone", "public", zones._ZONE_NAME.fullmatch),
+        ("firewalld zone file", "public", lambda v: zones.zone_name(v + ".xml")),
     ]
 
 
