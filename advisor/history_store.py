@@ -24,6 +24,7 @@ from typing import Any
 
 from advisor.errors import StoradviseError
 from advisor.report.model import ScanReport, report_from_data
+from advisor.report.saved_json import load_json
 
 ENV = "STORADVISE_HISTORY"
 SCHEMA_VERSION = 1
@@ -290,10 +291,11 @@ class HistoryStore:
         except zlib.error as exc:
             raise StoradviseError(f"{self.path}: scan {scan_id}: stored report unreadable: {exc}") from None
         try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            text = text.decode() if isinstance(text, bytes) else text
+        except UnicodeDecodeError as exc:
             raise StoradviseError(f"{self.path}: scan {scan_id}: stored report is not JSON: {exc}") from None
-        return report_from_data(f"{self.path}: scan {scan_id}", data)
+        where = f"{self.path}: scan {scan_id}"
+        return report_from_data(where, load_json(text, where))
 
     def last(self, site: str, before_id: int | None = None) -> ScanReport | None:
         """The newest stored scan of ``site`` (older than ``before_id`` when given)."""

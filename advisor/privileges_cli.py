@@ -55,7 +55,11 @@ def helper(
 
     s = _site(site, inventory, role_map)
     h = _host(s, host)
-    _write(helper_text(probe_context(s, h, False, 5.0)), output, 0o755)
+    try:
+        text = helper_text(probe_context(s, h, False, 5.0))
+    except ValueError as exc:
+        raise UsageError(f"{s.source or s.name}: {exc}") from None
+    _write(text, output, 0o755)
 
 
 def sudoers(
@@ -82,17 +86,19 @@ def sudoers(
     if len(paths) > 1:
         raise UsageError(f"the site's hosts name {len(paths)} probe helper paths ({', '.join(sorted(paths))}): "
                          "give them one probe_helper path")
+    given = "--user"
     if user is None:
         users = {h.user for h in hosts if h.user}
         if len(users) != 1 or any(not h.user for h in hosts):
             raise UsageError("give --user: the site's hosts do not share one login user")
         user = users.pop()
+        given = f"{s.source or s.name}: the hosts' user"
     if user == "root":
         raise UsageError("the scan logs in as root: it needs no sudo (give --user for the account that will scan)")
     try:
         text = sudoers_text(user, paths.pop())
     except ValueError as exc:
-        raise UsageError(f"--user: {exc}") from None
+        raise UsageError(f"{given}: {exc}") from None
     _write(text, output, 0o440)
 
 

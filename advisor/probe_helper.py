@@ -7,7 +7,10 @@ script generated from the probe registry for that host (``storadvise probe helpe
 root probe, each the very script the scan would otherwise send, fixed at install time. The sudoers
 snippet ``storadvise sudoers`` prints allows exactly ``PATH NAME`` for each root probe, nothing else.
 
-The helper's second line carries the SHA-256 of its body. Before it calls sudo, the scan's command
+Before it calls sudo, the scan's command checks, as OpenSSH's StrictModes does, that the helper and
+every directory above it are owned by root, writable by no group or other user, and no symlink:
+otherwise whoever may write there could put their own script in its place, and sudo would run it
+as root. The helper's second line carries the SHA-256 of its body; the scan's command then
 hashes the installed helper's body (``sha256sum``; where that is missing, it compares the second
 line) against the helper this storadvise would generate for the host: a helper left from an older
 storadvise, generated with other host variables, or edited, is refused (the probe reports an error
@@ -20,14 +23,18 @@ import hashlib
 import re
 import shlex
 
-from advisor.probe_helper_path import helper_path
+from advisor.probe_helper_path import HELPER_VAR, helper_path, helper_read_problem
 from advisor.transport.base import Command
 from probes import all_probes
 from probes.probe import Probe, ProbeContext
 
 #: exit status of the scan's command when the helper is missing or differs (nothing was run as root)
 HELPER_REFUSED = 126
-_NAME_RE = re.compile(r"^[a-z][a-z0-9_.-]*$")
+_NAME_RE = re.compile(r"[a-z][a-z0-9_.-]*")
+#: a login name as sudoers takes a user (no %group, #uid, +netgroup, quoting or escapes)
+_SUDOERS_USER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")
+#: sudoers' own words and its alias names (upper case, digits, '_'): never one user
+_SUDOERS_ALIAS_RE = re.compile(r"[A-Z][A-Z0-9_]*")
 
 
 def root_probes() -> list[Probe]:
@@ -36,9 +43,15 @@ def root_probes() -> list[Probe]:
 
 
 def _body(ctx: ProbeContext) -> str:
+    """The helper's body for the host ``ctx`` describes; a ValueError when its variables make a root
+    probe read a location the probe does not document (``Probe.root_paths``)."""
+    ctx = ctx.model_copy(update={"root_helper": True})
+    problem = helper_read_problem(ctx.vars)
+    if problem:
+        raise ValueError(f"host {ctx.host}: {problem}")
     cases = []
     for p in root_probes():
-        if not _NAME_RE.match(p.name):
+        if not _NAME_RE.fullmatch(p.name):
             raise ValueError(f"probe name {p.name!r} cannot be a helper argument")
         # the script as one single-quoted word (nothing in it is expanded), run by a fresh sh with no
         # input: exactly what the batch wrapper would have run as sh N.sh
@@ -86,8 +99,32 @@ class HostCommands:
         return Command(key=p.name, script=script, sudo=False, own_sudo=True, timeout=p.timeout(self.ctx))
 
 
+def _owner_check() -> str:
+    """sh: exit HELPER_REFUSED unless ``$h`` and every directory above it are root's, writable by no
+    group or other user, and no symlink (read from ``ls -ldn``: the mode string, the numeric owner)."""
+    refuse = ("echo \"storadvise: the probe helper $h cannot be trusted: $sa_p $sa_why; anyone who can change it "
+              "runs code as root through sudo. Fix: $sa_fix (the helper belongs in a root-owned system "
+              f"directory such as /usr/local/sbin)\" >&2; exit {HELPER_REFUSED}")
+    return (
+        "sa_p=$h\n"
+        "while :; do\n"
+        "  sa_l=$(LC_ALL=C ls -ldn -- \"$sa_p\" 2>/dev/null) || { sa_why='cannot be listed'; "
+        f"sa_fix=\"check $sa_p\"; {refuse}; }}\n"
+        "  set -f; set -- $sa_l; set +f\n"
+        "  case $1 in l*) sa_why='is a symlink'; sa_fix='install the helper at a path without symlinks'; "
+        f"{refuse};; esac\n"
+        "  if [ \"$3\" != 0 ]; then sa_why=\"is owned by uid $3, not root\"; sa_fix=\"chown root:root $sa_p\"; "
+        f"{refuse}; fi\n"
+        "  case $1 in ?????w*|????????w*) sa_why='is writable by its group or by others'; "
+        f"sa_fix=\"chmod go-w $sa_p\"; {refuse};; esac\n"
+        "  [ \"$sa_p\" = / ] && break\n"
+        "  sa_p=${sa_p%/*}; [ -n \"$sa_p\" ] || sa_p=/\n"
+        "done\n")
+
+
 def _helper_check(helper: str, body: str) -> str:
-    """sh: ``h`` is the helper; exit {HELPER_REFUSED} unless it is installed and its body is ``body``."""
+    """sh: ``h`` is the helper; exit HELPER_REFUSED unless it is installed where only root may change
+    it (``_owner_check``) and its body is ``body``."""
     digest = hashlib.sha256(body.encode()).hexdigest()
     refuse = (f"echo \"storadvise: $h is not the helper this storadvise generates for this host (an older "
               f"storadvise, other host variables, or edited): install the output of 'storadvise probe helper' "
@@ -96,6 +133,7 @@ def _helper_check(helper: str, body: str) -> str:
         f"h={shlex.quote(helper)}\n"
         f"if [ ! -x \"$h\" ]; then echo \"storadvise: the probe helper $h is not installed on this host (see "
         f"'storadvise probe helper')\" >&2; exit {HELPER_REFUSED}; fi\n"
+        + _owner_check() +
         # the body's own hash where sha256sum exists, else the digest line the helper carries
         f"if command -v sha256sum >/dev/null 2>&1; then\n"
         f"  sa_d=$(sed 1,2d \"$h\" | sha256sum) || sa_d=\n"
@@ -104,9 +142,16 @@ def _helper_check(helper: str, body: str) -> str:
 
 
 def sudoers_text(user: str, helper: str) -> str:
-    """A sudoers snippet (/etc/sudoers.d/storadvise) allowing ``user`` exactly the helper's probes."""
-    if not re.match(r"^[A-Za-z_][A-Za-z0-9_.-]*$", user):
-        raise ValueError(f"user {user!r} is not a user name sudoers can take")
+    """A sudoers snippet (/etc/sudoers.d/storadvise) allowing ``user`` exactly the helper's probes. A
+    ValueError for a user that is not one login name (``ALL``, an alias, a group, a uid) or a helper
+    outside the root-owned system directories (advisor.probe_helper_path)."""
+    if not _SUDOERS_USER_RE.fullmatch(user):
+        raise ValueError(f"user {user[:40]!r} is not a user name sudoers can take (a login name: letters, digits, "
+                         "'_', '.', '-')")
+    if _SUDOERS_ALIAS_RE.fullmatch(user):
+        raise ValueError(f"user {user!r} is a sudoers keyword or alias name (ALL, an upper-case User_Alias), not a "
+                         "login name: give the account the scan logs in as")
+    helper_path({HELPER_VAR: helper})
     cmds = ", \\\n    ".join(f"{helper} {p.name}" for p in root_probes())
     return ("# storadvise: the scan's probes that need root, and nothing else (storadvise sudoers).\n"
             "# Each entry is the probe helper with one fixed argument; install the helper first\n"

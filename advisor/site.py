@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from advisor.errors import SiteFileError
 from advisor.host_patterns import host_pattern
-from advisor.probe_helper_path import helper_path
+from advisor.probe_helper_path import HELPER_VAR, helper_path, helper_read_problem
 from advisor.units import parse_rate_bps
 
 
@@ -36,11 +36,12 @@ class Role(str, Enum):
 ROLE_NAMES = [r.value for r in Role]
 #: the site name of this machine (``--site local``, or no --site)
 LOCAL_SITE = "local"
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+#: every name pattern here is matched whole (``fullmatch``): ``$`` would let a trailing newline through
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 #: a DNS name (RFC 1123 labels) as a host address
-_HOSTNAME_RE = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62}))*\.?$")
+_HOSTNAME_RE = re.compile(r"(?=.{1,253}\Z)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62}))*\.?")
 #: a login name (POSIX portable user names, plus the '$' of machine accounts)
-_USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\$?$")
+_USER_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\$?")
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -61,8 +62,23 @@ def host_address(v: str) -> str:
         return v
     except ValueError:
         pass
-    if not _HOSTNAME_RE.match(v):
+    if not _HOSTNAME_RE.fullmatch(v):
         raise ValueError(f"{v[:60]!r} is neither an IP address nor a DNS name")
+    return v
+
+
+def login_name(v: str | None) -> str | None:
+    """``v`` if it is a login name (the site's ``user``, per host or in ``defaults``); a ValueError otherwise."""
+    if v is not None and not _USER_RE.fullmatch(v):
+        raise ValueError(f"{v[:40]!r} is not a login name (letters, digits, '_', '.', '-'; not starting with '-')")
+    return v
+
+
+def ssh_file_path(v: Path | None) -> Path | None:
+    """``v`` if it can be an ssh key or known_hosts path (``key``, ``known_hosts``, per host or in
+    ``defaults``): it reaches ssh options, quoted, so no leading '-', no '"', no control character."""
+    if v is not None and (_CONTROL_CHARS.search(str(v)) or str(v).startswith("-") or '"' in str(v)):
+        raise ValueError(f"{str(v)[:60]!r}: a path may not start with '-' or hold '\"' or control characters")
     return v
 
 
@@ -84,7 +100,27 @@ def _rate(v: Any) -> int | None:
     return bps
 
 
-class Host(StrictModel):
+class ConnectionChecks(StrictModel):
+    """The checks of a host's connection fields, shared by ``Host`` and ``HostDefaults`` (a default
+    reaches every host that does not set its own, so it passes the same checks)."""
+
+    @field_validator("user", check_fields=False)
+    @classmethod
+    def _valid_user(cls, v: str | None) -> str | None:
+        return login_name(v)
+
+    @field_validator("key", "known_hosts", check_fields=False)
+    @classmethod
+    def _valid_path(cls, v: Path | None) -> Path | None:
+        return ssh_file_path(v)
+
+    @field_validator("link_rate", mode="before", check_fields=False)
+    @classmethod
+    def _parse_rate(cls, v: Any) -> int | None:
+        return _rate(v)
+
+
+class Host(ConnectionChecks):
     name: str
     address: str | None = None
     port: int = Field(22, ge=1, le=65535)
@@ -121,14 +157,9 @@ class Host(StrictModel):
     @field_validator("name")
     @classmethod
     def _valid_name(cls, v: str) -> str:
-        if not _NAME_RE.match(v):
+        if not _NAME_RE.fullmatch(v):
             raise ValueError("host name may hold letters, digits, '.', '_' and '-' only")
         return v
-
-    @field_validator("link_rate", mode="before")
-    @classmethod
-    def _parse_rate(cls, v: Any) -> int | None:
-        return _rate(v)
 
     @field_validator("address")
     @classmethod
@@ -157,20 +188,6 @@ class Host(StrictModel):
                 raise ValueError(f"{name}: {exc}") from None
         return v
 
-    @field_validator("user")
-    @classmethod
-    def _valid_user(cls, v: str | None) -> str | None:
-        if v is not None and not _USER_RE.match(v):
-            raise ValueError(f"{v[:40]!r} is not a login name (letters, digits, '_', '.', '-'; not starting with '-')")
-        return v
-
-    @field_validator("key", "known_hosts")
-    @classmethod
-    def _valid_path(cls, v: Path | None) -> Path | None:
-        if v is not None and (_CONTROL_CHARS.search(str(v)) or str(v).startswith("-") or '"' in str(v)):
-            raise ValueError(f"{str(v)[:60]!r}: a path may not start with '-' or hold '\"' or control characters")
-        return v
-
     @field_validator("vars")
     @classmethod
     def _valid_address_vars(cls, v: dict[str, Any]) -> dict[str, Any]:
@@ -189,7 +206,7 @@ class Host(StrictModel):
     @classmethod
     def _valid_groups(cls, v: list[str]) -> list[str]:
         for g in v:
-            if not _NAME_RE.match(g):
+            if not _NAME_RE.fullmatch(g):
                 raise ValueError(f"group {g[:40]!r}: letters, digits, '.', '_' and '-' only")
         return v
 
@@ -327,18 +344,15 @@ class StorageNetwork(StrictModel):
         return v
 
 
-class HostDefaults(StrictModel):
+class HostDefaults(ConnectionChecks):
+    """What ``defaults:`` gives every host that does not set its own: checked as a host's fields are."""
+
     port: int | None = Field(None, ge=1, le=65535)
     user: str | None = None
     key: Path | None = None
     known_hosts: Path | None = None
     sudo: bool | None = None
     link_rate: int | None = None
-
-    @field_validator("link_rate", mode="before")
-    @classmethod
-    def _parse_rate(cls, v: Any) -> int | None:
-        return _rate(v)
 
 
 class Site(StrictModel):
@@ -377,7 +391,7 @@ class Site(StrictModel):
     @field_validator("name")
     @classmethod
     def _valid_name(cls, v: str) -> str:
-        if not _NAME_RE.match(v):
+        if not _NAME_RE.fullmatch(v):
             raise ValueError("site name may hold letters, digits, '.', '_' and '-' only")
         return v
 
@@ -433,6 +447,14 @@ class Site(StrictModel):
                 helper_path(v)
             except ValueError as exc:
                 raise ValueError(f"{where}: {exc}") from None
+        site_helper = HELPER_VAR in self.vars
+        for h in self.hosts:  # a host with a helper: what its root probes read as root stays documented
+            if not (site_helper or HELPER_VAR in h.vars):
+                continue
+            merged = {**self.vars, **h.vars}
+            problem = helper_read_problem(merged) if helper_path(merged) else None
+            if problem:
+                raise ValueError(f"host {h.name}: vars: {problem}")
         return self
 
     def apply_defaults(self) -> "Site":
@@ -487,7 +509,7 @@ def local_site() -> Site:
     import socket
 
     name = socket.gethostname() or "localhost"
-    if not _NAME_RE.match(name):
+    if not _NAME_RE.fullmatch(name):
         name = "localhost"
     return Site(
         name=LOCAL_SITE,

@@ -7,6 +7,9 @@ map from the value's path (``("hosts", 2, "port")``) to its 1-based line.
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from advisor.errors import SiteFileError
+from advisor.yaml_shape import MAX_DEPTH, check_shape, deep_line
 
 PathKey = tuple[Any, ...]
 
@@ -86,11 +90,28 @@ def _is_union_tag(part: Any) -> bool:
     return isinstance(part, str) and part in {"int", "str", "float", "bool", "list[str]", "function-after"}
 
 
-def load_located_yaml(path: str | Path, what: str = "file") -> LocatedYaml:
-    """Read and parse a YAML file; any I/O or syntax problem becomes a one-line SiteFileError."""
+def _read_regular(p: Path, what: str) -> str:
+    """The text of ``p`` if it is a regular file itself (no symlink, FIFO, device or directory), opened
+    so (``O_NOFOLLOW``, ``O_NONBLOCK``, then ``fstat``) that nothing else is read in its place."""
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise SiteFileError(str(p), f"{what} is a symlink: not read (only regular files of the directory are)") from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise SiteFileError(str(p), f"{what} is not a regular file: not read")
+        return fh.read().decode("utf-8")
+
+
+def load_located_yaml(path: str | Path, what: str = "file", regular_only: bool = False) -> LocatedYaml:
+    """Read and parse a YAML file; any I/O or syntax problem becomes a one-line SiteFileError.
+    ``regular_only``: a symlink or anything but a regular file is refused unread (a site's rules
+    directory: what it holds is read with the reader's privileges, and echoed in errors)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = _read_regular(p, what) if regular_only else p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SiteFileError(str(p), f"{what} not found") from None
     except IsADirectoryError:
@@ -108,11 +129,15 @@ _FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 def _parse(text: str, how: Any) -> Any:
     """``how(text, Loader=...)`` with libyaml; on an error, again with the pure-Python parser, whose
-    error says what is wrong, and where, in its own words."""
+    error says what is wrong, and where, in its own words. A document nested past the parser's
+    recursion is a YAMLError."""
     try:
-        return how(text, Loader=_FAST_LOADER)
-    except yaml.YAMLError:
-        return how(text, Loader=yaml.SafeLoader)
+        try:
+            return how(text, Loader=_FAST_LOADER)
+        except yaml.YAMLError:
+            return how(text, Loader=yaml.SafeLoader)
+    except RecursionError:
+        raise yaml.YAMLError(f"nested more than {MAX_DEPTH} deep") from None
 
 
 def parse_located_yaml(text: str, path: str | Path = "<string>") -> LocatedYaml:
@@ -125,5 +150,7 @@ def parse_located_yaml(text: str, path: str | Path = "<string>") -> LocatedYaml:
         problem = exc.problem or exc.context or "invalid YAML"
         raise SiteFileError(str(p), f"invalid YAML: {problem}", line=line) from None
     except yaml.YAMLError as exc:
-        raise SiteFileError(str(p), f"invalid YAML: {exc}") from None
+        line = deep_line(text) if "deep" in str(exc) else None
+        raise SiteFileError(str(p), f"invalid YAML: {exc}", line=line) from None
+    check_shape(data, text, p)  # aliases that expand past a bound, nesting, a value holding itself
     return LocatedYaml(p, data, text=text)

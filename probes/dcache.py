@@ -37,7 +37,7 @@ DOOR_SERVICES = {"dcap", "ftp", "gridftp", "webdav", "xrootd", "nfs", "srm", "fr
 NO_SETUP = "storadvise: no readable setup file"
 _HEADER = re.compile(r"^\[([^\]/\s]+)(?:/([^\]\s]+))?\]$")
 _PROP = re.compile(r"^([A-Za-z0-9_.!-]+(?:![A-Za-z0-9_.-]+)?)\s*=\s*(.*)$")
-_SIZE = re.compile(r"^(\d+)\s*([kKmMgGtT]?)$")
+_SIZE = re.compile(r"(\d+)\s*([kKmMgGtT]?)")
 _MULT = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 
@@ -121,7 +121,7 @@ def parse_setup(text: str, what: str = "pool setup file") -> tuple[dict[str, int
 
 
 def _size(value: str) -> int | None:
-    m = _SIZE.match(value.strip())
+    m = _SIZE.fullmatch(value.strip())
     return int(m.group(1)) * _MULT[m.group(2).lower()] if m and len(m.group(1)) <= 15 else None
 
 

@@ -222,6 +222,8 @@ class FirewallProbe(Probe):
     title = "Host firewall: iptables and nftables chains, policies and rules"
     needs_root = True
     facts_model = FirewallFacts
+    root_paths = {"firewall_iptables_files": ("/etc/iptables/", "/etc/sysconfig/iptables", "/etc/sysconfig/ip6tables"),
+                  "firewall_nftables_conf": ("/etc/nftables.conf", "/etc/nftables/", "/etc/sysconfig/nftables.conf")}
 
     def script(self, ctx: ProbeContext) -> str:
         variables = ctx.vars if ctx is not None else {}

@@ -15,27 +15,27 @@ from probes.probe import ProbeParseError
 
 #: a block device's name under /sys/block: the kernel's disk_name() -> letters, digits, '-', '_',
 #: '.', ':' and '!' (sysfs spelling of '/' as in cciss!c0d0); at most 32 characters (DISK_NAME_LEN)
-DEVICE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:!+-]{0,31}$")
+DEVICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:!+-]{0,31}")
 #: a GPFS configuration attribute as mmlsconfig/mmdiag print it (pagepool, maxMBpS, verbsRdma,
 #: nsdBufSpace, worker1Threads, ...): an identifier, dots and dashes allowed
-GPFS_ATTRIBUTE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+GPFS_ATTRIBUTE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 #: a SANtricity volume / logical drive label: up to 30 characters of letters, digits, '_', '-' and
 #: '#' (SANtricity Storage Manager CLI reference, "Naming conventions"); a little wider (64, '.')
 #: for other firmware, but never a quote, bracket, ';' or control character that would break out
 #: of ``set logicalDrive ["name"]`` in an SMcli script
-SMCLI_NAME = re.compile(r"^[A-Za-z0-9_#.-][A-Za-z0-9_#. -]{0,63}$")
+SMCLI_NAME = re.compile(r"[A-Za-z0-9_#.-][A-Za-z0-9_#. -]{0,63}")
 #: an absolute file path without control characters (newline, NUL) and of at most PATH_MAX
-ABSOLUTE_PATH = re.compile(r"^/[^\x00-\x1f\x7f]{0,4094}$")
+ABSOLUTE_PATH = re.compile(r"/[^\x00-\x1f\x7f]{0,4094}")
 
 
 def check_name(value: str, pattern: re.Pattern[str], field: str) -> str:
     """``value`` if it matches ``pattern``; else a ``ProbeParseError`` naming ``field``."""
-    if not isinstance(value, str) or not pattern.match(value):
+    if not isinstance(value, str) or not pattern.fullmatch(value):
         raise ProbeParseError(f"{field}: {str(value)[:60]!r} is not a legal name for it")
     return value
 
 
 def check_path(value: str, field: str) -> str:
-    if not isinstance(value, str) or not ABSOLUTE_PATH.match(value):
+    if not isinstance(value, str) or not ABSOLUTE_PATH.fullmatch(value):
         raise ProbeParseError(f"{field}: {str(value)[:60]!r} is not an absolute path without control characters")
     return value

@@ -48,7 +48,7 @@ DEVICE_TYPES = ("osc", "mdc", "llite")
 
 _LINE = re.compile(r"^([a-z][a-z0-9_]*)\.(\S+)\.([A-Za-z0-9_]+)=(.*)$")
 _ERROR = re.compile(r"^error: get_param: ")
-_HEX_INSTANCE = re.compile(r"^[0-9a-f]{8,16}$")
+_HEX_INSTANCE = re.compile(r"[0-9a-f]{8,16}")
 
 
 class LustreDevice(BaseModel):
@@ -97,11 +97,11 @@ class LustreParamsFacts(BaseModel):
 def _device(kind: str, name: str) -> LustreDevice:
     if kind == "llite":
         fsname, _, instance = name.rpartition("-")
-        return LustreDevice(name=name, fsname=fsname or None, client=bool(_HEX_INSTANCE.match(instance)))
+        return LustreDevice(name=name, fsname=fsname or None, client=bool(_HEX_INSTANCE.fullmatch(instance)))
     m = re.match(rf"^(.+)-((?:OST|MDT)[0-9a-fA-F]{{4,}})-{kind}-(.+)$", name)
     if not m:
         return LustreDevice(name=name, client=False)
-    return LustreDevice(name=name, fsname=m.group(1), target=m.group(2), client=bool(_HEX_INSTANCE.match(m.group(3))))
+    return LustreDevice(name=name, fsname=m.group(1), target=m.group(2), client=bool(_HEX_INSTANCE.fullmatch(m.group(3))))
 
 
 def parse_get_param(text: str) -> LustreParamsFacts:

@@ -143,7 +143,7 @@ _RUNTIME_ABSENT = "@@absent"
 _RUNTIME_UNREADABLE = "@@unreadable"
 _PROCSYS_SECTION = "procsys"
 _REQUESTED_SECTION = "requested"
-_MODE_RE = re.compile(r"^[0-7]{3,4}$")
+_MODE_RE = re.compile(r"[0-7]{3,4}")
 
 
 #: host variable: a JSON file {key: value} of the values the host's network namespace boots with
@@ -269,7 +269,7 @@ def parse_sysctl_output(text: str) -> SysctlFacts:
         key = normalize_sysctl_key(key)
         value, tab, mode = value.partition("\t")
         if tab and mode.strip():
-            if not _MODE_RE.match(mode.strip()):
+            if not _MODE_RE.fullmatch(mode.strip()):
                 raise ProbeParseError(f"network.sysctl runtime line {lineno}: {mode.strip()[:20]!r} is not a file mode")
             modes[key] = mode.strip()
         if value == _RUNTIME_ABSENT:
@@ -420,7 +420,7 @@ class NicFacts(BaseModel):
 
 
 _SYS_FIELDS = ("speed", "mtu", "tx_queue_len", "operstate", "address", "type", "driver")
-_IF_NAME_RE = re.compile(r"^[^\s/:]{1,64}$")
+_IF_NAME_RE = re.compile(r"[^\s/:]{1,64}")
 _ARPHRD_LOOPBACK = 772
 
 
@@ -498,7 +498,7 @@ def parse_nic_output(text: str) -> NicFacts:
         if not line.strip():
             continue
         parts = line.split("\t")
-        if len(parts) != 3 or parts[1] not in _SYS_FIELDS or not _IF_NAME_RE.match(parts[0]):
+        if len(parts) != 3 or parts[1] not in _SYS_FIELDS or not _IF_NAME_RE.fullmatch(parts[0]):
             raise ProbeParseError(f"network.nic sysfs line {lineno} is not 'iface<TAB>field<TAB>value': {line[:60]!r}")
         raw.setdefault(parts[0], {})[parts[1]] = parts[2].strip()
     for ifname, fields in raw.items():

@@ -74,6 +74,9 @@ class ProbeContext(BaseModel):
     #: probe name -> the keys the loaded rules ask it to read (pyinfra's ``keys=``): the keys of its
     #: ``keyed_facts`` mapping that rule fact paths and change keys name (advisor.rules.probe_requests)
     requested: dict[str, list[str]] = Field(default_factory=dict)
+    #: the script is rendered into the probe helper, which sudo runs as root for a plain user
+    #: (advisor.probe_helper): a probe may then confine what it reads (``Probe.root_paths``)
+    root_helper: bool = False
 
 
 class Probe(ABC):
@@ -93,6 +96,10 @@ class Probe(ABC):
     #: ``net.ipv4.tcp_sack`` makes the probe read that key (``ProbeContext.requested``); None: the
     #: probe reads a fixed set
     keyed_facts: ClassVar[str | None] = None
+    #: a root probe's host variables that name files it reads, and where they may point when the
+    #: probe helper runs it as root (docs/privileges.md prints them): variable -> locations, each a
+    #: file or a directory ending in ``/`` (any file below it)
+    root_paths: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def applies_to(self, roles: list[str]) -> bool:
         return not self.roles or bool(self.roles & set(roles))
@@ -115,6 +122,34 @@ class Probe(ABC):
         Returns None to run ``script`` instead.
         """
         return None
+
+
+def _strings_in(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings_in(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _strings_in(v)]
+    return []
+
+
+def within(path: str, locations: tuple[str, ...]) -> bool:
+    """``path`` is one of ``locations`` or below one ending in ``/`` (no ``.``/``..`` component, no ``//``)."""
+    if not path.startswith("/") or any(c in ("", ".", "..") for c in path.split("/")[1:]):
+        return False
+    return any(path == loc or (loc.endswith("/") and path.startswith(loc)) for loc in locations)
+
+
+def root_path_problem(probe: "Probe", variables: dict[str, Any]) -> str | None:
+    """Why ``variables`` make ``probe``, run as root by the probe helper, read a location it does not
+    document (None: they do not). Only the strings a path variable holds count (a probe ignores the rest)."""
+    for var, locations in probe.root_paths.items():
+        for path in _strings_in(variables.get(var)):
+            if path and not within(path, locations):
+                return (f"{var} {path[:120]!r}: the {probe.name} probe reads it as root through the probe helper, "
+                        f"which reads only {', '.join(locations)} (docs/privileges.md)")
+    return None
 
 
 def not_applicable_reason(text: str) -> str | None:

@@ -547,6 +547,9 @@ class XCacheLogProbe(Probe):
     roles = frozenset({"cache"})
     needs_root = True
     facts_model = XCacheLogFacts
+    #: the xrootd user writes these directories: through the probe helper a log is read only when its
+    #: real path (symlinks resolved) is still below one of them
+    root_paths = {"xcache_log": ("/var/log/xrootd/", "/var/log/xcache/")}
 
     def script(self, ctx: ProbeContext) -> str:
         configured = _configured_paths(ctx, "xcache_log")
@@ -554,9 +557,14 @@ class XCacheLogProbe(Probe):
             cands = " ".join(shlex.quote(p) for p in configured)
         else:
             cands = "/var/log/xrootd/*/xrootd.log /var/log/xrootd/xrootd.log"
+        confine = ""
+        if ctx.root_helper:
+            dirs = "|".join(shlex.quote(d) + "*" for d in self.root_paths["xcache_log"])
+            confine = f'  case "$(readlink -f -- "$f" 2>/dev/null)" in {dirs}) ;; *) continue ;; esac\n'
         return (
             'LOG=""\n'
             + f"for f in $(ls -t {cands} 2>/dev/null); do\n"
+            + confine
             + '  [ -r "$f" ] && grep -q "pfc configuration:" "$f" 2>/dev/null && { LOG="$f"; break; }\n'
             + "done\n"
             + f'[ -n "$LOG" ] || {{ echo "{_NA} no xrootd log with a Config effective pfc block"; exit 0; }}\n'

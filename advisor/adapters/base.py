@@ -34,6 +34,8 @@ def int_fields(v: Any) -> list[int] | None:
     return [int(f) for f in fields]
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
 #: the key of ``facts`` holding the site-wide facts an adapter's ``site_probes`` name
 SITE_FACTS = "@site"
 
@@ -60,6 +62,18 @@ class Adapter:
     def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:
         """(runtime, persisted) values of ``key`` as the scan saw them; None where unknown."""
         raise NotImplementedError
+
+    def key_problem(self, key: str) -> str | None:
+        """Why ``key`` can never be one of this adapter's settings (None: it can). The planner asks it
+        of every change before anything else (a saved scan's change may name any text). Default: a
+        key of at most 4096 characters, without control characters or a ``..`` path component."""
+        if not key or len(key) > 4096:
+            return "not a setting name (empty or longer than 4096 characters)"
+        if _CONTROL.search(key):
+            return "a setting name holds no control characters"
+        if ".." in re.split(r"[/\\]", key):
+            return "a setting name is not a path out of its place ('..')"
+        return None
 
     def default_value(self, facts: HostProbeFacts, key: str) -> tuple[Any, str] | None:
         """(value, source) the setting has at boot when no file sets it: the kernel's or the

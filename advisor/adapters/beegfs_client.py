@@ -15,7 +15,7 @@ from advisor.findings import Change
 from probes.beegfs import CONF
 
 PROBE = "beegfs.client_conf"
-_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
+_KEY = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
 
 class BeegfsClientAdapter(Adapter):
@@ -33,7 +33,7 @@ class BeegfsClientAdapter(Adapter):
         return str(target).lower() if isinstance(target, bool) else str(target)
 
     def cannot_change(self, facts: HostProbeFacts, change: Change, host_vars: Mapping[str, Any]) -> str | None:
-        if not _KEY.match(change.key):
+        if not _KEY.fullmatch(change.key):
             return f"beegfs_client sets beegfs-client.conf keys by name, not {change.key!r}"
         if PROBE not in facts:
             return f"the scan has no {CONF} from this host"

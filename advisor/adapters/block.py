@@ -11,6 +11,7 @@ from typing import Any
 
 from advisor.adapters.base import Adapter, HostProbeFacts
 from advisor.findings import Change
+from probes.legal_values import DEVICE_NAME
 
 PROBE = "block.queue"
 ATTRIBUTES = {"read_ahead_kb": int, "scheduler": str, "nr_requests": int, "queue_depth": int}
@@ -32,6 +33,13 @@ class BlockAdapter(Adapter):
         dev, attr = split_key(key)
         d = ((facts.get(PROBE) or {}).get("devices") or {}).get(dev) or {}
         return d.get(attr), None
+
+    def key_problem(self, key: str) -> str | None:
+        """``<device>/<attribute>``: a kernel block device name and one of the attributes the role sets."""
+        dev, attr = split_key(key)
+        if attr not in ATTRIBUTES or not DEVICE_NAME.fullmatch(dev):
+            return f"block_tuning sets {', '.join(ATTRIBUTES)} of a named device, not {key[:80]!r}"
+        return None
 
     def cannot_change(self, facts: HostProbeFacts, change: Change, host_vars: Mapping[str, Any]) -> str | None:
         dev, attr = split_key(change.key)

@@ -15,7 +15,7 @@ from advisor.findings import Change
 from probes.ceph_conf import CONF, option_name
 
 PROBE = "ceph.client_conf"
-_OPTION = re.compile(r"^[a-z][a-z0-9_]*$")
+_OPTION = re.compile(r"[a-z][a-z0-9_]*")
 
 
 class CephClientAdapter(Adapter):
@@ -34,7 +34,7 @@ class CephClientAdapter(Adapter):
         return str(target).lower() if isinstance(target, bool) else str(target)
 
     def cannot_change(self, facts: HostProbeFacts, change: Change, host_vars: Mapping[str, Any]) -> str | None:
-        if not _OPTION.match(option_name(change.key)):
+        if not _OPTION.fullmatch(option_name(change.key)):
             return f"ceph_client sets ceph.conf options by name, not {change.key!r}"
         if PROBE not in facts:
             return f"the scan has no {CONF} from this host"

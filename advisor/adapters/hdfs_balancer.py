@@ -14,7 +14,7 @@ from advisor.adapters.base import Adapter, HostProbeFacts
 from advisor.findings import Change
 
 PROBE = "hdfs.balancer"
-_NAME = re.compile(r"^dfs\.[A-Za-z0-9_.-]+$")
+_NAME = re.compile(r"dfs\.[A-Za-z0-9_.-]+")
 
 
 class HdfsBalancerAdapter(Adapter):
@@ -31,7 +31,7 @@ class HdfsBalancerAdapter(Adapter):
         return str(target)
 
     def cannot_change(self, facts: HostProbeFacts, change: Change, host_vars: Mapping[str, Any]) -> str | None:
-        if not _NAME.match(change.key):
+        if not _NAME.fullmatch(change.key):
             return f"hdfs_balancer sets dfs.* properties by name, not {change.key!r}"
         got = facts.get(PROBE)
         if got is None:

@@ -10,6 +10,10 @@ from typing import Any
 from advisor.adapters.base import Adapter, HostProbeFacts
 from advisor.findings import BootSource, Change, ChangeScope
 from advisor.kernel_defaults import sysctl_default
+from advisor.shipped_code import module_utils
+
+#: the one key grammar and the families storadvise tunes, shared with the role's module
+_keys = module_utils("storadvise_sysctl_keys")
 
 PROBE = "network.sysctl"
 
@@ -29,6 +33,12 @@ class SysctlAdapter(Adapter):
     def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:
         e = _entry(facts, key) or {}
         return e.get("runtime"), e.get("persisted")
+
+    def key_problem(self, key: str) -> str | None:
+        """net.* and vm.* only, as the role's module admits (storadvise_sysctl_keys.tunable_problem):
+        never kernel.core_pattern and the like."""
+        why = _keys.tunable_problem(key)
+        return f"{key[:80]!r}: {why}" if why else None
 
     def normalize_target(self, key: str, target: Any) -> Any:
         return " ".join(str(target).split())

@@ -52,7 +52,7 @@ class XcacheAdapter(Adapter):
         files = {d["name"]: d["file"] for d in _instance(facts).get("directives") or []
                  if d.get("name") in directives and d.get("file")}
         out: dict[str, Any] = {"xcache_directives": directives, "xcache_config_file": cfg, "xcache_directive_files": files}
-        m = re.match(r"^.*/xrootd-([A-Za-z0-9_.@-]+)\.cfg$", cfg or "")
+        m = re.fullmatch(r".*/xrootd-([A-Za-z0-9_.@-]+)\.cfg", cfg or "")
         if m:
             out["xcache_service"] = f"xrootd@{m.group(1)}"
         # where the instance is no systemd unit (a lab host, a container): the site's restart command

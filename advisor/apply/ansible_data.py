@@ -19,7 +19,7 @@ import yaml
 
 from advisor.errors import StoradviseError
 
-_VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class UnsafeText(str):
@@ -60,7 +60,7 @@ def vars_as_data(variables: dict[str, Any], where: str) -> dict[str, Any]:
     """A vars mapping for inventory/host_vars: names checked, every value tagged."""
     out: dict[str, Any] = {}
     for name, value in variables.items():
-        if not isinstance(name, str) or not _VAR_NAME.match(name):
+        if not isinstance(name, str) or not _VAR_NAME.fullmatch(name):
             raise StoradviseError(f"{where}: variable name {str(name)[:60]!r} is not an identifier (letters, digits, '_')")
         out[name] = as_data(value)
     return out

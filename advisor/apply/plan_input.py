@@ -20,6 +20,7 @@ import msgspec
 
 from advisor.errors import StoradviseError
 from advisor.findings import ChangeScope, FindingStatus, Severity
+from advisor.report.saved_json import check_value, past_limit
 from advisor.report.wire import facts_from_leaves, major_of
 
 
@@ -68,6 +69,8 @@ class PlanScan(msgspec.Struct):
     started_at: str
     hosts: list[PlanHost]
     findings: list[PlanFinding]
+    #: the profiles the scan evaluated (names of this site's profiles: advisor.apply.declared_changes)
+    profiles: list[str] = []
     #: 1.x or 2.x (advisor.report.wire); a file without it is refused
     schema_version: Any = None
     #: what the planner's prediction reads (advisor/apply/plan_outcome.py)
@@ -106,8 +109,9 @@ class RawProbeFacts(Mapping):
     def __getitem__(self, probe: str) -> Any:
         text = self._raw[probe]
         if text not in self._decoded:
-            data = msgspec.json.decode(text)
-            self._decoded[text] = facts_from_leaves(data, f"{self._where}.facts.{probe}") if self._leaves else data
+            where = f"{self._where}.facts.{probe}"
+            data = _decode_bounded(text, where)
+            self._decoded[text] = facts_from_leaves(data, where) if self._leaves else data
         return self._decoded[text]
 
     def __contains__(self, probe: object) -> bool:
@@ -135,11 +139,21 @@ def load_plan_scan(path: str | Path) -> PlanScan:
         raise StoradviseError(f"{p}: cannot read scan report: {exc.strerror or exc}") from None
     try:
         report = _DECODER.decode(data)
+    except RecursionError:
+        raise past_limit(data, p) from None
     except msgspec.ValidationError as exc:
         _check_schema(p, data)
+        if "out of range" in str(exc):  # a number past what msgspec (and Python) convert
+            raise past_limit(data, p) from None
         raise StoradviseError(f"{p}: invalid scan report: {exc}") from None
     except msgspec.DecodeError as exc:
         raise StoradviseError(f"{p}: not JSON: {exc}") from None
+    # what is decoded as Any (a change's values, the mesh, the diagnosis): nesting and digits bounded
+    # as every saved scan's (advisor.report.saved_json); facts are checked when decoded
+    check_value([[c.target, c.runtime, c.persisted, c.boot] for f in report.findings for c in f.changes]
+                + [report.mesh, report.efficiency, report.causes, report.hygiene, report.unexplained,
+                   report.inconclusive, report.set_aside, report.plan_prediction, report.schema_version],
+                data, p)
     leaves = _major(p, report.schema_version) == "2"
     _validate_diagnosis(p, report)
     # each probe's raw text copied out once per distinct text (identical workers share one), so
@@ -155,9 +169,25 @@ def load_plan_scan(path: str | Path) -> PlanScan:
     return report
 
 
+def _decode_bounded(text: bytes, where: str) -> Any:
+    """One probe's raw facts decoded, nesting and digits bounded (advisor.report.saved_json)."""
+    try:
+        data = msgspec.json.decode(text)
+    except RecursionError:
+        raise past_limit(text, where) from None
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        if "out of range" in str(exc):
+            raise past_limit(text, where) from None
+        raise StoradviseError(f"{where}: not JSON: {exc}") from None
+    check_value(data, text, where)
+    return data
+
+
 def _check_schema(p: Path, data: bytes) -> None:
     try:
         head = msgspec.json.decode(data, type=_Head)
+    except RecursionError:
+        raise past_limit(data, p) from None
     except (msgspec.ValidationError, msgspec.DecodeError):
         raise StoradviseError(f"{p}: not a storadvise scan report (not a JSON object)") from None
     _major(p, head.schema_version)

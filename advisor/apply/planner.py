@@ -13,7 +13,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import msgspec
+
 from advisor.adapters import Adapter, adapters
+from advisor.apply.declared_changes import DeclaredChanges, declared_changes
 from advisor.rules.finding_changes import change_with_scope
 from advisor.findings import SEVERITY_ORDER, BootValue, Change, Finding, FindingStatus, Severity
 from advisor.apply.plan_input import PlanScan
@@ -40,9 +43,10 @@ def host_settings(host: Host) -> dict[str, Any]:
 
 
 def build_plan(report: ScanReport | PlanScan, site: Site, source: str = "scan", min_severity: str = "low",
-               today: dt.date | None = None) -> Plan:
+               today: dt.date | None = None, declared: DeclaredChanges | None = None) -> Plan:
     """The plan for the report's FAILED findings at or above ``min_severity``. ``report``: a
-    ScanReport, or the PlanScan of advisor.apply.plan_input (the same attributes, read from a file)."""
+    ScanReport, or the PlanScan of advisor.apply.plan_input (the same attributes, read from a file).
+    ``declared``: the changes the rules declare (default: the site's rule packs and profiles)."""
     check_report_matches(report, site, source)
     if min_severity not in SEVERITY_ORDER:
         raise PlanError(f"--min-severity {min_severity!r}: one of {', '.join(SEVERITY_ORDER)}")
@@ -53,6 +57,7 @@ def build_plan(report: ScanReport | PlanScan, site: Site, source: str = "scan", 
     covered = {(e.rule_id, e.subject, tuple(e.hosts)) for c in report.causes
                if c.kind == "change" or len(c.explains) > 1 for e in c.explains}
     registry = adapters()
+    declared = declared or declared_changes(report, site)  # each change as its rule declares it, never as the file says
     plan = Plan(site=site.name, scan_started_at=report.started_at, min_severity=min_severity)
     left_out = skipped_probes(report)
     if left_out:
@@ -84,7 +89,9 @@ def build_plan(report: ScanReport | PlanScan, site: Site, source: str = "scan", 
                                     "subject": f.subject, "text": f.remediation.text})
             continue
         for c in f.changes:
-            wanted.setdefault((c.host, c.adapter, c.key), []).append((c, f))
+            c = _as_declared(plan, declared, f, c, registry.get(c.adapter))
+            if c is not None:
+                wanted.setdefault((c.host, c.adapter, c.key), []).append((c, f))
 
     planned: dict[str, dict[str, list[PlannedChange]]] = {}
     for slot, asks in wanted.items():
@@ -140,6 +147,21 @@ def build_plan(report: ScanReport | PlanScan, site: Site, source: str = "scan", 
     plan.causes, plan.prediction = predicted_outcome(report, plan.changes)
     plan.changes.sort(key=lambda c: (c.host, plan.role_order.index(c.role) if c.role in plan.role_order else 99, c.key))
     return plan
+
+
+def _as_declared(plan: Plan, declared: DeclaredChanges, f: Any, c: Any, adapter: Adapter | None) -> Any:
+    """The change as its rule declares it (its target derived where the rule fixes one), or None
+    (listed under "cannot apply", naming what the rule does not declare)."""
+    target, why = declared.check(f, c, adapter)
+    if why:
+        _cannot(plan, adapter, c, [f.rule_id], why)
+        return None
+    asked = adapter.normalize_target(c.key, c.target) if adapter else c.target
+    if target == asked or (adapter is not None and adapter.same(target, asked)):
+        return c
+    plan.notices.append(f"{c.host}: {adapter.label(c.key) if adapter else c.key}: the scan's change asks {c.target}, "
+                        f"{f.rule_id} declares {target}: planned {target}")
+    return c.model_copy(update={"target": target}) if isinstance(c, Change) else msgspec.structs.replace(c, target=target)
 
 
 def _refused_hosts(report: ScanReport | PlanScan, site: Site) -> dict[str, str]:

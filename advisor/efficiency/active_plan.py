@@ -106,8 +106,8 @@ def _config(site: Site, overrides: dict[str, Any]) -> dict[str, Any]:
     return cfg
 
 
-_PYTHON_RE = re.compile(r"^[A-Za-z0-9_./+-]{1,256}$")
-_DIR = re.compile(r"^/[A-Za-z0-9_./+-]{0,1023}$")
+_PYTHON_RE = re.compile(r"[A-Za-z0-9_./+-]{1,256}")
+_DIR = re.compile(r"/[A-Za-z0-9_./+-]{0,1023}")
 
 
 def _section(cfg: dict[str, Any], name: str, where: str) -> dict[str, Any]:
@@ -129,7 +129,7 @@ def _port(value: Any, what: str) -> int:
 
 def _dir(value: Any, what: str) -> str:
     d = str(value)
-    if not _DIR.match(d) or "//" in d or "/../" in d + "/":
+    if not _DIR.fullmatch(d) or "//" in d or "/../" in d + "/":
         raise EfficiencyTestError(f"{what}: not an absolute directory of plain names: {d[:80]!r}")
     return d.rstrip("/") or "/"
 
@@ -137,7 +137,7 @@ def _dir(value: Any, what: str) -> str:
 def python_command(value: Any) -> str:
     """The interpreter the hosts run the job with: a command name or a path, nothing a shell would read."""
     python = str(value or "python3")
-    if not _PYTHON_RE.match(python) or python.startswith("-"):
+    if not _PYTHON_RE.fullmatch(python) or python.startswith("-"):
         raise EfficiencyTestError(f"extensions.efficiency.python: {python[:60]!r} is not a command name or path")
     return python
 

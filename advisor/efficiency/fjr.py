@@ -108,7 +108,7 @@ class FrameworkJobReport:
 
 
 _URL = re.compile(r"^([a-z][a-z0-9+.-]*)://([^/:?#]*)", re.I)
-_HOST = re.compile(r"^[A-Za-z0-9.-]{1,253}$")
+_HOST = re.compile(r"[A-Za-z0-9.-]{1,253}")
 
 
 def pfn_storage(pfn: str) -> str | None:
@@ -120,7 +120,7 @@ def pfn_storage(pfn: str) -> str | None:
     if m.group(1).lower() == "file":
         return "local"
     host = m.group(2).lower()
-    return host if _HOST.match(host) else None
+    return host if _HOST.fullmatch(host) else None
 
 
 def _float(v: str | None) -> float | None:

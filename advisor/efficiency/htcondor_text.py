@@ -105,7 +105,7 @@ def iter_autoformat(f: IO[bytes], source: str) -> Iterator[JobRecord | ParseIssu
 # --- condor_history -l / condor_q -l (the long form: one "Attr = value" per line) ----------
 
 _LONG_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=\s?(.*)$")
-_NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _MAX_DEPTH = 32
 
 
@@ -173,7 +173,7 @@ def _literal(text: str, i: int, depth: int) -> tuple[Any, int]:
         return low == "true", m.end()
     if low in ("undefined", "error"):
         return None, m.end()
-    if _NUMBER.match(tok):
+    if _NUMBER.fullmatch(tok):
         return (int(tok) if re.fullmatch(r"[-+]?\d+", tok) else float(tok)), m.end()
     raise _Expr
 

@@ -23,7 +23,7 @@ from typing import IO
 
 from advisor.efficiency.records import JobRecord, ParseIssue, RowError
 
-_TIME = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$")
+_TIME = re.compile(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)")
 
 _STATE = {
     "COMPLETED": "completed", "FAILED": "failed", "CANCELLED": "cancelled", "TIMEOUT": "timeout",
@@ -42,7 +42,7 @@ def parse_duration(text: str) -> float | None:
     t = text.strip()
     if not t or t in ("INVALID", "UNLIMITED", "Partition_Limit", "None"):
         return None
-    m = _TIME.match(t)
+    m = _TIME.fullmatch(t)
     if not m:
         raise RowError(f"time {t!r} is not [DD-[HH:]]MM:SS[.fff]")
     d, h, mi, s = m.groups()
@@ -201,7 +201,7 @@ def iter_sacct(f: IO[bytes], source: str) -> Iterator[JobRecord | ParseIssue]:
             continue
         row = dict(zip(cols, vals))
         jid = (row.get("JobID") or row.get("JobIDRaw") or "").strip()
-        if not jid or not re.match(r"^\d+(?:_(?:\d+|\[[^\]]*\]))?(?:\+\d+)?(?:\.[A-Za-z0-9_+-]+)?$", jid):
+        if not jid or not re.fullmatch(r"\d+(?:_(?:\d+|\[[^\]]*\]))?(?:\+\d+)?(?:\.[A-Za-z0-9_+-]+)?", jid):
             yield ParseIssue(source, lineno, f"JobID {jid!r} is not N, N_i, N_[a-b] or N.step")
             continue
         base, dot, _step = jid.partition(".")

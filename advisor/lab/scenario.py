@@ -21,7 +21,7 @@ from advisor.units import parse_rate_bps
 from advisor.yaml_lines import load_located_yaml
 
 BUILTIN_DIR = Path(__file__).parent / "scenarios"
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _RANGE_RE = re.compile(r"^(?P<pre>[^\[\]]*)\[(?P<a>\d+):(?P<b>\d+)\](?P<post>[^\[\]]*)$")
 _DELAY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s)?\s*$")
 
@@ -100,7 +100,7 @@ class Firewall(_Strict):
     persist: bool = True
 
 
-_SYSCTL_KEY_RE = re.compile(r"^net\.[a-z0-9_\-]+(\.[a-z0-9_\-]+)+$")
+_SYSCTL_KEY_RE = re.compile(r"net\.[a-z0-9_\-]+(\.[a-z0-9_\-]+)+")
 
 
 class ScenarioHost(_Strict):
@@ -127,7 +127,7 @@ class ScenarioHost(_Strict):
     @classmethod
     def _valid_name(cls, v: str) -> str:
         for n in expand_host_pattern(v):
-            if not _NAME_RE.match(n) or len(n) > 63:
+            if not _NAME_RE.fullmatch(n) or len(n) > 63:
                 raise ValueError("host name may hold letters, digits, '.', '_' and '-' only (or a range like wn[01:04])")
         return v
 
@@ -148,7 +148,7 @@ class ScenarioHost(_Strict):
     @classmethod
     def _ro_keys(cls, v: list[str]) -> list[str]:
         for k in v:
-            if not _SYSCTL_KEY_RE.match(k):
+            if not _SYSCTL_KEY_RE.fullmatch(k):
                 raise ValueError(f"read-only sysctl {k!r}: a net.* key (per network namespace) like net.ipv4.tcp_sack")
         return v
 
@@ -161,7 +161,7 @@ class ScenarioHost(_Strict):
                     f"runtime sysctl {k!r} is not per network namespace: a lab may only set net.* at runtime "
                     "(put it in persist_sysctls.values to persist it without applying)"
                 )
-            if not re.match(r"^[a-z0-9_.\-]+$", k):
+            if not re.fullmatch(r"[a-z0-9_.\-]+", k):
                 raise ValueError(f"bad sysctl name {k!r}")
         return v
 
@@ -173,7 +173,7 @@ class Switch(_Strict):
     @field_validator("name")
     @classmethod
     def _valid_name(cls, v: str) -> str:
-        if not _NAME_RE.match(v) or len(v) > 32:
+        if not _NAME_RE.fullmatch(v) or len(v) > 32:
             raise ValueError("switch name may hold letters, digits, '.', '_' and '-' only")
         return v
 
@@ -255,7 +255,7 @@ class Scenario(_Strict):
     @field_validator("name")
     @classmethod
     def _valid_name(cls, v: str) -> str:
-        if not _NAME_RE.match(v) or len(v) > 40:
+        if not _NAME_RE.fullmatch(v) or len(v) > 40:
             raise ValueError("scenario name may hold letters, digits, '.', '_' and '-' only (max 40)")
         return v
 

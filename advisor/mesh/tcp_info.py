@@ -39,9 +39,9 @@ SAMPLE_MARK = "@@t"
 #: a data connection moved at least this many bytes (iperf3's control connection moves a few hundred)
 DATA_SOCKET_BYTES = 64 * 1024
 
-_RATE_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)([KMGT]?)bps$")
+_RATE_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)([KMGT]?)bps")
 _PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
-_LIMITED_RE = re.compile(r"^([0-9]+)ms(?:\(([0-9.]+)%\))?$")
+_LIMITED_RE = re.compile(r"([0-9]+)ms(?:\(([0-9.]+)%\))?")
 #: bare words ss prints for negotiated options / states (everything else bare before wscale is the congestion control)
 _FLAGS = {"ts", "sack", "ecn", "ecnseen", "fastopen", "app_limited", "bigack", "tcp-ulp-tls", "tcp-ulp-mptcp"}
 _HEADER_WORDS = ("State", "Netid", "Recv-Q")
@@ -88,7 +88,7 @@ class SsSocket:
 
 def parse_rate(text: str, where: str = "rate") -> float:
     """``941.2Mbps`` / ``1141315904bps`` / ``2.48Gbps`` -> bits per second."""
-    m = _RATE_RE.match(text.strip())
+    m = _RATE_RE.fullmatch(text.strip())
     if not m:
         raise SsFormatError(f"{where}: {text!r} is not a rate like 941.2Mbps")
     return float(m.group(1)) * _PREFIX[m.group(2)]
@@ -157,7 +157,7 @@ def _info(sock: SsSocket, line: str, where: str) -> None:
                 raise SsFormatError(f"{where}: busy:{value!r} is not milliseconds")
             sock.busy_ms = _int(value[:-2], key, where)
         elif key in ("rwnd_limited", "sndbuf_limited"):
-            m = _LIMITED_RE.match(value)
+            m = _LIMITED_RE.fullmatch(value)
             if not m:
                 raise SsFormatError(f"{where}: {key}:{value!r} is not 'Nms(P%)'")
             setattr(sock, f"{key}_ms", int(m.group(1)))

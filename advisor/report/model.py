@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from advisor.diagnosis.model import Cause, Diagnosis, FindingRef, Predicted, Set
 from advisor.errors import StoradviseError
 from advisor.facts import FactSet, ProbeStatus
 from advisor.findings import SEVERITY_ORDER, Finding, FindingStatus
+from advisor.report.saved_json import load_json
 from advisor.report.wire import SCHEMA_VERSION, report_out, upgrade
 
 
@@ -144,14 +144,12 @@ def load_report(path: str | Path) -> ScanReport:
     refuses other schema versions."""
     p = Path(path)
     try:
-        data = json.loads(p.read_text())
+        text = p.read_text()
     except FileNotFoundError:
         raise StoradviseError(f"{p}: scan report not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise StoradviseError(f"{p}: cannot read scan report: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise StoradviseError(f"{p}:{exc.lineno}: not JSON: {exc.msg}") from None
-    return report_from_data(p, data)
+    return report_from_data(p, load_json(text, p))  # nesting and digits bounded (advisor.report.saved_json)
 
 
 def report_from_data(where: Any, data: Any) -> ScanReport:

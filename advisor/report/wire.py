@@ -25,13 +25,14 @@ import re
 from typing import Any
 
 from advisor.errors import StoradviseError
+from advisor.report.saved_json import MAX_DEPTH, JsonLimitError, load_json
 
 #: the schema written
 SCHEMA_VERSION = "2.0"
 #: the major versions read (1.x: typed observed/expected, facts as nested objects)
 READ_MAJORS = ("1", "2")
 
-_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 _TYPES = ("string", "number", "boolean", "array", "object")
 
 
@@ -49,7 +50,7 @@ def number_of(v: Any) -> float | None:
     if isinstance(v, (int, float)):
         f = float(v)
         return f if math.isfinite(f) else None
-    if isinstance(v, str) and len(v) < 40 and _NUMBER.match(v.strip()):
+    if isinstance(v, str) and len(v) < 40 and _NUMBER.fullmatch(v.strip()):
         f = float(v)
         return f if math.isfinite(f) else None
     return None
@@ -80,8 +81,10 @@ def value_from(text: Any, type_: Any, where: str) -> Any:
     if type_ == "string":
         return text
     try:
-        v = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+        v = load_json(text, where)  # the value's own JSON: nesting and digits bounded too
+    except JsonLimitError:
+        raise
+    except StoradviseError:
         raise StoradviseError(f"{where}: {type_} value is not JSON: {text[:60]!r}") from None
     if type_of(v) != type_:
         raise StoradviseError(f"{where}: value {text[:60]!r} is not of its type {type_}")
@@ -157,6 +160,8 @@ def facts_from_leaves(leaves: Any, where: str) -> Any:
         if not name.startswith("/"):
             raise StoradviseError(f"{at}: name {name[:60]!r} is not a JSON Pointer")
         parts = [_unescape(p) for p in name[1:].split("/")]
+        if len(parts) > MAX_DEPTH:
+            raise StoradviseError(f"{at}: {name[:60]!r} is nested more than {MAX_DEPTH} deep")
         node = root
         for p in parts[:-1]:
             node = node.setdefault(p, {})

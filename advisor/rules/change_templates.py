@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from advisor.rules.profile_vars import PROFILE_VAR, lookup, split_vars, whole_var
 
 _FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)\}")
-_WHOLE_FIELD = re.compile(r"^\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)\}$")
+_WHOLE_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)\}")
 
 #: fields every finding offers to its templates
 FINDING_FIELDS = ("host", "subject", "observed", "expected")
@@ -103,7 +103,7 @@ def render_value(template: Any, fields: dict[str, Any], variables: dict[str, Any
     name = whole_var(template)
     if name:
         return lookup(name, variables, TemplateError)
-    whole = _WHOLE_FIELD.match(template.strip())
+    whole = _WHOLE_FIELD.fullmatch(template.strip())
     if whole:
         return _lookup(whole.group(1), fields)
     # profile variables first, then fields; a value substituted in is never scanned again

@@ -10,10 +10,10 @@ produced, so a finding is built per group, not per host.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from advisor.rules.comparisons import compare
+from advisor.rules.rule_regex import HostBudgetSpent, MatchBudget
 from advisor.rules.fact_paths import MISSING, get_path, split_path
 from advisor.rules.finding_groups import value_key
 from advisor.findings import Finding, FindingStatus
@@ -49,7 +49,8 @@ def _evidence_values(rule: RuleSpec, item: Any) -> list[str]:
     return list(dict.fromkeys(values))
 
 
-def _condition_holds(cond: Condition | None, item: Any, facts: Any, variables: dict[str, Any]) -> bool:
+def _condition_holds(cond: Condition | None, item: Any, facts: Any, variables: dict[str, Any],
+                     budget: MatchBudget | None = None) -> bool:
     if cond is None:
         return True
     value = get_path(item, cond.path)
@@ -58,7 +59,7 @@ def _condition_holds(cond: Condition | None, item: Any, facts: Any, variables: d
     if value is MISSING and cond.operator not in ("present", "absent"):
         return False
     try:
-        return compare(cond.operator, value, substitute_vars(cond.expected, variables))
+        return compare(cond.operator, value, substitute_vars(cond.expected, variables), budget)
     except ValueError:
         return False
 
@@ -108,7 +109,9 @@ def evaluate_check(ctx: RuleContext) -> list[Finding]:
     # is never reused for another object here
     by_facts: dict[int, list[_Outcome]] = {}
 
-    def judge(item: Any, subject: str | None) -> _Outcome:
+    uses_regex = operator == "regex" or (rule.where is not None and rule.where.operator == "regex")
+
+    def judge(item: Any, subject: str | None, budget: MatchBudget | None) -> _Outcome:
         observed = get_path(item, fact)
         if (observed is MISSING or observed is None) and not presence:
             why = not_collected if observed is MISSING else f"{rule.fact} is not known (null)"
@@ -119,8 +122,10 @@ def evaluate_check(ctx: RuleContext) -> list[Finding]:
         verdict = verdicts.get(vkey)
         if verdict is None:
             try:
-                verdict = (compare(operator, observed, expected), None)
-            except (ValueError, re.error) as exc:
+                verdict = (compare(operator, observed, expected, budget), None)
+            except HostBudgetSpent as exc:  # this host's, not the value's: not remembered for others
+                return (_ERR, subject, vkey, str(exc), True), plain, None
+            except ValueError as exc:
                 verdict = (None, str(exc))
             verdicts[vkey] = verdict
         ok, err = verdict
@@ -132,16 +137,18 @@ def evaluate_check(ctx: RuleContext) -> list[Finding]:
         return ("pass" if ok else "fail", subject, vkey, None, True), plain, suffixes
 
     def outcomes(facts: Any) -> list[_Outcome]:
+        # the regex steps of this rule on this host (advisor.rules.rule_regex)
+        budget = MatchBudget() if uses_regex else None
         if each is not None:
             collection = get_path(facts, each)
             if collection is MISSING or not collection:
                 return [((_NA, None, None, f"no {rule.for_each} on this host", False), None, None)]
             items = collection.items() if isinstance(collection, dict) else enumerate(collection)
-            return [judge(item, str(key)) for key, item in items
-                    if rule.where is None or _condition_holds(rule.where, item, facts, ctx.vars)]
-        if rule.where is not None and not _condition_holds(rule.where, facts, facts, ctx.vars):
+            return [judge(item, str(key), budget) for key, item in items
+                    if rule.where is None or _condition_holds(rule.where, item, facts, ctx.vars, budget)]
+        if rule.where is not None and not _condition_holds(rule.where, facts, facts, ctx.vars, budget):
             return [((_NA, None, None, "condition not met", False), None, None)]
-        return [judge(facts, None)]
+        return [judge(facts, None, budget)]
 
     for host in ctx.hosts():
         name = host.name

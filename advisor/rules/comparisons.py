@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from advisor.rules.fact_paths import MISSING
+from advisor.rules.rule_regex import MatchBudget, regex_search
 
 
 def _number(v: Any) -> float | None:
@@ -32,8 +32,10 @@ def _equal(a: Any, b: Any) -> bool:
     return a == b
 
 
-def compare(operator: str, observed: Any, expected: Any) -> bool:
-    """Evaluate ``observed <operator> expected``; raises ValueError when not comparable."""
+def compare(operator: str, observed: Any, expected: Any, budget: MatchBudget | None = None) -> bool:
+    """Evaluate ``observed <operator> expected``; raises ValueError when not comparable (a regex:
+    also when RE2 refuses it or the match is past its budget, advisor.rules.rule_regex; ``budget``:
+    the steps the rule's matches on this host have left)."""
     if operator == "present":
         return observed is not MISSING and observed is not None
     if operator == "absent":
@@ -53,7 +55,7 @@ def compare(operator: str, observed: Any, expected: Any) -> bool:
         found = any(_equal(observed, e) for e in expected)
         return found if operator == "in" else not found
     if operator == "regex":
-        return re.search(str(expected), str(observed)) is not None
+        return regex_search(expected, str(observed), budget)
     if operator == "between":
         if not isinstance(expected, (list, tuple)) or len(expected) != 2:
             raise ValueError(f"'between' needs [low, high], got {expected!r}")

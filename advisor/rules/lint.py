@@ -53,6 +53,7 @@ def lint(site_name: str | None = None, today: dt.date | None = None,
         if not rule.remediation.changes and not rule.remediation.text:
             warnings.append(f"{where}: no remediation text or changes")
         problems += [f"{where}: remediation.changes: {p}" for p in change_template_problems(rule, catalog.pack_vars)]
+        problems += [f"{where}: {p}" for p in regex_var_problems(rule, [("its pack's vars", catalog.pack_vars)])]
     for fn in sorted(set(functions) - {r.function for r in catalog.rules.values() if r.kind == "python"}):
         warnings.append(f"analytic function {fn!r} is registered but no rule uses it")
     for name in available_profiles(directory, catalog.site_dirs):
@@ -73,6 +74,8 @@ def lint(site_name: str | None = None, today: dt.date | None = None,
         for var in spec.vars:
             if var not in catalog.pack_vars:
                 warnings.append(f"{spec.source}: variable {var!r} is not read by any rule pack")
+        for rid, rule in sorted(catalog.rules.items()):
+            problems += [f"{spec.source}: {rid}: {p}" for p in regex_var_problems(rule, [("vars", spec.vars)])]
     if site is not None:
         src = site.source or site.name
         try:
@@ -92,7 +95,29 @@ def lint(site_name: str | None = None, today: dt.date | None = None,
         for var in site.vars:
             if var not in catalog.pack_vars:
                 warnings.append(f"{src}: vars: {var!r} is not read by any rule pack")
+        for rid, rule in sorted(catalog.rules.items()):
+            problems += [f"{src}: {rid}: {p}" for p in regex_var_problems(rule, [("vars", site.vars)])]
     return problems, warnings
+
+
+def regex_var_problems(rule, sources: list[tuple[str, dict]]) -> list[str]:
+    """A ``regex`` comparison whose pattern is a ``${var}``: each value the variable is given (a
+    pack's default, a profile's, the site's) compiles as the rule's own pattern must."""
+    from advisor.rules.profile_vars import whole_var
+    from advisor.rules.rule_regex import compile_rule_regex
+
+    out = []
+    for operator, expected in ((rule.operator, rule.expected),
+                               (rule.where.operator, rule.where.expected) if rule.where else (None, None)):
+        name = whole_var(expected) if operator == "regex" else None
+        for label, variables in sources:
+            if name is None or name not in variables:
+                continue
+            try:
+                compile_rule_regex(variables[name])
+            except ValueError as exc:
+                out.append(f"{label}: {name}: {exc}")
+    return out
 
 
 def change_template_problems(rule, pack_vars: dict) -> list[str]:

@@ -15,13 +15,21 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from advisor.errors import RuleDefinitionError, SiteFileError
 from advisor.rules.change_templates import RemediationSpec
 from advisor.findings import Severity
-from advisor.rules.profile_vars import substitute_vars, whole_vars_in  # noqa: F401  (substitute_vars: re-exported)
+from advisor.rules.profile_vars import substitute_vars, whole_var, whole_vars_in  # noqa: F401  (substitute_vars: re-exported)
+from advisor.rules.rule_regex import compile_rule_regex
 from advisor.resources import rules_dir
 from advisor.yaml_lines import load_located_yaml
 
 OPERATORS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "regex", "between", "present", "absent")
 Operator = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "regex", "between", "present", "absent"]
-_ID_RE = re.compile(r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")
+_ID_RE = re.compile(r"[A-Z][A-Z0-9]*(-[A-Z0-9]+)+")
+
+
+def check_regex(operator: str | None, expected: Any) -> None:
+    """A ``regex`` comparison's pattern compiles (RE2, within its size: advisor.rules.rule_regex);
+    a ``${var}`` is checked where its values are known (``rules lint``, the scan's evaluation)."""
+    if operator == "regex" and whole_var(expected) is None:
+        compile_rule_regex(expected)
 
 
 class Condition(BaseModel):
@@ -29,6 +37,11 @@ class Condition(BaseModel):
     path: str
     operator: Operator
     expected: Any = None
+
+    @model_validator(mode="after")
+    def _regex_compiles(self) -> "Condition":
+        check_regex(self.operator, self.expected)
+        return self
 
 
 class RuleSpec(BaseModel):
@@ -56,7 +69,7 @@ class RuleSpec(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> "RuleSpec":
-        if not _ID_RE.match(self.id):
+        if not _ID_RE.fullmatch(self.id):
             raise ValueError(f"rule id {self.id!r} must be UPPER-KEBAB-CASE like NET-TCP-SACK")
         if self.kind == "check":
             missing = [f for f in ("probe", "fact", "operator") if getattr(self, f) is None]
@@ -64,6 +77,7 @@ class RuleSpec(BaseModel):
                 raise ValueError(f"a check rule needs {', '.join(missing)}")
             if self.operator not in ("present", "absent") and self.expected is None:
                 raise ValueError("a check rule needs 'expected' (a value or ${var})")
+            check_regex(self.operator, self.expected)
         else:
             if not self.function:
                 raise ValueError("a python rule needs 'function' (the registered id)")
@@ -154,7 +168,8 @@ def load_catalog(directory: Path | None = None, site_dirs: list[Path] | tuple[Pa
     extra = site_rule_dirs(site_dirs)
     site_packs = {p for d in extra for p in Path(d).glob("*.yml")}
     for path in rule_pack_paths(directory, extra, storage_systems):
-        doc = load_located_yaml(path, "rule pack")
+        # a site directory's packs: regular files of the directory only, never what a symlink names
+        doc = load_located_yaml(path, "rule pack", regular_only=path in site_packs)
         if doc.data is None:
             continue
         if not isinstance(doc.data, dict):
@@ -204,8 +219,9 @@ def load_profile_file(name_or_path: str, directory: Path | None = None,
         if len(found) > 1:
             raise RuleDefinitionError(f"profile {name_or_path!r} is defined twice: {found[0]} and {found[1]}")
         p = found[0]
+    in_site_dir = any(p.parent == Path(s) / "profiles" for s in site_dirs)
     try:
-        doc = load_located_yaml(p, "profile")
+        doc = load_located_yaml(p, "profile", regular_only=in_site_dir)
     except SiteFileError as exc:
         raise RuleDefinitionError(str(exc)) from None
     if not isinstance(doc.data, dict):

@@ -22,7 +22,7 @@ from advisor.transport.capture_files import read_captured
 _layout = module_utils("storadvise_capture_layout")
 
 OBJECTS = _layout.OBJECTS
-_OID = re.compile(r"^[0-9a-f]{64}$")
+_OID = re.compile(r"[0-9a-f]{64}")
 
 
 class CaptureObjectError(Exception):
@@ -33,7 +33,7 @@ object_id = _layout.object_id
 
 
 def is_object_id(value: object) -> bool:
-    return isinstance(value, str) and _OID.match(value) is not None
+    return isinstance(value, str) and _OID.fullmatch(value) is not None
 
 
 class CaptureObjects:

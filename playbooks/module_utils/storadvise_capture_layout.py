@@ -34,8 +34,8 @@ MANIFEST = "manifest.json"
 INDEX = "outputs.json"
 OBJECTS = "objects"
 
-_SAFE_KEY = re.compile(r"^[A-Za-z0-9_+@:-][A-Za-z0-9._+@:-]*$")
-_COMPONENT = re.compile(r"^[A-Za-z0-9_@:+-][A-Za-z0-9._@:+-]{0,254}$")
+_SAFE_KEY = re.compile(r"[A-Za-z0-9_+@:-][A-Za-z0-9._+@:-]*")
+_COMPONENT = re.compile(r"[A-Za-z0-9_@:+-][A-Za-z0-9._@:+-]{0,254}")
 
 
 class CaptureLayoutError(ValueError):
@@ -45,7 +45,7 @@ class CaptureLayoutError(ValueError):
 def host_component(name, what="host name"):
     """``name`` if it is one safe path component (no ``/``, no ``..``, no leading dot, no control
     character, at most 255 characters); else CaptureLayoutError naming ``what``."""
-    if isinstance(name, str) and _COMPONENT.match(name):
+    if isinstance(name, str) and _COMPONENT.fullmatch(name):
         return name
     shown = repr(name) if len(repr(name)) <= 80 else repr(name)[:77] + "..."
     raise CaptureLayoutError("%s %s: not usable as a file name (letters, digits and . _ - @ : + only, "
@@ -54,7 +54,7 @@ def host_component(name, what="host name"):
 
 def key_filename(key):
     """The file-name stem for a command key (safe keys unchanged, others percent-encoded)."""
-    if _SAFE_KEY.match(key) and len(key) <= 200:
+    if _SAFE_KEY.fullmatch(key) and len(key) <= 200:
         return key
     stem = quote(key, safe="")
     if stem.startswith("."):

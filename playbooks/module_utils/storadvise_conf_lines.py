@@ -89,7 +89,7 @@ def set_option(text, section, key, value, canon=lambda k: k):
 
 def refusal(key, value):
     """Why ``key = value`` cannot be written as one line, or None."""
-    if not re.match(r"^[A-Za-z][A-Za-z0-9_]*$", str(key)):
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", str(key)):
         return "%r is not an option name" % (key,)
     v = str(value)
     if any(c in v for c in "\n\r#;[]=") or v != v.strip():

@@ -27,10 +27,10 @@ import re
 import xml.etree.ElementTree as ET
 
 _RICH_RULE = re.compile(r"[ \t]*<rule\b[^>]*?(?:/>|>.*?</rule>)[ \t]*\n?", re.S)
-_ZONE_NAME = re.compile(r"^[A-Za-z0-9_+-]{1,17}$")  # firewalld's zone names: at most 17 characters
+_ZONE_NAME = re.compile(r"[A-Za-z0-9_+-]{1,17}")  # firewalld's zone names: at most 17 characters
 _LIMIT_PER = {"s": "second", "m": "minute", "h": "hour", "d": "day"}
-_PROTO = re.compile(r"^[a-z][a-z0-9-]{0,15}$")
-_PORT = re.compile(r"^(\d{1,5})(?:-(\d{1,5}))?$")
+_PROTO = re.compile(r"[a-z][a-z0-9-]{0,15}")
+_PORT = re.compile(r"(\d{1,5})(?:-(\d{1,5}))?")
 
 
 def zone_name(filename):
@@ -38,7 +38,7 @@ def zone_name(filename):
     if not filename.endswith(".xml"):
         return None
     name = filename[:-4]
-    return name if _ZONE_NAME.match(name) else None
+    return name if _ZONE_NAME.fullmatch(name) else None
 
 
 def _address(text, family, invert):
@@ -59,7 +59,7 @@ def _true(value):
 
 
 def _port(text):
-    m = _PORT.match((text or "").strip())
+    m = _PORT.fullmatch((text or "").strip())
     if not m or int(m.group(1)) > 65535 or (m.group(2) and int(m.group(2)) > 65535):
         return None
     return m.group(0)
@@ -94,7 +94,7 @@ def translate(elem, zone):
                 return None
             if tag == "protocol":
                 proto = child.get("value", "")
-                if not _PROTO.match(proto):
+                if not _PROTO.fullmatch(proto):
                     return None
                 element = "meta l4proto %s" % proto
             else:
@@ -110,7 +110,7 @@ def translate(elem, zone):
                 if sub.tag != "limit" or limit is not None:
                     return None
                 value = sub.get("value", "")
-                m = re.match(r"^(\d{1,9})/([smhd])[a-z]*$", value)
+                m = re.fullmatch(r"(\d{1,9})/([smhd])[a-z]*", value)
                 if not m:
                     return None
                 limit = "limit rate %s/%s" % (m.group(1), _LIMIT_PER[m.group(2)])

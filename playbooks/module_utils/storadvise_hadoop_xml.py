@@ -70,8 +70,8 @@ def set_property(text, name, value):
 
 
 def refusal(name, value):
-    if not re.match(r"^[A-Za-z][A-Za-z0-9_.-]*$", str(name)):
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.-]*", str(name)):
         return "%r is not a Hadoop property name" % (name,)
-    if not re.match(r"^[A-Za-z0-9_.:/-]+$", str(value)):
+    if not re.fullmatch(r"[A-Za-z0-9_.:/-]+", str(value)):
         return "value %r is not a plain Hadoop value" % (value,)
     return None

@@ -87,6 +87,6 @@ def any_client_pattern(name):
     if kind not in ("osc", "mdc", "llite") or not device or not param:
         return None
     head, sep, instance = device.rpartition("-")
-    if not sep or not re.match(r"^[0-9a-f]{8,16}$", instance):
+    if not sep or not re.fullmatch(r"[0-9a-f]{8,16}", instance):
         return None
     return "%s.%s-*.%s" % (kind, head, param)

@@ -38,4 +38,27 @@ def sysctl_proc_path(key):
 
 def is_sysctl_key(key):
     """The text names a sysctl key (either form), never a path outside /proc/sys."""
-    return bool(SYSCTL_KEY_RE.match(key)) and ".." not in key and "//" not in key
+    return isinstance(key, str) and bool(SYSCTL_KEY_RE.match(key)) and ".." not in key and "//" not in key
+
+
+#: the parameter families storadvise tunes (rules ask for the network stack's, and a site rule may
+#: ask for the VM's writeback and memory settings); nothing else is ever written (kernel.core_pattern
+#: runs a command as root at every crash, kernel.modprobe at every module load, fs.* and dev.* are
+#: not storage tuning)
+TUNABLE_PREFIXES = ("net.", "vm.")
+#: under those prefixes, the settings that weaken the kernel's own protections: never written
+NOT_TUNABLE = frozenset(("net.core.bpf_jit_enable", "net.core.bpf_jit_harden", "net.core.bpf_jit_kallsyms",
+                         "net.core.bpf_jit_limit", "vm.mmap_min_addr", "vm.mmap_rnd_bits", "vm.mmap_rnd_compat_bits",
+                         "vm.unprivileged_userfaultfd", "vm.panic_on_oom", "vm.overcommit_memory"))
+
+
+def tunable_problem(key):
+    """Why storadvise never writes ``key`` (None: it may, when a rule asks for it)."""
+    if not is_sysctl_key(key):
+        return "not a kernel parameter name"
+    dotted = normalize_sysctl_key(key)
+    if not dotted.startswith(TUNABLE_PREFIXES):
+        return "not a parameter storadvise tunes (%s only)" % ", ".join(p + "*" for p in TUNABLE_PREFIXES)
+    if dotted in NOT_TUNABLE:
+        return "a kernel protection, never tuned by storadvise"
+    return None

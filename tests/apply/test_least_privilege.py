@@ -18,6 +18,12 @@ pytestmark = pytest.mark.skipif(requirements_missing() is not None or STORADVISE
                                 reason=str(requirements_missing() or "storadvise or sudo not installed"))
 
 USER, UID = "saprobe", 47113
+#: where the helper is installed on the host: a system directory (advisor.probe_helper_path.SYSTEM_DIRS)
+HELPER_DIR = "/usr/local/sbin"
+HELPER = f"{HELPER_DIR}/storadvise-probe"
+#: a helper reads as root only the firewall files its probe documents: the machine's own (read only)
+DOCUMENTED_FIREWALL_FILES = {"firewall_nftables_conf": "/etc/nftables.conf",
+                             "firewall_iptables_files": {"ip": ["/etc/iptables/rules.v4"], "ip6": ["/etc/iptables/rules.v6"]}}
 
 
 def _private_user(d: Path) -> list[str]:
@@ -36,8 +42,9 @@ def _private_user(d: Path) -> list[str]:
     for sub in ("sudoers.d", "sudo-lib", "sbin"):
         (d / sub).mkdir(mode=0o755)
     (d / "sudoers.d").chmod(0o755)
+    # the helper's directory: the host's own, at the system path the sudoers rule names (root-owned, 0755)
     binds = [(etc / "passwd", "/etc/passwd"), (etc / "group", "/etc/group"), (etc / "shadow", "/etc/shadow"),
-             (d / "sudoers.d", "/etc/sudoers.d"), (d / "sudo-lib", "/var/lib/sudo")]
+             (d / "sudoers.d", "/etc/sudoers.d"), (d / "sudo-lib", "/var/lib/sudo"), (d / "sbin", HELPER_DIR)]
     # sudo keeps its time stamps in /run/sudo: a private /run (sshd needs only /run/sshd there)
     return [f"mount -n --bind {src} {dst}" for src, dst in binds if Path(dst).exists()] + [
         "mount -n -t tmpfs -o mode=0755 tmpfs /run", "mkdir -p /run/sshd /run/sudo"]
@@ -54,8 +61,9 @@ def _probe_states(host, site: Path) -> dict:
 def test_a_plain_user_scans_with_the_generated_sudoers_and_helper_only():
     host, cleanup = start_ns_host("lp01", {}, prepare=_private_user)
     try:
-        helper = host.dir / "sbin" / "storadvise-probe"
-        site = host.site_file(host.dir / "site.yml", ["storage"], host_vars={"probe_helper": str(helper)})
+        helper = host.dir / "sbin" / "storadvise-probe"  # the host sees it at HELPER
+        site = host.site_file(host.dir / "site.yml", ["storage"],
+                              host_vars={"probe_helper": HELPER, **DOCUMENTED_FIREWALL_FILES})
         doc = site.read_text().replace("user: root", f"user: {USER}")
         site.write_text(doc)
         gen = host.controller([STORADVISE, "probe", "helper", "--site", str(site), "--host", "lp01", "-o", str(helper)])
@@ -66,7 +74,7 @@ def test_a_plain_user_scans_with_the_generated_sudoers_and_helper_only():
         assert host.controller(["visudo", "-cf", str(snippet)], check=False).returncode == 0
         # the snippet is the only rule for the user: sudo -l on the host lists exactly the helper's probes
         listed = host.on_host(f"su -s /bin/sh {USER} -c 'sudo -n -l'", check=False)
-        assert str(helper) in listed.stdout and "ALL" not in listed.stdout.split("may run the following", 1)[-1] \
+        assert HELPER in listed.stdout and "ALL" not in listed.stdout.split("may run the following", 1)[-1] \
             .replace("(root)", "").replace("NOPASSWD", ""), listed.stdout + listed.stderr
 
         states = _probe_states(host, site)
@@ -78,12 +86,19 @@ def test_a_plain_user_scans_with_the_generated_sudoers_and_helper_only():
         assert not [p for p, (s, _) in states.items() if s == "error"], states
 
         # without the helper the same user may run no root probe: sudo refuses the script
-        site.write_text(doc.replace(f"probe_helper: {helper}", "probe_helper: false"))
+        site.write_text(doc.replace(f"probe_helper: {HELPER}", "probe_helper: false"))
         plain = _probe_states(host, site)
         assert plain["firewall"][0] == "error" and "sudo" in plain["firewall"][1], plain["firewall"]
 
-        # a helper that is not the one this storadvise generates (edited here) is refused before sudo runs
+        # a helper in a directory others may write is refused before sudo runs, naming the fix
         site.write_text(doc)
+        (host.dir / "sbin").chmod(0o777)
+        loose = _probe_states(host, site)
+        (host.dir / "sbin").chmod(0o755)
+        assert loose["firewall"][0] == "error" and "cannot be trusted" in loose["firewall"][1] \
+            and f"chmod go-w {HELPER_DIR}" in loose["firewall"][1], loose["firewall"]
+
+        # a helper that is not the one this storadvise generates (edited here) is refused before sudo runs
         helper.write_text(helper.read_text().replace("umask 077", "umask 022"))
         edited = _probe_states(host, site)
         assert edited["firewall"][0] == "error" and "is not the helper this storadvise generates" in \

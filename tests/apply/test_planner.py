@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import datetime as dt
 
+from advisor.apply.declared_changes import DeclaredChanges
 from advisor.apply.planner import build_plan
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.findings import Change, Finding, FindingStatus, Severity
 from advisor.report.model import build_report
 from advisor.rules.engine import evaluate
+from advisor.rules.specs import RuleCatalog, RuleSpec
 from advisor.site import Site
 
 TODAY = dt.date(2026, 11, 23)
@@ -181,7 +183,12 @@ def test_targets_that_cannot_be_ordered_go_to_the_more_severe_rule():
                 changes=[Change(host="st01", adapter="sysctl", key="net.core.default_qdisc", runtime="pfifo", target="fq")])
     s = healthy()
     s["net.core.default_qdisc"] = sysctl("pfifo")
-    plan = build_plan(scan(site(), {"st01": s}, [a, b]), site(), today=TODAY)
+    # the two rules, each declaring its own target for the key (a plan takes only declared changes)
+    declared = DeclaredChanges(RuleCatalog(rules={r.id: r for r in (
+        RuleSpec(id=rid, title=rid, kind="python", function=rid, severity=sev, rationale="two rules, one key",
+                 remediation={"changes": [{"adapter": "sysctl", "key": "net.core.default_qdisc", "target": t}]})
+        for rid, sev, t in (("A-RULE", "low", "fq_codel"), ("B-RULE", "high", "fq")))}, pack_vars={}), {})
+    plan = build_plan(scan(site(), {"st01": s}, [a, b]), site(), today=TODAY, declared=declared)
     assert planned(plan)[("st01", "net.core.default_qdisc")][0] == "fq"
     assert any("the most severe rule's" in n for n in plan.notices)
 

@@ -58,31 +58,42 @@ def test_the_helper_runs_each_root_probe_by_name_and_nothing_else(tmp_path):
     assert traced.stdout == fw.rstrip() + "\nstoradvise-probe\n", traced.stderr
 
 
+#: where the tests below install a helper: a directory of the test's own, bound over this path in a
+#: private mount namespace (unshare), so that the helper's directories above it are the system's own
+HELPER_DIR = "/usr/local/sbin"
+
+
+def in_helper_dir(own_dir: Path, script: str) -> subprocess.CompletedProcess:
+    """``script`` run by sh in a private mount namespace where ``own_dir`` is bound over HELPER_DIR."""
+    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                           'mount --bind "$1" "$2" && exec sh -c "$3"', "sh", str(own_dir), HELPER_DIR, script],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.root
 def test_the_scan_command_refuses_a_helper_generated_for_other_variables(tmp_path):
     s = load_site(str(_site(tmp_path, {"probe_helper": True})))
     ctx = probe_context(s, s.hosts[0], False, 5.0)
     other = probe_context(s, s.hosts[0], False, 5.0)
-    other.vars["firewall_nftables_conf"] = "/srv/nft.conf"  # another path the firewall probe reads
-    helper = tmp_path / "storadvise-probe"
+    other.vars["firewall_nftables_conf"] = "/etc/nftables/main.nft"  # another path the firewall probe reads
+    own = tmp_path / "libexec"
+    own.mkdir(mode=0o755)
+    helper = own / "storadvise-probe"
     probe = all_probes()["firewall"]
-    ctx.vars["probe_helper"] = str(helper)
-    other.vars["probe_helper"] = str(helper)
+    ctx.vars["probe_helper"] = other.vars["probe_helper"] = f"{HELPER_DIR}/storadvise-probe"
     cmd = HostCommands(ctx).command(probe)
     assert cmd.sudo is False and f"sudo -n -- \"$h\" firewall" in cmd.script
     assert not sudo_flag(cmd, True)  # a host with 'sudo: true' still calls the helper itself
     assert HostCommands(ctx).command(all_probes()["host"]).script == all_probes()["host"].script(ctx)
 
-    def run_cmd() -> subprocess.CompletedProcess:
-        return subprocess.run(["sh", "-c", cmd.script], capture_output=True, text=True, timeout=60)
-
-    r = run_cmd()
-    assert r.returncode == 126 and "is not installed" in r.stderr
+    r = in_helper_dir(own, cmd.script)
+    assert r.returncode == 126 and "is not installed" in r.stderr, r
     helper.write_text(helper_text(other))
     helper.chmod(0o755)
-    r = run_cmd()
+    r = in_helper_dir(own, cmd.script)
     assert r.returncode == 126 and "is not the helper this storadvise generates" in r.stderr, r
     helper.write_text(helper_text(ctx))
-    r = run_cmd()  # as root here: the helper itself, no sudo
+    r = in_helper_dir(own, cmd.script)  # as root here: the helper itself, no sudo
     assert r.returncode == 0 and "@@section" in r.stdout, r.stderr
 
 

@@ -134,6 +134,8 @@ def apply(module, p):
         if not _DEVICE.match(str(dev)) or not os.path.isdir(os.path.join(p["sysfs_block"], dev)):
             record_failure(result, str(dev), "no such block device (%s)" % os.path.join(p["sysfs_block"], str(dev)))
             continue
+        for key in sorted(set(want or {}) - set(KEYS)):  # only the settings its rules can ask for
+            record_failure(result, "%s %s" % (dev, key), "not a setting block_tuning makes (%s)" % ", ".join(KEYS))
         for key in KEYS:
             if want.get(key) is None:
                 continue

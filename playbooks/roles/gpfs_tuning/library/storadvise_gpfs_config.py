@@ -86,7 +86,7 @@ except ImportError:
     from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_state import (
         load_backup, record_change, record_failure, retire_backup, run_backed_module, save_backup)
 
-_SIZE = re.compile(r"^(\d+(?:\.\d+)?)([KMGT]?)$", re.I)
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGT]?)", re.I)
 _ATTR = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}\Z")  # \Z: "$" would let a trailing newline through
 # a value is words of these characters separated by single spaces: no , ; = quotes brackets or line breaks
 _VALUE = re.compile(r"^[A-Za-z0-9._:+/@%-]+(?: [A-Za-z0-9._:+/@%-]+)*\Z")
@@ -95,7 +95,7 @@ _MULT = {"": 1, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
 
 
 def size(v):
-    m = _SIZE.match(str(v).strip())
+    m = _SIZE.fullmatch(str(v).strip())
     return float(m.group(1)) * _MULT[m.group(2).upper()] if m else None
 
 

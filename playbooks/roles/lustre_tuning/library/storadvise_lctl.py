@@ -69,10 +69,10 @@ except ImportError:
         exact_value, parse_llog_params)
 
 #: TYPE.DEVICE.PARAM of a client device (no glob: one parameter per name)
-_NAME = re.compile(r"^(osc|mdc|llite)\.[A-Za-z0-9_-]+\.[a-z0-9_]+$")
+_NAME = re.compile(r"(osc|mdc|llite)\.[A-Za-z0-9_-]+\.[a-z0-9_]+")
 #: a permanent parameter's pattern: a device glob of letters, digits, '-', '_' and '*' only
-_PATTERN = re.compile(r"^(osc|mdc|llite)\.[A-Za-z0-9_*-]+\.[a-z0-9_]+$")
-_VALUE = re.compile(r"^[0-9]+$")
+_PATTERN = re.compile(r"(osc|mdc|llite)\.[A-Za-z0-9_*-]+\.[a-z0-9_]+")
+_VALUE = re.compile(r"[0-9]+")
 
 
 def lctl_path(module, p):
@@ -103,9 +103,9 @@ def set_one(module, p, name, value):
 
 
 def refusal(name, value):
-    if not _NAME.match(str(name)):
+    if not _NAME.fullmatch(str(name)):
         return "not an osc/mdc/llite parameter name (TYPE.DEVICE.PARAM, no glob)"
-    if not _VALUE.match(str(value).strip()):
+    if not _VALUE.fullmatch(str(value).strip()):
         return "value %r is not a whole number" % (value,)
     return None
 
@@ -142,7 +142,7 @@ def apply(module, p):
     permanent = {}
     for n, v in sorted((p["permanent"] or {}).items()):
         v = str(v).strip()
-        if not _PATTERN.match(str(n)) or not _VALUE.match(v):
+        if not _PATTERN.fullmatch(str(n)) or not _VALUE.fullmatch(v):
             record_failure(result, "-P %s=%s" % (n, v), "not an osc/mdc/llite parameter pattern with a whole-number value")
         else:
             permanent[n] = v

@@ -16,7 +16,9 @@ description:
   - Records every replaced value in a JSON backup before changing it; C(state=rollback) restores them.
 options:
   sysctls:
-    description: Parameter name to value.
+    description: Parameter name to value. Only C(net.*) and C(vm.*) parameters are written (not the few
+      among them that weaken the kernel's protections, such as C(vm.mmap_min_addr)); any other name
+      (C(kernel.core_pattern), C(fs.*)) is refused as a failed setting.
     type: dict
     default: {}
   sysctl_file:
@@ -80,14 +82,14 @@ try:  # a project's module_utils (a plan directory's ansible.cfg), else the inst
     from ansible.module_utils.storadvise_state import (atomic_write, load_backup, read_text, record_change,
                                                        record_failure, restore_text, retire_backup,
                                                        run_backed_module, save_backup)
-    from ansible.module_utils.storadvise_sysctl_keys import is_sysctl_key, normalize_sysctl_key, sysctl_proc_path
+    from ansible.module_utils.storadvise_sysctl_keys import normalize_sysctl_key, sysctl_proc_path, tunable_problem
 except ImportError:
     from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_canonical import sysctl_value
     from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_state import (
         atomic_write, load_backup, read_text, record_change, record_failure, restore_text, retire_backup,
         run_backed_module, save_backup)
     from ansible_collections.storadvise.tuning.plugins.module_utils.storadvise_sysctl_keys import (
-        is_sysctl_key, normalize_sysctl_key, sysctl_proc_path)
+        normalize_sysctl_key, sysctl_proc_path, tunable_problem)
 
 DEFAULT_CONF_PATHS = ["/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d",
                       "/lib/sysctl.d", "/etc/sysctl.conf"]
@@ -205,8 +207,9 @@ def marker_line(key, value, own_file, line):
 
 def refusal(key, value, runtime):
     """Why ``key`` cannot be set to ``value`` on this host, or None."""
-    if not is_sysctl_key(key):
-        return "not a kernel parameter name"
+    why = tunable_problem(key)  # net.* and vm.* only: never kernel.core_pattern and the like
+    if why:
+        return why
     if runtime is None:
         return "no such kernel parameter on this host (%s missing)" % proc_path(key)
     if "\n" in value or "\r" in value:
@@ -251,7 +254,7 @@ def apply(module, p):
     sysctls, runtime = {}, {}
     for k, v in sorted((p["sysctls"] or {}).items()):
         k, v = norm_key(k), norm_value(v)
-        cur = read_runtime(k) if is_sysctl_key(k) else None
+        cur = read_runtime(k) if tunable_problem(k) is None else None
         why = refusal(k, v, cur)
         if why:
             record_failure(result, k, why)
