@@ -219,7 +219,8 @@ def table(scored: list[dict]) -> str:
 
 
 def summary(scored: list[dict]) -> str:
-    """Per model and region: how many points hold (0.75-1.33), median and worst ratio. A point
+    """Per model and region (both modes together): how many points hold (0.75-1.33), median and
+    worst ratio. A point
     whose measurement (or, for a SACK fix, whose SACK-on measurement) the code classes cpu or
     contended is not scored: the CPU held it, not the model's subject."""
     groups: dict[tuple, list[float]] = {}
@@ -235,12 +236,14 @@ def summary(scored: list[dict]) -> str:
             if cls in ("cpu", "contended") or (kind == "sack-fix" and r.get("limited_by") in ("cpu", "contended")):
                 skipped += 1
                 continue
-            region = (r["cc"], "sack" if r["sack"] else "nosack", r["rate"], r["rtt_band"], r["mode"])
+            if model in ("bbr-nosack", "measured") and kind == "now":
+                continue  # the measurement itself: nothing to score
+            region = (r["cc"], "sack" if r["sack"] else "nosack", r["rate"], r["rtt_band"])
             groups.setdefault((kind, model, *region), []).append(ratio)
     lines = [f"({skipped} predictions not scored: their measurement was cpu or contended; {limited} points "
              "lab-limited: their lossless control path did not reach its link)", "",
-             "| prediction | model | cc | sack now | rate | rtt | mode | n | held | median | worst |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| prediction | model | cc | sack now | rate | rtt | n | held | median | worst |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for key in sorted(groups):
         rs = groups[key]
         held = sum(HOLDS[0] <= x <= HOLDS[1] for x in rs)

@@ -85,8 +85,9 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
         by_host.setdefault(states[s].src, []).append(s)
         by_host.setdefault(states[s].dst, []).append(s)
     every = FixIndex(fx for c in cands for fx in c.fixes)
+    changes_only = FixIndex(fx for c in cands if c.kind == "change" for fx in c.fixes)
     for cand in cands:
-        _judge_paths(cand, by_host, states, path_symptoms, every)
+        _judge_paths(cand, by_host, states, path_symptoms, (changes_only, every) if cand.kind == "change" else (every,))
         _judge_failed_tests(cand, failed_paths, path_symptoms, inp.facts)
         cand.predicted += efficiency_predictions(inp.efficiency, states, cand.fixes, eff_symptoms, cand.explains, ref)
 
@@ -174,12 +175,15 @@ def _lifts(st: PathState, pr) -> bool:
 
 
 def _judge_paths(cand: Candidate, by_host: dict[str, list[str]], states: dict[str, PathState],
-                 path_symptoms: dict[str, list[Finding]], every: FixIndex) -> None:
+                 path_symptoms: dict[str, list[Finding]], worlds: tuple[FixIndex, ...]) -> None:
     """The slow paths a candidate explains: those its own changes lift, and those that several
-    causes hold at once, where the candidate's fixes are needed (the path model with every
-    candidate's fixes lifts the path, and without this candidate's it lifts it less). Only paths
+    causes hold at once, where the candidate's fixes are needed (in one of ``worlds``, the path
+    model with all its fixes lifts the path, and without this candidate's it lifts it less). A
+    change is judged among the changes alone and among every fix: a repair by hand that would make
+    it unneeded (loss that bbr with SACK shrugs off) is no reason to drop it, and a repair that
+    frees what it alone cannot (a buffer behind a lossy port) is a reason to keep it. Only paths
     with an end among its fixes' hosts can be (``by_host``: host -> its conclusive slow paths), so
-    the work is linear in paths. ``every``: the fixes of all candidates."""
+    the work is linear in paths."""
     if not cand.fixes:
         return
     classes = set().union(*(FIX_CLASS.get(f.kind, set()) for f in cand.fixes))
@@ -190,13 +194,10 @@ def _judge_paths(cand: Candidate, by_host: dict[str, list[str]], states: dict[st
         pr = predict(st, idx)
         inputs = {**pr.inputs, "expected_bps": st.expected_bps}
         if not _lifts(st, pr):
-            ends = (st.src, st.dst)
-            together = predict(st, local_index(every, ends))
-            if not _lifts(st, together):
+            needed = _needed(st, cand, worlds)
+            if needed is None:
                 continue
-            without = predict(st, local_index(every, ends, cand.fixes))
-            if without.bps >= together.bps * 0.95:
-                continue
+            together, without = needed
             # held by several causes at once: alone it changes nothing, with the others it is needed
             inputs = {"expected_bps": st.expected_bps, "with_the_other_causes": round(together.bps),
                       "without_it": round(without.bps), "model_together": together.model}
@@ -207,6 +208,20 @@ def _judge_paths(cand: Candidate, by_host: dict[str, list[str]], states: dict[st
         if st.limited_by and st.limited_by != "unknown":
             cand.judged += 1
             cand.agree += st.limited_by in classes
+
+
+def _needed(st: PathState, cand: Candidate, worlds: tuple[FixIndex, ...]):
+    """(with the others, without it) in the first world where the candidate's fixes are needed to
+    lift the path; None when they are in none."""
+    ends = (st.src, st.dst)
+    for world in worlds:
+        together = predict(st, local_index(world, ends))
+        if not _lifts(st, together):
+            continue
+        without = predict(st, local_index(world, ends, cand.fixes))
+        if without.bps < together.bps * 0.95:
+            return together, without
+    return None
 
 
 def _after_plan(cand: Candidate, states: dict[str, PathState], plan_fixes: set[Fix], efficiency: dict | None) -> None:

@@ -28,6 +28,8 @@ INCONCLUSIVE = ("cpu", "contended")
 ACTING_VERDICTS = {"drop", "reject", "queue"}
 #: the share of tcp_wmem's maximum a sender keeps in flight (see _sndbuf)
 SNDBUF_SHARE = 0.7
+#: the largest window without the window scale option (RFC 7323 section 2)
+UNSCALED_WINDOW = 65535
 #: a path at this share of its expected rate is at its link (its queue is its own)
 AT_LINK = 0.9
 #: retransmitted / sent segments below which the loss models are not applied
@@ -264,6 +266,8 @@ def _calibrate_window(st: PathState, p: dict) -> None:
     if not st.rtt_s:
         return
     used = st.measured_bps * st.rtt_s / 8 / max(1, int(p.get("streams") or 1))
+    if not all(st.wscale.values()) and used <= UNSCALED_WINDOW * 1.2:
+        return  # an end without window scaling: the 64 KiB window held it, not a buffer (see _limits)
     if st.limited_by in ("receiver_window", "sender_buffer"):
         st.window_used, st.window_kind = used, st.limited_by
         return
@@ -303,7 +307,8 @@ def _limits(st: PathState, by_kind: dict[str, dict[str, Fix]]) -> list[tuple[flo
         limits.append((st.link_bps, "link", {"expected_bps": st.expected_bps, "mss": st.mss}))
     if st.rtt_s:
         if any(not on and h not in by_kind.get("wscale", {}) for h, on in st.wscale.items()):
-            limits.append((m.window_bps(65535, st.rtt_s), "window/rtt", {"window_bytes": 65535, "rtt_ms": rtt_ms}))
+            limits.append((m.window_bps(UNSCALED_WINDOW, st.rtt_s), "window/rtt",
+                           {"window_bytes": UNSCALED_WINDOW, "rtt_ms": rtt_ms}))
         for kind, host, size_now, cap_fn, label, bound_class in (
                 ("rmem", st.dst, st.rmem_max, _rwnd, "receive_window_bytes", "receiver_window"),
                 ("wmem", st.src, st.wmem_max, _sndbuf, "send_buffer_bytes", "sender_buffer")):

@@ -284,3 +284,42 @@ def test_a_limit_on_the_acks_drops_no_data_the_loss_is_still_the_paths():
     assert not lossy(data)
     after = predict(data, {Fix("firewall", "wn01")})
     assert after.model == "link", after
+
+
+def test_window_scaling_sack_and_loss_on_one_server_are_each_named():
+    """A generated lab site (seed 119) measured it so: st01 has window scaling off (read-only) and
+    SACK off, and its port loses 0.3% towards the workers 10 ms away, whose tcp_rmem maximum is
+    256 KiB; the mesh ran bbr. Every path ran at ~42 of 500 Mbit/s, rwnd_limited 40%: the 64 KiB
+    window (no scaling) and bbr without SACK hold it together. Each cause is named: window scaling,
+    the workers' buffers, SACK and the loss; before, SACK was hygiene (the loss repair made it
+    redundant) and the buffer took the blame for the unscaled window."""
+    workers = ["wn01", "wn02", "wn03", "wn04"]
+    facts = {"st01": sysctls(net__ipv4__tcp_sack="0", net__ipv4__tcp_window_scaling="0")}
+    for w in workers:
+        facts[w] = sysctls(net__ipv4__tcp_rmem="4096 65536 262144")
+    paths = []
+    for w, bps, retr in zip(workers, (42.8e6, 41.5e6, 36.7e6, 43.1e6), (16, 25, 21, 19)):
+        paths.append({"src": "st01", "dst": w, "status": "ok", "measured_bps": bps, "expected_bps": 500e6,
+                      "ratio": bps / 500e6, "retransmits": retr, "sent_bytes": int(bps * 2 / 8), "rtt_us": 10_600.0,
+                      "idle_rtt_us": 10_000.0, "mss": 1448, "streams": 1, "congestion": "bbr",
+                      "limited_by": "receiver_window",
+                      "tcp_info": {"sack": False, "wscale": None, "congestion": "bbr", "rwnd_limited_frac": 0.4}})
+    m = {"paths": paths}
+    fs = [finding("MESH-PATH-SLOW", ["st01", p["dst"]], f"st01->{p['dst']}") for p in paths]
+    fs += [finding("NET-TCP-SACK", ["st01"], changes=[("st01", "sysctl", "net.ipv4.tcp_sack", "0", "1")]),
+           finding("NET-TCP-WINDOW-SCALING", ["st01"],
+                   changes=[("st01", "sysctl", "net.ipv4.tcp_window_scaling", "0", "1")]),
+           finding("NET-TCP-BUFFER-MAX", workers, "net.ipv4.tcp_rmem",
+                   [(w, "sysctl", "net.ipv4.tcp_rmem", "4096 65536 262144", "4096 65536 33554432") for w in workers])]
+    fs += [finding("MESH-LOSS", ["st01", p["dst"]], f"st01->{p['dst']}",
+                   [("st01", "sysctl", "net.ipv4.tcp_sack", "0", "1")]) for p in paths]
+    d = diagnose(DiagnosisInput(findings=fs, mesh=m, efficiency=None, facts=facts, tags=TAGS))
+    keys = {ch.key for c in d.causes for ch in c.changes}
+    assert {"net.ipv4.tcp_sack", "net.ipv4.tcp_window_scaling", "net.ipv4.tcp_rmem"} <= keys, [c.title for c in d.causes]
+    loss = [c for c in d.causes if c.kind == "by_hand"]
+    assert len(loss) == 1 and loss[0].hosts == ["st01"] and "loss" in loss[0].title
+    assert not d.unexplained and [h.rule_id for h in d.hygiene] == []
+    # with the window unscaled, no buffer is calibrated on the measurement: raising the workers'
+    # buffers alone changes nothing, and SACK alone gives the 64 KiB window's rate
+    sack = next(c for c in d.causes if any(ch.key == "net.ipv4.tcp_sack" for ch in c.changes))
+    assert all(p.model == "window/rtt" and p.after == pytest.approx(65535 * 8 / 0.01, rel=0.01) for p in sack.predicted)
