@@ -56,7 +56,7 @@ from typing import Any
 
 import yaml
 
-from advisor.lab.generate_paths import PATH_FAULT_KINDS, draw_cpu_load, draw_path_faults
+from advisor.lab.generate_paths import PATH_FAULT_KINDS, draw_cpu_load, draw_path_faults, generated_mesh
 from advisor.lab.emulation import generated_faults
 
 #: the kinds drawn from the scenario's main generator, in draw order
@@ -246,10 +246,7 @@ def generate_scenario(seed: int, name: str | None = None, min_hosts: int = 3, ma
         # the delay is a user-space forwarder on the lab's shared cores (docs/lab.md): at 1 Gb/s it
         # is the bottleneck itself (0.70-0.75 of the link measured after the buffers were fixed)
         data["link_rate"] = DELAYED_LINK_RATE
-        data.setdefault("site", {})["mesh"] = {
-            "duration": 2, "streams": 1, "omit": 0, "bidir": False, "parallel": 1,
-            "pairs": [{"a": sg, "b": wg, "direction": "forward"}],
-        }
+        data.setdefault("site", {})["mesh"] = generated_mesh([{"a": sg, "b": wg, "direction": "forward"}])
         injected.add("buffers-delay")
     if "gpfs" in chosen:
         attrs = _pick(rng, GPFS_FAULTS, rng.randint(1, len(GPFS_FAULTS)))

@@ -68,10 +68,17 @@ def draw_path_faults(seed: int, data: dict[str, Any], storage: list[dict[str, An
                            "fault": f"what {wg} sends to {h['name']} is capped by a packet-rate limit"})
         injected.append(kind)
     if pairs:
-        mesh = data.setdefault("site", {}).setdefault("mesh", {"duration": 2, "streams": 1, "omit": 0, "bidir": False,
-                                                               "parallel": 1, "pairs": []})
+        mesh = data.setdefault("site", {}).setdefault("mesh", generated_mesh([]))
         mesh.setdefault("pairs", []).extend(pairs)
     return injected
+
+
+def generated_mesh(pairs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A generated site's short mesh: one test at a time, one direction each, cubic per socket (the
+    EL9 and Debian default, which a lab namespace cannot make its own: what the loss models are
+    checked against must say which control ran)."""
+    return {"duration": 2, "streams": 1, "omit": 0, "bidir": False, "parallel": 1, "congestion": "cubic",
+            "pairs": pairs}
 
 
 def draw_cpu_load(seed: int, data: dict[str, Any], workers: list[dict[str, Any]],
