@@ -213,8 +213,10 @@ def test_a_mesh_beside_a_cpu_burner_holds_or_says_cpu(diag_lab: dict, tmp_path: 
 
     rec = LabRecord.load("t-trd")
     site = yaml.safe_load(Path(rec.site_file).read_text())
+    # stor02 -> wn04 (SACK off, 0.5% loss on a LAN) is left out: such a path runs 0.6-1.4x its own
+    # rate from one quiet test to the next, so no burner is needed to miss 0.75-1.33 there
     site["mesh"]["pairs"] = [{"a": "srv", "b": "wn", "direction": "forward"},
-                             {"a": "stor02", "b": "wn04", "direction": "forward", "expected_rate": "10gbit"}]
+                             {"a": "stor01", "b": "wn03", "direction": "forward", "expected_rate": "1gbit"}]
     site["mesh"]["duration"] = 3
     site_file = tmp_path / "burner-site.yml"
     site_file.write_text(yaml.safe_dump(site))
@@ -233,7 +235,7 @@ def test_a_mesh_beside_a_cpu_burner_holds_or_says_cpu(diag_lab: dict, tmp_path: 
     assert cp.returncode == 0, cp.stderr[-2000:]
     quiet = {(p["src"], p["dst"]): p for p in diag_lab["scan"]["mesh"]["paths"]}
     burned = json.loads(cp.stdout)["paths"]
-    assert len(burned) == 7
+    assert len(burned) == 3
     for p in burned:
         q = quiet[(p["src"], p["dst"])]
         if p["limited_by"] in ("cpu", "contended"):

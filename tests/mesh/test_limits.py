@@ -180,3 +180,24 @@ def test_console_shows_limited_by():
     out = con.export_text()
     assert "limited by: link 1, receiver_window 1" in out
     assert "receiver_window: rwnd_limited 78% of busy time" in out
+
+
+def test_loss_that_binds_only_at_the_rtt_busy_hosts_gave_it_is_cpu():
+    """Seen on ifca on two loaded cores: after SACK was back, a 1 Gbit/s LAN path with 0.5% loss ran
+    at 0.61 of its link, its RTT under load 0.4 ms against 0.05 idle, while the hosts' CPUs were
+    contended (PSI 60%; iperf3 itself waited 12%). At the idle RTT the loss leaves the link: the
+    measurement says more of the CPU than of the path. It was called "loss" before."""
+    ti = tcp(rtt_us=420.0, min_rtt_us=60.0, retrans=1300, sack=True, congestion="cubic")
+    rec = dict(measured_bps=610e6, expected_bps=1e9, ratio=0.61, retransmits=1300, sent_bytes=380_000_000,
+               rtt_us=420.0, min_rtt_us=60.0, idle_rtt_us=50.0, tcp_info=ti,
+               cpu_wait_frac={"src": 0.12, "dst": 0.09}, cpu_pressure_frac={"src": 0.6, "dst": 0.58})
+    cls, ev = classify_path(path(**rec))
+    assert cls == "cpu" and "inconclusive" in ev and "PSI" in ev, ev
+    # the same path on quiet hosts is the loss's
+    quiet = {**rec, "cpu_wait_frac": {"src": 0.02, "dst": 0.01}, "cpu_pressure_frac": {"src": 0.05, "dst": 0.04}}
+    assert classify_path(path(**quiet))[0] == "loss"
+    # and so is a loss that holds the path even at the idle RTT (20 ms away), busy hosts or not
+    far = {**rec, "rtt_us": 21_000.0, "min_rtt_us": 20_100.0, "idle_rtt_us": 20_000.0, "measured_bps": 12e6,
+           "ratio": 0.012, "sent_bytes": 7_500_000, "retransmits": 26,
+           "tcp_info": tcp(rtt_us=21_000.0, min_rtt_us=20_100.0, retrans=26, sack=True, congestion="cubic")}
+    assert classify_path(path(**far))[0] == "loss"
