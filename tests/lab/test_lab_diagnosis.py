@@ -164,6 +164,30 @@ def test_limited_by_names_loss_window_and_link(diag_lab: dict) -> None:
         assert p["test_bytes"] >= p["sent_bytes"] and max(other.values()) < 0.2 * p["test_bytes"], p
 
 
+def mesh_beside_busy_loops(site: dict, tmp_path: Path, ns: str | None = None) -> dict:
+    """``storadvise mesh run`` of ``site`` while a busy loop spins on each core, in lab host ``ns``'s
+    namespace or (None) beside the lab; the loops are killed by pid whatever happens."""
+    import yaml
+
+    site_file = tmp_path / "busy-site.yml"
+    site_file.write_text(yaml.safe_dump(site))
+    inside = ["ip", "netns", "exec", ns] if ns else []
+    loops: list[subprocess.Popen] = []
+    try:
+        for cpu in range(os.cpu_count() or 1):
+            loops.append(subprocess.Popen([*inside, "taskset", "-c", str(cpu), "sh", "-c", "while :; do :; done"],
+                                          start_new_session=True))
+        cp = subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())",
+                             "mesh", "run", "--site", str(site_file), "--json"], capture_output=True, text=True,
+                            timeout=400, cwd=str(REPO), env={**os.environ})
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    return json.loads(cp.stdout)
+
+
 @pytest.mark.root
 def test_cpu_contention_is_reported_as_cpu(diag_lab: dict, tmp_path: Path) -> None:
     """wn04->stor02 (10 Gbit/s links, no delay forwarder on the way: a starved forwarder would
@@ -177,23 +201,7 @@ def test_cpu_contention_is_reported_as_cpu(diag_lab: dict, tmp_path: Path) -> No
     site = yaml.safe_load(Path(rec.site_file).read_text())
     site["mesh"]["pairs"] = [{"a": "wn04", "b": "stor02", "direction": "forward", "expected_rate": "10gbit"}]
     site["mesh"]["duration"] = 3
-    site_file = tmp_path / "cpu-site.yml"
-    site_file.write_text(yaml.safe_dump(site))
-    ns = rec.hosts["wn04"]["ns"]
-    loops: list[subprocess.Popen] = []
-    try:
-        for cpu in range(os.cpu_count() or 1):
-            loops.append(subprocess.Popen(["ip", "netns", "exec", ns, "taskset", "-c", str(cpu),
-                                           "sh", "-c", "while :; do :; done"], start_new_session=True))
-        cp = subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())",
-                             "mesh", "run", "--site", str(site_file), "--json"], capture_output=True, text=True,
-                            timeout=300, cwd=str(REPO), env={**os.environ})
-    finally:
-        for p in loops:
-            p.kill()
-            p.wait()
-    assert cp.returncode == 0, cp.stderr[-2000:]
-    mesh = json.loads(cp.stdout)
+    mesh = mesh_beside_busy_loops(site, tmp_path, ns=rec.hosts["wn04"]["ns"])
     (p,) = mesh["paths"]
     assert p["limited_by"] == "cpu", (p["limited_evidence"], p["cpu_wait_frac"], p["tcp_info"])
     assert "inconclusive" in p["limited_evidence"], p
@@ -218,23 +226,8 @@ def test_a_mesh_beside_a_cpu_burner_holds_or_says_cpu(diag_lab: dict, tmp_path: 
     site["mesh"]["pairs"] = [{"a": "srv", "b": "wn", "direction": "forward"},
                              {"a": "stor01", "b": "wn03", "direction": "forward", "expected_rate": "1gbit"}]
     site["mesh"]["duration"] = 3
-    site_file = tmp_path / "burner-site.yml"
-    site_file.write_text(yaml.safe_dump(site))
-    loops: list[subprocess.Popen] = []
-    try:
-        for cpu in range(os.cpu_count() or 1):
-            loops.append(subprocess.Popen(["taskset", "-c", str(cpu), "sh", "-c", "while :; do :; done"],
-                                          start_new_session=True))
-        cp = subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())",
-                             "mesh", "run", "--site", str(site_file), "--json"], capture_output=True, text=True,
-                            timeout=400, cwd=str(REPO), env={**os.environ})
-    finally:
-        for p in loops:
-            p.kill()
-            p.wait()
-    assert cp.returncode == 0, cp.stderr[-2000:]
+    burned = mesh_beside_busy_loops(site, tmp_path)["paths"]
     quiet = {(p["src"], p["dst"]): p for p in diag_lab["scan"]["mesh"]["paths"]}
-    burned = json.loads(cp.stdout)["paths"]
     assert len(burned) == 3
     for p in burned:
         q = quiet[(p["src"], p["dst"])]
