@@ -1,9 +1,10 @@
 """verify proves the prediction: each cause's predicted metrics against what the new scan measured,
 and a calibration of the plan's prediction (docs/diagnosis.md).
 
-``calibration``: {n, median_ratio, worst_ratio, outside, inconclusive, held}: n plan predictions
-compared with a measurement, each ratio measured / predicted, the worst the one farthest from 1 (by
-|log ratio|), ``outside`` how many lie outside HOLDS (0.75-1.33). Every measured path counts, those
+``calibration``: {n, median_ratio, worst_ratio, outside, inconclusive, held, misses}: n plan
+predictions compared with a measurement, each ratio measured / predicted, the worst the one farthest
+from 1 (by |log ratio|), ``outside`` how many lie outside HOLDS (0.75-1.33) and ``misses`` which
+(metric, subject, model, predicted, measured, ratio, limited_by). Every measured path counts, those
 a by-hand cause of the before scan still holds included: their prediction is made with that cause
 in place (Mathis at the loss and the RTT the flow saw), so a miss there is the model's. ``held``
 {n, median_ratio, worst_ratio} repeats those paths apart, for the reader; they are in n too. Only a
@@ -76,7 +77,7 @@ def by_hand_subjects(before: ScanReport) -> set[tuple[str, str]]:
 def calibration(predictions: list[Predicted], after: ScanReport,
                 held_by_hand: set[tuple[str, str]] | frozenset = frozenset()) -> dict[str, Any]:
     measured = _measured(after)
-    ratios, held, inconclusive = [], [], 0
+    ratios, held, inconclusive, misses = [], [], 0, []
     for pr in predictions:
         if pr.after is None or not pr.after:
             continue
@@ -89,7 +90,11 @@ def calibration(predictions: list[Predicted], after: ScanReport,
         ratios.append(m[0] / pr.after)
         if (pr.metric, pr.subject) in held_by_hand:
             held.append(ratios[-1])
-    return {**_ratios_summary(ratios), "inconclusive": inconclusive, "held": _ratios_summary(held)}
+        if not HOLDS[0] <= ratios[-1] <= HOLDS[1]:
+            misses.append({"metric": pr.metric, "subject": pr.subject, "model": pr.model, "predicted": pr.after,
+                           "measured": m[0], "ratio": round(ratios[-1], 3),
+                           "limited_by": m[2].get("limited_by") if pr.metric == "throughput" else None})
+    return {**_ratios_summary(ratios), "inconclusive": inconclusive, "held": _ratios_summary(held), "misses": misses}
 
 
 def _applied(change, after: ScanReport) -> bool | None:
