@@ -20,7 +20,7 @@ import pytest
 
 from advisor.lab.hosts import HOST_DIR_IN_HOST
 from advisor.lab.records import host_ns
-from tests.lab.conftest import lab_cli, lab_registry, require_root  # noqa: F401 (fixture)
+from tests.support.lab import lab_cli, require_root
 
 pytestmark = [pytest.mark.root]
 

@@ -99,13 +99,13 @@ def console_lines(scan: Path) -> int:
 
 
 def report_schema_errors(report: dict) -> list[str]:
-    from tests.report.test_report_schema import errors
+    from tests.support.report_checks import errors
 
     return errors(report)
 
 
 def ndjson_key_types(docs: list[dict]) -> dict[str, set[str]]:
-    from tests.report.test_ndjson import key_types
+    from tests.support.report_checks import key_types
 
     return key_types(docs)
 

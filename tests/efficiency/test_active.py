@@ -208,7 +208,7 @@ def test_job_io_bound_through_a_shaped_veth(netns_pair, tmp_path):
 
 @pytest.fixture
 def ssh_site(tmp_path):
-    from tests.sshd_fixture import running_sshd, sshd_available
+    from tests.support.sshd import running_sshd, sshd_available
 
     if not sshd_available():
         pytest.skip("needs /usr/sbin/sshd")

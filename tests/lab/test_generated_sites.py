@@ -26,7 +26,7 @@ from advisor.lab.expect_check import measurement_faults, symptom_named, unplaced
 from advisor.lab.generate import fault_kinds, fault_kinds_of, generate_scenario, scenario_yaml
 from advisor.lab.scenario import Scenario
 
-from tests.lab.conftest import lab_cli, require_root
+from tests.support.lab import lab_cli, require_root
 
 BIN = Path(sys.executable).parent
 SEEDS = [int(s) for s in os.environ.get("STORADVISE_GEN_SEEDS", "1,2,3,4,5").split(",") if s.strip()]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab.conftest import lab_cli, lab_registry, require_root  # noqa: F401 (fixture)
+from tests.support.lab import lab_cli, require_root
 
 pytestmark = [pytest.mark.root]
 

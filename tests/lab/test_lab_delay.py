@@ -24,7 +24,7 @@ from advisor.lab.path_faults import delay_queues
 from advisor.lab.netns import Capabilities
 from advisor.lab.records import switch_ns
 from advisor.lab.scenario import Scenario
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, root_snapshot
+from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root, root_snapshot
 
 DELAY_SCENARIO = """
 name: dly

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.lab.conftest import lab_cli, require_root
+from tests.support.lab import lab_cli, require_root
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, ssh
+from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root, ssh
 
 SCENARIO = """
 name: procview

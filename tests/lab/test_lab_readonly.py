@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from advisor.lab.hosts import HOST_DIR_IN_HOST
-from tests.lab.conftest import SMALL_SCENARIO, lab_cli, require_root
+from tests.support.lab import SMALL_SCENARIO, lab_cli, require_root
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.core.test_rule_requests import NEW_KEY, rules_copy, site_pack
-from tests.lab.conftest import REPO, lab_cli, require_root, ssh
+from tests.support.rule_packs import NEW_KEY, rules_copy, site_pack
+from tests.support.lab import REPO, lab_cli, require_root, ssh
 
 pytestmark = [pytest.mark.root]
 

@@ -19,7 +19,7 @@ import yaml
 from advisor.efficiency.scaling_curve import find_knee
 from advisor.lab import netns as nx
 
-from .conftest import REPO, lab_cli, require_root, ssh
+from tests.support.lab import REPO, lab_cli, require_root, ssh
 
 pytestmark = [pytest.mark.root]
 

@@ -20,7 +20,7 @@ import yaml
 
 from advisor.lab import netns as nx
 
-from .conftest import lab_cli, require_root, ssh
+from tests.support.lab import lab_cli, require_root, ssh
 
 pytestmark = [pytest.mark.root]
 

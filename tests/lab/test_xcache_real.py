@@ -30,7 +30,7 @@ import pytest
 from advisor.cache.simulate import SimulateOptions, simulate
 from advisor.lab import xrootd_service as xs
 
-from .conftest import require_root
+from tests.support.lab import require_root
 
 MIB = 1 << 20
 DISK = 61 * MIB
@@ -169,11 +169,11 @@ def test_xcache_role_on_a_real_instance():
     restart the instance runs with it (read back by the xcache.log probe from its own log);
     rollback restores it."""
     require_root()
-    from tests.apply.conftest import ANSIBLE_PLAYBOOK
+    from tests.support.ansible import ANSIBLE_PLAYBOOK
     from probes.probe import ProbeContext
     from probes.xcache import XCacheLogProbe
 
-    from .conftest import REPO
+    from tests.support.lab import REPO
 
     ns = f"saxr{os.getpid() % 100000}"
     tmp = Path(tempfile.mkdtemp(prefix="storadvise-xcache-role-"))

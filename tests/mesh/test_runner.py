@@ -15,7 +15,8 @@ from advisor.mesh import diagnosis as dg
 from advisor.mesh.runner import MeshProgress, run_mesh
 from advisor.site import Site
 from advisor.transport.local import LocalTransport
-from tests.mesh.conftest import NetnsSite, SubprocessTransport, needs_netns
+from tests.support.netns import NetnsSite
+from tests.support.subprocess_transport import SubprocessTransport
 
 pytestmark = pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 not installed")
 
@@ -145,11 +146,10 @@ def _netns_site(ns: NetnsSite, rates: dict[str, str], **mesh) -> Site:
 
 @pytest.mark.root
 @pytest.mark.slow
-@needs_netns
-def test_namespace_mesh_finds_slow_sender_and_firewall_cut():
+def test_namespace_mesh_finds_slow_sender_and_firewall_cut(netns_site):
     """4 hosts: h1's egress shaped to 100 Mbit/s (its sends are slow, its receives fine), h4 rejects
     iperf3 from h3 with an nft rule (the h3<->h4 tests fail), all else 400 Mbit/s."""
-    with NetnsSite(4, rate="400mbit") as ns:
+    with netns_site(4, rate="400mbit") as ns:
         h1, h2, h3, h4 = ns.hosts
         subprocess.run(["ip", "netns", "exec", h1, "tc", "qdisc", "replace", "dev", "eth0", "root", "tbf",
                         "rate", "100mbit", "burst", "64kb", "latency", "10ms"], check=True)
@@ -194,13 +194,12 @@ def _factset_from(res: dict, site: Site, facts: dict[str, dict]) -> FactSet:
 
 @pytest.mark.root
 @pytest.mark.slow
-@needs_netns
-def test_namespace_mesh_rules_through_engine():
+def test_namespace_mesh_rules_through_engine(netns_site):
     """The rule engine over a real namespace mesh: slow sender with tcp_sack=0 named as the cause."""
     from advisor.rules.engine import evaluate
-    from tests.mesh.test_diagnosis import sysctl_facts
+    from tests.support.ifca_mesh import sysctl_facts
 
-    with NetnsSite(3, rate="300mbit") as ns:
+    with netns_site(3, rate="300mbit") as ns:
         h1, h2, h3 = ns.hosts
         subprocess.run(["ip", "netns", "exec", h1, "tc", "qdisc", "replace", "dev", "eth0", "root", "tbf",
                         "rate", "80mbit", "burst", "64kb", "latency", "10ms"], check=True)
@@ -226,12 +225,11 @@ def test_namespace_mesh_rules_through_engine():
 
 @pytest.mark.root
 @pytest.mark.slow
-@needs_netns
-def test_slow_paths_are_measured_again_alone():
+def test_slow_paths_are_measured_again_alone(netns_site):
     """retest_below: h1's sends (egress shaped to 100 Mbit/s of 400) are measured again one at a
     time after the rounds and stay slow (a real path fault, not contention); the record keeps what
     the round measured; paths at their rate are not retested."""
-    with NetnsSite(3, rate="400mbit") as ns:
+    with netns_site(3, rate="400mbit") as ns:
         h1, h2, h3 = ns.hosts
         subprocess.run(["ip", "netns", "exec", h1, "tc", "qdisc", "replace", "dev", "eth0", "root", "tbf",
                         "rate", "100mbit", "burst", "64kb", "latency", "10ms"], check=True)

@@ -12,7 +12,8 @@ from advisor.findings import FindingStatus
 from advisor.rules.engine import evaluate
 from probes.firewall import FirewallProbe
 
-from tests.probes.conftest import FIXTURES, run_in_namespace
+from tests.support.netns import run_in_namespace
+from tests.support.paths import FIXTURES
 
 FW = FIXTURES / "firewall"
 IPT = (FW / "negations-iptables-save.txt").read_text()

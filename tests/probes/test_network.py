@@ -27,7 +27,9 @@ from probes.network import (
 )
 from probes.probe import ProbeContext, ProbeParseError
 
-from tests.probes.conftest import FIXTURES, run_in_namespace, sandboxed_script, sysctl_sandbox
+from tests.support.netns import run_in_namespace
+from tests.support.paths import FIXTURES
+from tests.support.sysctl_sandbox import sandboxed_script, sysctl_sandbox
 
 SYSCTL_CAPTURE = (FIXTURES / "network" / "sysctl-netns-gpfs-server.txt").read_text()
 NIC_CAPTURE = (FIXTURES / "network" / "nic-netns-veth.txt").read_text()

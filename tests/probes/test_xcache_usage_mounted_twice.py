@@ -9,7 +9,7 @@ import pytest
 from probes import get_probe
 from probes.probe import ProbeContext
 
-from tests.probes.conftest import have_root
+from tests.support.netns import have_root
 
 USAGE = get_probe("xcache.usage")
 

@@ -16,7 +16,7 @@ from advisor.findings import Finding, FindingStatus, Severity
 from advisor.rules.specs import load_catalog
 from advisor.site import Host, MeshPair, MeshSpec, Site, Waiver
 
-from .conftest import make_report
+from tests.support.reports import make_report
 from .test_junit import XSD
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ from pathlib import Path
 from advisor.history_store import HistoryStore
 from advisor.report.model import load_report
 
-from .conftest import make_report
+from tests.support.reports import make_report
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,7 +29,7 @@ def run(*args, env=None, timeout=120):
 WRITER = """
 import sys
 sys.path.insert(0, {repo!r})
-from tests.report.conftest import make_report
+from tests.support.reports import make_report
 from advisor.findings import Finding, FindingStatus, Severity
 from advisor.history_store import HistoryStore
 n, rows = int(sys.argv[2]), int(sys.argv[3])

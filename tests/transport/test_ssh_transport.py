@@ -1,4 +1,4 @@
-"""SshTransport against a real OpenSSH server started on 127.0.0.1 (tests/sshd_fixture.py)."""
+"""SshTransport against a real OpenSSH server started on 127.0.0.1 (tests/support/sshd.py)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from advisor.transport.base import (
 from advisor.transport.factory import transport_for
 from advisor.transport.local import LocalTransport
 from advisor.transport.ssh import SshTransport
-from tests.sshd_fixture import free_port, generate_key, public_key_text, running_sshd
-from tests.transport.conftest import hermetic_options
+from tests.support.sshd import free_port, generate_key, public_key_text, running_sshd
+from tests.support.sshd import hermetic_options
 
 
 def ssh_keygen_fingerprint(private_key: Path) -> str:

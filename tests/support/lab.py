@@ -1,14 +1,14 @@
-"""Fixtures for lab tests: an isolated lab registry, root-namespace snapshots, ssh helpers.
+"""The lab for tests: an isolated lab registry (the ``lab_registry`` fixture, which marks a test ``lab``, ``root``
+and ``quiet``), the lab CLI, root-namespace snapshots, ssh into a lab host.
 
-Lab tests that need root are marked ``root``; as root they never skip. Every lab a test creates
-is removed in a finalizer, also when the test fails.
+Lab tests need root; as root they never skip. Every lab a test creates is removed in a finalizer, also when the
+test fails, and the registry's last resort removes whatever is left at the end of the session.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -88,20 +88,6 @@ def lab_registry(tmp_path_factory: pytest.TempPathFactory):
         else:
             os.environ["STORADVISE_LAB_DIR"] = old
         subprocess.run(["rm", "-rf", str(d)], check=False)
-
-
-def storadvise_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """``storadvise ARGS`` run from this checkout, its output captured (the caller checks the exit)."""
-    return subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())", *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=str(REPO), env={**os.environ})
-
-
-def run_playbook(plan: Path, name: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    """``ansible-playbook NAME EXTRA`` in the plan directory ``plan``; it must succeed."""
-    cp = subprocess.run([shutil.which("ansible-playbook", path=str(Path(sys.executable).parent)) or "ansible-playbook",
-                         name, *extra], cwd=plan, capture_output=True, text=True, timeout=600)
-    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-2000:]
-    return cp
 
 
 def lab_cli(args: list[str], check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -1,0 +1,8 @@
+"""Where the tests find the repository and its real-format fixtures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures"
