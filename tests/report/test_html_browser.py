@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
 
 from advisor.findings import Finding, FindingStatus, Severity
 from advisor.report.html import host_groups, scan_html
 
-from .browser import open_page
+from tests.support.browser import open_page
 from tests.support.reports import make_report
 
 

@@ -21,3 +21,19 @@ def storadvise(*args: str | PathLike, cwd: str | PathLike = REPO, env: Mapping[s
     process's)."""
     return subprocess.run([*STORADVISE, *map(str, args)], capture_output=True, text=True, cwd=cwd,
                           env=None if env is None else dict(env), timeout=timeout, input=input)
+
+
+def every_command():
+    """(path, click command, context) for every command, groups included."""
+    import typer.main
+
+    from advisor.cli import app
+
+    root = typer.main.get_command(app)
+    todo = [(("storadvise",), root, None)]
+    while todo:
+        path, cmd, parent = todo.pop()
+        ctx = cmd.make_context(path[-1], [], parent=parent, resilient_parsing=True)
+        yield path, cmd, ctx
+        for name, sub in sorted(getattr(cmd, "commands", {}).items()):
+            todo.append((path + (name,), sub, ctx))

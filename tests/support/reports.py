@@ -1,14 +1,16 @@
 """A scan report of a small site built in memory: three hosts (two identical workers), a mesh with one
-failed path, an efficiency test, and findings of every status, some with control characters a host printed."""
+failed path, an efficiency test, and findings of every status, some with control characters a host printed;
+the same with a diagnosis; and a real scan of this machine."""
 
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 from advisor.findings import Finding, FindingStatus, Remediation, Severity
 from advisor.report.model import HostReport, ScanReport, ScanSummary
+from tests.support.cli import storadvise
+from tests.support.paths import REPO
 
 
 def _path(src, dst, measured, expected=10**9, status="ok"):
@@ -62,14 +64,12 @@ def make_report(site="demo", started_at="2026-11-23T10:00:00+0100", findings=Non
     )
 
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 def cli(*args, cwd: Path) -> subprocess.CompletedProcess:
     """storadvise in ``cwd``, with a scratch HOME there."""
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=600,
-                          env={"PYTHONPATH": str(REPO), "HOME": str(cwd), "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
+    return storadvise(*args, cwd=cwd, env={"PYTHONPATH": str(REPO), "HOME": str(cwd),
+                                           "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
 
 
 def local_scan(tmp_path: Path, roles: list[str]) -> Path:
