@@ -20,16 +20,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
 from advisor.apply.ansible_data import dump_data
 from advisor.lab.hosts import HOST_DIR_IN_HOST
 from advisor.lab.records import host_ns
-from tests.support.plan_files import plan_vars
 from tests.support.lab import lab_cli, require_root
-
-pytestmark = [pytest.mark.root]
+from tests.support.plan_files import plan_vars
 
 BIN = Path(sys.executable).parent
 PLAYBOOK = shutil.which("ansible-playbook", path=str(BIN))

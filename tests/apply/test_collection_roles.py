@@ -14,7 +14,10 @@ import pytest
 from tests.support.ansible import ANSIBLE_PLAYBOOK, VENV_BIN, play_recap
 from tests.support.ns_host import requirements_missing
 
-pytestmark = pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing()))
+pytestmark = [
+    pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing())),
+    pytest.mark.usefixtures("ansible_playbook"),
+]
 
 ROLES = ["firewall", "network_tuning", "block_tuning", "gpfs_tuning", "san_cache", "xcache", "xrootd_tuning",
          "dcache_tuning", "lustre_tuning", "ceph_client", "beegfs_client", "hdfs_balancer"]

@@ -10,7 +10,10 @@ import pytest
 from tests.support.ansible import ANSIBLE_PLAYBOOK, play_recap
 from tests.support.ns_host import STORADVISE, requirements_missing
 
-pytestmark = pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing()))
+pytestmark = [
+    pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing())),
+    pytest.mark.usefixtures("ansible_playbook"),
+]
 
 NFT = """table inet sa_test {
   chain input {

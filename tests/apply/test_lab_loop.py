@@ -11,11 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
-
-pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,7 +125,7 @@ def check_calibration(result: dict) -> None:
     assert all(c["measured"] for c in by_id.values() if c["kind"] == "change"), result["causes"]
 
 
-def test_ifca_loop(tmp_path):
+def test_ifca_loop(lab_registry, tmp_path):
     name = f"apply{os.getpid()}"
     run(BIN / "storadvise", "lab", "up", "--scenario", "ifca", "--name", name)
     try:

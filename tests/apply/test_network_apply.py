@@ -14,7 +14,10 @@ from advisor.apply.ansible_data import dump_data, load_data
 from tests.support.ansible import ANSIBLE_PLAYBOOK, play_recap
 from tests.support.ns_host import STORADVISE, file_digests, load_json, requirements_missing, root_sysctls
 
-pytestmark = pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing()))
+pytestmark = [
+    pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing())),
+    pytest.mark.usefixtures("ansible_playbook"),
+]
 
 OLD_GUIDE = "# old GPFS tuning guide: network settings for NSD servers\nnet.ipv4.tcp_sack = 0\n"
 REAL_ETC = ["/etc/sysctl.conf", "/etc/sysctl.d"]

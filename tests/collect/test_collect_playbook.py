@@ -18,7 +18,10 @@ from tests.support.ns_host import requirements_missing
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
-pytestmark = pytest.mark.skipif(bool(requirements_missing()), reason=str(requirements_missing()))
+pytestmark = [
+    pytest.mark.skipif(bool(requirements_missing()), reason=str(requirements_missing())),
+    pytest.mark.usefixtures("ansible_playbook"),
+]
 
 #: sections of probe outputs that are live readings and differ between any two collections by
 #: nature: kernel counters, the clock, free memory. In them, the same lines must name the same

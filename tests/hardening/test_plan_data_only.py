@@ -20,7 +20,10 @@ from advisor.apply.ansible_data import load_data
 from tests.support.ansible import ANSIBLE_PLAYBOOK, play_recap
 from tests.support.ns_host import STORADVISE, requirements_missing
 
-pytestmark = [pytest.mark.root, pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing()))]
+pytestmark = [
+    pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing())),
+    pytest.mark.usefixtures("ansible_playbook"),
+]
 
 
 def _pipe(mark) -> str:

@@ -12,11 +12,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.support.lab import REPO, lab_cli, require_root
-
-pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 
 def _bench():

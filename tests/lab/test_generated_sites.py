@@ -100,8 +100,6 @@ def test_lab_generate_cli(tmp_path):
     assert out.read_text() == scenario_yaml(generate_scenario(3))
 
 
-@pytest.mark.root
-@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 def test_generated_site_loop(seed, lab_registry, tmp_path):
     require_root()

@@ -19,8 +19,6 @@ import pytest
 
 from tests.support.lab import lab_cli, require_root
 
-pytestmark = [pytest.mark.root]
-
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 PLAYBOOK = shutil.which("ansible-playbook", path=str(BIN))

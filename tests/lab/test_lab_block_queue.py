@@ -12,13 +12,12 @@ import os
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
-from tests.support.plan_files import plan_vars_text
 from tests.support.ansible import run_playbook
 from tests.support.cli import storadvise
 from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root
+from tests.support.plan_files import plan_vars_text
 
 BIN = Path(sys.executable).parent
 RULES = {"BLOCK-NR-REQUESTS", "BLOCK-QUEUE-DEPTH"}
@@ -32,7 +31,6 @@ def _failing(scan: dict) -> set[tuple[str, str, str]]:
             if f["rule_id"] in RULES and f["status"] == "fail" for h in f["hosts"]}
 
 
-@pytest.mark.root
 def test_nr_requests_and_queue_depth_fixed_on_emulated_disks(lab_registry: Path, tmp_path: Path) -> None:
     require_root()
     had_real_rule = REAL_UDEV.exists()

@@ -13,12 +13,10 @@ import os
 import sys
 from pathlib import Path
 
-import pytest
-
-from tests.support.plan_files import plan_vars_text
 from tests.support.ansible import run_playbook
 from tests.support.cli import storadvise
 from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root
+from tests.support.plan_files import plan_vars_text
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "cephfs.yml"
 BIN = Path(sys.executable).parent
@@ -34,8 +32,6 @@ def _failing(scan: dict) -> dict[str, list[dict]]:
     return out
 
 
-@pytest.mark.root
-@pytest.mark.slow
 def test_cephfs_loop(lab_registry: Path, tmp_path: Path) -> None:
     require_root()
     name = f"t-cph{os.getpid() % 10000}"

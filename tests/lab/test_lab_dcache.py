@@ -13,13 +13,12 @@ import os
 import sys
 from pathlib import Path
 
-import pytest
 
 from advisor.lab.emulators.dcache import domain_state, runs_current_files
-from tests.support.plan_files import plan_vars_text
 from tests.support.ansible import run_playbook
 from tests.support.cli import storadvise
 from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root, ssh
+from tests.support.plan_files import plan_vars_text
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "dcache.yml"
 BIN = Path(sys.executable).parent
@@ -34,8 +33,6 @@ def _fails(scan: dict) -> dict[str, list[dict]]:
     return out
 
 
-@pytest.mark.root
-@pytest.mark.slow
 def test_dcache_loop(lab_registry: Path, tmp_path: Path) -> None:
     require_root()
     name = f"t-dc{os.getpid() % 10000}"

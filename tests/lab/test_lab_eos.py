@@ -10,8 +10,6 @@ import json
 import os
 from pathlib import Path
 
-import pytest
-
 from tests.support.cli import storadvise
 from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root, ssh
 
@@ -24,8 +22,6 @@ COMMANDS = {  # rule -> (subject, the exact command its remediation names)
 }
 
 
-@pytest.mark.root
-@pytest.mark.slow
 def test_eos_manual_loop(lab_registry: Path, tmp_path: Path) -> None:
     require_root()
     name = f"t-eos{os.getpid() % 10000}"

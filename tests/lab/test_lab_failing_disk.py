@@ -9,15 +9,12 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
-
 from tests.support.cli import storadvise
 from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "failing-disk.yml"
 
 
-@pytest.mark.root
 def test_scan_names_the_failing_disk_and_its_service(lab_registry, tmp_path) -> None:
     require_root()
     name = f"t-dsk{os.getpid() % 10000}"

@@ -29,8 +29,6 @@ import yaml
 
 from tests.support.lab import lab_cli, require_root
 
-pytestmark = [pytest.mark.root, pytest.mark.slow]
-
 NAME = "t-faults"
 CONNECT_TIMEOUT = 3.0
 PROBE_TIMEOUT = 30.0  # the probes' own default (probes/probe.py)

@@ -13,21 +13,18 @@ import os
 import sys
 from pathlib import Path
 
-import pytest
 
 from probes.hdfs import parse_balancer_log
-from tests.support.plan_files import plan_vars_text
 from tests.support.ansible import run_playbook
 from tests.support.cli import storadvise
 from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root, ssh
+from tests.support.plan_files import plan_vars_text
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "hdfs.yml"
 BIN = Path(sys.executable).parent
 RULES = {"HDFS-BALANCER-CONCURRENT-MOVES", "HDFS-BALANCER-DISPATCHER-THREADS"}
 
 
-@pytest.mark.root
-@pytest.mark.slow
 def test_hdfs_balancer_loop(lab_registry: Path, tmp_path: Path) -> None:
     require_root()
     name = f"t-hdf{os.getpid() % 10000}"

@@ -13,20 +13,16 @@ import os
 import sys
 from pathlib import Path
 
-import pytest
-
-from tests.support.plan_files import plan_vars_text
 from tests.support.ansible import run_playbook
 from tests.support.cli import storadvise
 from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root
+from tests.support.plan_files import plan_vars_text
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "lustre.yml"
 BIN = Path(sys.executable).parent
 LUSTRE_FAILS = {"LUSTRE-OSC-RPCS-IN-FLIGHT", "LUSTRE-OSC-MAX-DIRTY", "LUSTRE-MDC-RPCS-IN-FLIGHT", "LUSTRE-READ-AHEAD"}
 
 
-@pytest.mark.root
-@pytest.mark.slow
 def test_lustre_loop(lab_registry: Path, tmp_path: Path) -> None:
     require_root()
     name = f"t-lus{os.getpid() % 10000}"

@@ -18,12 +18,11 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
 import yaml
 
-from tests.support.plan_files import plan_vars
 from tests.support.cli import storadvise
 from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root
+from tests.support.plan_files import plan_vars
 
 BIN = Path(sys.executable).parent
 PKG = "stripefs_storadvise"
@@ -211,8 +210,6 @@ def tracked_state() -> tuple[str, str]:
     return status, diff
 
 
-@pytest.mark.root
-@pytest.mark.slow
 def test_a_storage_system_added_in_its_own_files(lab_registry: Path, tmp_path: Path, monkeypatch) -> None:
     require_root()
     # compared with the tree as it was before the test, so a developer's uncommitted work does not fail it

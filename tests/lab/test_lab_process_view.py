@@ -15,8 +15,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root, ssh
 
 SCENARIO = """
@@ -46,7 +44,6 @@ def _comm(pid: int) -> str:
         return ""
 
 
-@pytest.mark.root
 def test_each_host_sees_only_its_processes(lab_registry: Path, tmp_path: Path) -> None:
     require_root()
     name = f"t-pv{os.getpid() % 10000}"

@@ -16,8 +16,6 @@ import pytest
 from advisor.lab.records import host_ns, switch_ns
 from tests.support.lab import REPO, SMALL_SCENARIO, lab_cli, lab_traces, no_traces, require_root, root_snapshot, ssh
 
-pytestmark = [pytest.mark.root]
-
 
 @pytest.fixture(scope="module")
 def small_lab(lab_registry: Path, tmp_path_factory: pytest.TempPathFactory):

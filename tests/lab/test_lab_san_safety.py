@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from tests.support.cli import storadvise
 from tests.support.lab import lab_cli, lab_traces, no_traces, require_root
 
@@ -37,7 +35,6 @@ site:
 """
 
 
-@pytest.mark.root
 def test_mirroring_off_gets_no_write_cache_change(lab_registry: Path, tmp_path: Path) -> None:
     require_root()
     scen = tmp_path / "trsan.yml"

@@ -15,8 +15,6 @@ import pytest
 from advisor.lab.records import host_ns
 from tests.support.lab import lab_cli, lab_traces, no_traces, require_root, root_snapshot, ssh
 
-pytestmark = [pytest.mark.root, pytest.mark.slow]
-
 BIG = """
 name: big
 switches:

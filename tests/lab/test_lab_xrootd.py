@@ -13,12 +13,10 @@ import os
 import sys
 from pathlib import Path
 
-import pytest
-
-from tests.support.plan_files import plan_vars_text
 from tests.support.ansible import run_playbook
 from tests.support.cli import storadvise
 from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root
+from tests.support.plan_files import plan_vars_text
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "xrootd.yml"
 BIN = Path(sys.executable).parent
@@ -28,8 +26,6 @@ def _xrootd(scan: dict, host: str = "xrd01") -> dict[str, dict]:
     return {f["rule_id"]: f for f in scan["findings"] if f["rule_id"].startswith("XROOTD-") and host in f["hosts"]}
 
 
-@pytest.mark.root
-@pytest.mark.slow
 def test_xrootd_server_loop(lab_registry: Path, tmp_path: Path) -> None:
     require_root()
     name = f"t-xrd{os.getpid() % 10000}"

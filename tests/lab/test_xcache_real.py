@@ -79,8 +79,7 @@ def _probes_read_the_live_cache(cache: xs.XrootdProcess) -> None:
     assert usage.total_bytes == DISK and usage.used_fraction is not None and usage.used_fraction < LOW
 
 
-@pytest.mark.root
-@pytest.mark.slow
+@pytest.mark.netns
 def test_real_xcache_matches_simulated_xcache():
     require_root()
     ns = f"saxc{os.getpid() % 100000}"
@@ -163,7 +162,8 @@ PLAY = """---
 """
 
 
-@pytest.mark.root
+@pytest.mark.netns
+@pytest.mark.usefixtures("ansible_playbook")
 def test_xcache_role_on_a_real_instance():
     """The xcache Ansible role (real ansible-playbook) changes a live XCache's configuration; after a
     restart the instance runs with it (read back by the xcache.log probe from its own log);

@@ -12,8 +12,8 @@ from probes import get_probe
 from probes.firewall import FirewallProbe, normalize_network
 from probes.probe import ProbeContext, ProbeParseError, not_applicable_reason
 
-from tests.support.netns import run_in_namespace
 from tests.support.firewall_outputs import FULL, FW, IPT_LEGACY, IPT_NFT, NFT_JSON, probe_output
+from tests.support.netns import run_in_namespace
 from tests.support.paths import FIXTURES
 
 CTX = ProbeContext(host="gpfs01", storage_prefixes=["198.18.0.0/24"])
@@ -194,7 +194,6 @@ def test_not_applicable_without_any_tool():
     assert not_applicable_reason(out.stdout) == "neither iptables-save nor nft found"
 
 
-@pytest.mark.root
 def test_script_in_a_namespace_with_iptables_and_nft(netns):
     for cmd in (
         "iptables -P INPUT DROP",

@@ -137,3 +137,35 @@ def netns_site() -> type[NetnsSite]:
     if not netns_available():
         pytest.skip("needs root and network namespaces")
     return NetnsSite
+
+
+
+
+def _run(*cmd: str) -> None:
+    subprocess.run(cmd, check=True, capture_output=True, timeout=30)
+
+
+@pytest.fixture
+def netns_pair():
+    """Two namespaces joined by a veth pair: server 198.18.210.1 (sa-effs-PID), client .2."""
+    if not (os.geteuid() == 0 and shutil.which("ip") and shutil.which("tc")):
+        pytest.skip("needs root, ip and tc")
+    tag = f"{os.getpid() % 100000}"
+    a, b = f"sa-effs-{tag}", f"sa-effc-{tag}"
+    va, vb = f"vefs{tag}", f"vefc{tag}"
+    try:
+        _run("ip", "netns", "add", a)
+        _run("ip", "netns", "add", b)
+        _run("ip", "link", "add", va, "type", "veth", "peer", "name", vb)
+        _run("ip", "link", "set", va, "netns", a)
+        _run("ip", "link", "set", vb, "netns", b)
+        for ns, dev, addr in ((a, va, "198.18.210.1/24"), (b, vb, "198.18.210.2/24")):
+            _run("ip", "-n", ns, "addr", "add", addr, "dev", dev)
+            _run("ip", "-n", ns, "link", "set", dev, "up")
+            _run("ip", "-n", ns, "link", "set", "lo", "up")
+        yield {"server_ns": a, "client_ns": b, "server_dev": va}
+    finally:
+        for ns in (a, b):  # deleting a namespace removes its end of the veth (and the pair)
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert a not in left and b not in left
