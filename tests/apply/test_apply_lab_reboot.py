@@ -20,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from advisor.apply.ansible_data import dump_data
@@ -27,6 +28,8 @@ from advisor.lab.hosts import HOST_DIR_IN_HOST
 from advisor.lab.records import host_ns
 from tests.support.lab import lab_cli, require_root
 from tests.support.plan_files import plan_vars
+
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 BIN = Path(sys.executable).parent
 PLAYBOOK = shutil.which("ansible-playbook", path=str(BIN))

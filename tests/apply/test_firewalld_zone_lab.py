@@ -17,9 +17,13 @@ import sys
 from pathlib import Path
 
 
+import pytest
+
 from advisor.lab.hosts import HOST_DIR_IN_HOST
 from advisor.lab.records import host_ns
 from tests.support.lab import lab_cli, require_root
+
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 BIN = Path(sys.executable).parent
 PLAYBOOK = shutil.which("ansible-playbook", path=str(BIN))

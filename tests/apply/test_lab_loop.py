@@ -11,7 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
+
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 
 BIN = Path(sys.executable).parent

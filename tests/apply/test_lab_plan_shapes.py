@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
+
 BIN = Path(sys.executable).parent
 
 SCENARIO = """

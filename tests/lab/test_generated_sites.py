@@ -28,6 +28,8 @@ from advisor.lab.scenario import Scenario
 
 from tests.support.lab import lab_cli, require_root
 
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
+
 BIN = Path(sys.executable).parent
 SEEDS = [int(s) for s in os.environ.get("STORADVISE_GEN_SEEDS", "1,2,3,4,5").split(",") if s.strip()]
 SCAN_OPTS = ["--sample-seconds", "0.5", "--no-efficiency", "--connect-timeout", "5"]

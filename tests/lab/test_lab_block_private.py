@@ -19,6 +19,8 @@ import pytest
 
 from tests.support.lab import lab_cli, require_root
 
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 PLAYBOOK = shutil.which("ansible-playbook", path=str(BIN))

@@ -14,11 +14,15 @@ import sys
 from pathlib import Path
 
 
+import pytest
+
 from advisor.lab.emulators.dcache import domain_state, runs_current_files
 from tests.support.ansible import run_playbook
 from tests.support.cli import storadvise
 from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root, ssh
 from tests.support.plan_files import plan_vars_text
+
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "dcache.yml"
 BIN = Path(sys.executable).parent

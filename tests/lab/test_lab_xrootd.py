@@ -13,10 +13,14 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.ansible import run_playbook
 from tests.support.cli import storadvise
 from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root
 from tests.support.plan_files import plan_vars_text
+
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "xrootd.yml"
 BIN = Path(sys.executable).parent

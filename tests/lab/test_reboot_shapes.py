@@ -18,6 +18,8 @@ import pytest
 
 from tests.support.lab import REPO, lab_cli, require_root
 
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
+
 
 def _bench():
     spec = importlib.util.spec_from_file_location("bench_reboot", REPO / "bench" / "bench_reboot.py")
