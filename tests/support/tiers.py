@@ -99,9 +99,10 @@ class StartGuard:
     def _audit(self, event: str, args: tuple) -> None:
         if event != "subprocess.Popen" or self.item is None:
             return
-        for kind in started_kinds(args[1]):
-            self.started.setdefault(kind, " ".join(map(str, args[1]))[:160] if not isinstance(args[1], str)
-                                    else args[1][:160])
+        argv = args[1]
+        shown = argv if isinstance(argv, str) else " ".join(map(str, argv))
+        for kind in started_kinds(argv):
+            self.started.setdefault(kind, shown[:160])
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem):
