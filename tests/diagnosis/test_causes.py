@@ -13,7 +13,7 @@ from advisor.diagnosis import DiagnosisInput, diagnose
 from advisor.diagnosis.model import PlannedSetting
 from advisor.diagnosis.causes import plan_prediction
 from advisor.findings import Finding, FindingStatus, Severity
-from tests.support.diagnosis_site import ADDR, G, RACK_A, RACK_B, TAGS, findings, mesh, site_facts
+from tests.support.diagnosis_site import ADDR, G, RACK_A, RACK_B, TAGS, finding, findings, mesh, site_facts, sysctls
 
 @pytest.fixture(scope="module")
 def diagnosis():
