@@ -10,18 +10,9 @@ import pytest
 from advisor.apply.verify_predictions import by_hand_subjects, calibration, load_plan_prediction, verify_causes
 from advisor.diagnosis import DiagnosisInput, diagnose
 from advisor.errors import StoradviseError
-from advisor.report.model import HostReport, ScanReport, ScanSummary
+from advisor.report.model import ScanReport
 
-from tests.diagnosis.test_causes import ADDR, RACK_B, TAGS, findings, mesh, site_facts
-
-
-def report(m: dict, facts: dict, diag=None) -> ScanReport:
-    hosts = [HostReport(name=h, reachable=True, address=ADDR[h], facts=f) for h, f in facts.items()]
-    summary = ScanSummary(hosts=len(hosts), unreachable=0, probe_errors=0, by_status={}, failed_by_severity={},
-                          worst_failed_severity=None, incomplete=False)
-    r = ScanReport(tool_version="t", site="s", profiles=["generic"], started_at="a", finished_at="b", duration_s=1,
-                   hosts=hosts, findings=findings(m) if diag else [], summary=summary, mesh=m)
-    return r.with_diagnosis(diag) if diag else r
+from tests.support.diagnosis_site import ADDR, RACK_B, TAGS, findings, mesh, report, site_facts
 
 
 @pytest.fixture(scope="module")
