@@ -119,7 +119,7 @@ def _render_plan(the_plan, out_dir: Path) -> None:
 
     from advisor.apply.plan_causes import order_by_cause
     from advisor.apply.plan_markdown import group_changes
-    from advisor.report.host_ranges import hosts_text
+    from advisor.host_ranges import hosts_text
 
     _render_plan_causes(the_plan)
 

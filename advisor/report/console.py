@@ -8,7 +8,8 @@ from rich.text import Text
 
 from advisor.findings import FindingStatus
 from advisor.report.console_causes import render_causes
-from advisor.report.host_ranges import hosts_text
+from advisor.report.finding_text import comparison_line, headline
+from advisor.host_ranges import hosts_text
 from advisor.report.model import ScanReport
 from advisor.report.safe_text import markup_text, terminal_text
 
@@ -127,15 +128,17 @@ def render_finding(f, console: Console, max_evidence: int = 4) -> None:
     head.append(terminal_text(f.rule_id), style="bold")
     if f.subject:
         head.append(f" [{terminal_text(f.subject)}]")
-    head.append(f"  {terminal_text(f.title)}", style="dim")
+    failed = f.status in (FindingStatus.fail, FindingStatus.waived)
+    # a failure reads as what is wrong (the rule's words for it), never as the healthy title
+    head.append(f"  {terminal_text(headline(f))}", style="bold" if failed else "dim")
     console.print(head)
     console.print(f"         hosts: {markup_text(hosts_text(f.hosts, limit=12))}", highlight=False)
     if f.status == FindingStatus.error:
         console.print(f"         [magenta]{markup_text(f.message)}[/magenta]", highlight=False)
         return
-    if f.observed is not None or f.expected is not None:
-        console.print(f"         observed {markup_text(_short(f.observed, 60))}, expected {markup_text(_short(f.expected, 60))}",
-                      highlight=False)
+    compared = comparison_line(f)
+    if compared:
+        console.print(Text("         " + terminal_text(_short(compared, 160))), highlight=False)
     for line in f.evidence[:max_evidence]:
         console.print(Text("         " + terminal_text(line), style="dim"))
     if len(f.evidence) > max_evidence:

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.text import Text
 
 from advisor.diagnosis.model import Cause, FindingRef, Predicted
-from advisor.report.host_ranges import hosts_text
+from advisor.host_ranges import hosts_text
 from advisor.report.model import ScanReport
 from advisor.report.safe_text import markup_text, terminal_text
 from advisor.units import format_bps

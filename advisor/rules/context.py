@@ -158,4 +158,6 @@ class RuleContext:
             "subject": None if subject is None else str(subject),
             "message": None if message is None else str(message),
             "operator": self.rule.operator if self.rule.kind == "check" else "analytic",
+            "unit": self.rule.unit,
+            "failure": None,  # what is wrong, once the hosts are final (advisor.rules.engine)
         })
