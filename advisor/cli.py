@@ -132,7 +132,7 @@ def scan(
     if json_out:
         write_report_json(report, sys.stdout)
     else:
-        render_scan(report, out, verbose=verbose)
+        render_scan(report, out, verbose=verbose, next_step=_plan_step(report, site, inventory, role_map, options, output))
         if target.site.mesh and run.factset.mesh:
             # the causes name the slow paths; their table is for --verbose
             _render_mesh(run.factset.mesh, slow_paths=verbose or not report.causes)
@@ -142,6 +142,19 @@ def scan(
                 out.print(f"[red]new since the last stored scan:[/red] {r['rule_id']} {r['host']} {r['subject'] or ''}")
         raise typer.Exit(2 if new else 3 if report.summary.incomplete else 0)
     raise typer.Exit(exit_code(report.summary, fail_on))
+
+
+def _plan_step(report, site, inventory, role_map, options: ScanOptions, output: Optional[Path]) -> Optional[str]:
+    """The ``plan`` that writes the fix of this scan (None: no failed finding names a change)."""
+    from advisor.findings import FindingStatus, Severity
+    from advisor.next_steps import plan_after_scan
+
+    fixable = [f.severity for f in report.findings if f.status == FindingStatus.fail and f.changes]
+    if not fixable:
+        return None
+    worst = max(fixable, key=lambda s: s.rank)
+    return plan_after_scan(site, inventory, role_map, options, report.site, output,
+                           "info" if worst == Severity.info else "low")
 
 
 def _render_mesh(mesh: dict, slow_paths: bool = True) -> None:
@@ -255,9 +268,13 @@ def collect(
     if json_out:
         print(json.dumps(summary, indent=2))
     else:
+        from advisor.next_steps import command_line
+
         unreachable = [n for n, h in factset.hosts.items() if not h.reachable]
         out.print(f"saved outputs of {len(factset.hosts) - len(unreachable)} host(s) to {out_dir}"
-                  + (f"; unreachable: {', '.join(unreachable)}" if unreachable else ""))
+                  + (f"; unreachable: {', '.join(unreachable)}" if unreachable else ""), highlight=False)
+        out.print("next, analyse them here or on any machine with storadvise:", highlight=False)
+        out.print("  " + command_line("scan", "--from", out_dir), highlight=False, soft_wrap=True, markup=False)
     raise typer.Exit(3 if any(not h.reachable for h in factset.hosts.values()) else 0)
 
 

@@ -32,7 +32,7 @@ def _scan(target, options, quiet: bool, label: str, mesh_wanted=None):
 
 
 def plan(
-    site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name or site file path."),
+    site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name or site file path; none = the local host (as scan)."),
     inventory: Optional[Path] = typer.Option(None, "--inventory", "-i", help="An Ansible inventory (INI or YAML) instead of a site file."),
     role_map: list[str] = typer.Option([], "--role-map", help="GROUP=ROLE for --inventory (repeatable)."),
     scan: Optional[Path] = typer.Option(None, "--scan", help="A scan JSON ('storadvise scan --json') of this site; none = scan now."),
@@ -58,20 +58,21 @@ def plan(
     from advisor.apply.planner import build_plan
     from advisor.apply.project import write_project
     from advisor.scan import open_scan
-    from advisor.site_file import required_site
+    from advisor.site_file import resolve_site
 
     out_dir = one_of_aliases(out_dir, out_dir_old, "--out-dir", "--out")
     if out_dir is None:
         raise UsageError("say where to write the Ansible project: --out-dir DIR")
     if min_severity not in SEVERITY_ORDER:
         raise UsageError(f"--min-severity {min_severity!r}: one of {', '.join(SEVERITY_ORDER)}")
-    the_site = required_site(site, inventory, role_map)
+    the_site = resolve_site(site, inventory, role_map)  # none: the local host, as scan
     if scan is not None:
         changed = options.changed()
         if changed:
             raise UsageError(f"{', '.join(changed)} go(es) with a scan made now; --scan gives a scan already made")
         report = load_plan_scan(scan)  # only what the plan reads: a 10,000-host scan is ~400 MB
         source = str(scan)
+        _site_given(site, inventory, the_site, report.site, f"--scan {scan}")
     else:
         target = open_scan(options, the_site)
         report = _scan(target, options, json_out, "scanning")
@@ -92,8 +93,19 @@ def plan(
 
         print(msgspec.json.format(msgspec.json.encode(summary, enc_hook=str), indent=2).decode())
     else:
+        from advisor.next_steps import verify_after_plan
+
         _render_plan(the_plan, out_dir)
+        _render_next(the_plan, out_dir, verify_after_plan(
+            site, inventory, role_map, Path(summary["scan"]), out_dir, options if scan is None else None))
     raise typer.Exit(3 if the_plan.refused else 0)
+
+
+def _site_given(site, inventory, the_site, scanned: str, source: str) -> None:
+    """Without --site/--inventory the command is about the local host (as scan is): a scan of another
+    site says which --site to give, instead of a mismatch."""
+    if site is None and inventory is None and scanned != the_site.name:
+        raise UsageError(f"{source} is a scan of site {scanned!r}: give --site {scanned} (none means the local host)")
 
 
 def _render_plan_causes(the_plan) -> None:
@@ -149,9 +161,19 @@ def _render_plan(the_plan, out_dir: Path) -> None:
             out.print(f"[yellow]{m_(n)}[/yellow]")
     for (reason,), hosts in _hosts_of(the_plan.refused, ("reason",)):
         err.print(f"[red]left out:[/red] {m_(hosts_text(hosts, limit=6))}: {m_(reason)}")
-    out.print(f"wrote {m_(out_dir)} (PLAN.md). Review: cd {m_(out_dir)} && "
-              "ansible-playbook apply-tuning.yml --check --diff ; "
-              "apply: ansible-playbook apply-tuning.yml")
+
+
+def _render_next(the_plan, out_dir: Path, verify_line: str) -> None:
+    """What to run next, each a command line that runs as printed (advisor.next_steps)."""
+    from advisor.next_steps import apply_steps
+
+    out.print(f"wrote {m_(out_dir)} (PLAN.md says what it changes and why)", highlight=False)
+    if not the_plan.changes:
+        return
+    review, apply = apply_steps(out_dir)
+    for what, line in (("review what would change", review), ("apply", apply), ("after applying, measure the outcome", verify_line)):
+        out.print(f"next, {what}:", highlight=False)
+        out.print("  " + line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _hosts_of(entries: list[dict], fields: tuple[str, ...]) -> list[tuple[tuple, list[str]]]:
@@ -163,7 +185,7 @@ def _hosts_of(entries: list[dict], fields: tuple[str, ...]) -> list[tuple[tuple,
 
 
 def verify(
-    site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name or site file path."),
+    site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name or site file path; none = the local host (as scan)."),
     inventory: Optional[Path] = typer.Option(None, "--inventory", "-i", help="An Ansible inventory (INI or YAML) instead of a site file."),
     role_map: list[str] = typer.Option([], "--role-map", help="GROUP=ROLE for --inventory (repeatable)."),
     before: Optional[Path] = typer.Option(None, "--before", help="The scan JSON taken before the change (plan's scan); none = the site's last scan in the history."),
@@ -191,20 +213,24 @@ def verify(
     from advisor.history_store import store_scan
     from advisor.report.outputs import ReportFiles, write_report_files
     from advisor.scan import open_scan
-    from advisor.site_file import required_site
+    from advisor.site_file import resolve_site
 
     if fail_on not in SEVERITY_ORDER:
         raise UsageError(f"--fail-on must be one of {', '.join(SEVERITY_ORDER)}, got {fail_on!r}")
-    the_site = required_site(site, inventory, role_map)
+    the_site = resolve_site(site, inventory, role_map)  # none: the local host, as scan
     prediction = None
     if plan_dir is not None:
         from advisor.apply.verify_predictions import load_plan_prediction
 
         prediction = load_plan_prediction(plan_dir)
     before_report, before_source = _before_scan(the_site.name, before, history, no_history)
+    _site_given(site, inventory, the_site, before_report.site, f"--before {before_source}")
     check_report_matches(before_report, the_site, before_source)
     if not options.profiles:
         options = dataclasses.replace(options, profiles=tuple(before_report.profiles))
+    if the_site.transport == "local" and not options.roles and before_report.hosts:
+        # the local host as the before scan saw it (scan --role R): the same rules apply again
+        options = dataclasses.replace(options, roles=tuple(before_report.hosts[0].roles))
     target = open_scan(options, the_site)
     touched = network_touched(before_report) or bool(before_report.mesh)
     after = _scan(target, options, json_out, "re-scanning", mesh_wanted=lambda _t: touched)

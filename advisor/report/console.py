@@ -24,7 +24,9 @@ def _short(value, width: int = 40) -> str:
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
-def render_scan(report: ScanReport, console: Console, verbose: bool = False) -> None:
+def render_scan(report: ScanReport, console: Console, verbose: bool = False, next_step: str | None = None) -> None:
+    """The console summary; ``next_step``: the command that writes the fix (advisor.next_steps), printed
+    last, alone on its line, as it runs."""
     s = report.summary
     console.print(
         f"[bold]storadvise scan[/bold] of site [bold]{markup_text(report.site)}[/bold] — {s.hosts} host(s), "
@@ -67,8 +69,10 @@ def render_scan(report: ScanReport, console: Console, verbose: bool = False) -> 
         + (" — [bold magenta]incomplete[/bold magenta]" if s.incomplete else "")
     )
     if diagnosed and not verbose:
-        console.print("[dim]--verbose lists every finding; storadvise plan writes the fix for the causes and "
-                      "the hygiene.[/dim]", highlight=False)
+        console.print("[dim]--verbose lists every finding.[/dim]", highlight=False)
+    if next_step:
+        console.print("next, the fix as an Ansible project (PLAN.md says what it changes):", highlight=False)
+        console.print(Text("  " + next_step), soft_wrap=True, highlight=False)
 
 
 SEVERITY_COLUMNS = ("critical", "high", "medium", "low")
