@@ -24,9 +24,9 @@ try:  # typer >= 0.20 vendors its own click
     from typer._click import exceptions as click_exceptions
 except ImportError:  # pragma: no cover - older typer depends on click
     from click import exceptions as click_exceptions
-from advisor.errors import StoradviseError, UsageError
+from advisor.errors import ERROR_PREFIX, StoradviseError, UsageError
+from advisor.fail_on import check_fail_on, fail_on_option
 from advisor.help_format import HELP_FORMAT
-from advisor.findings import SEVERITY_ORDER
 from advisor.option_aliases import ALIAS_HELP, one_of_aliases
 from advisor.scan_options import ScanOptions
 from advisor.scan_flags import scan_options
@@ -43,6 +43,10 @@ app = typer.Typer(
 )
 app.add_typer(probe_cli.app, name="probe")
 app.add_typer(rules_cli.app, name="rules")
+
+#: where the examples write Prometheus metrics: a file in node_exporter's textfile-collector directory
+#: (``--collector.textfile.directory=/var/lib/node_exporter/textfile``; README and docs/reports.md say the same)
+TEXTFILE_EXAMPLE = "/var/lib/node_exporter/textfile/storadvise.prom"
 
 out = Console(emoji=False)  # host text such as ":skull:" is shown as written
 err = Console(stderr=True, emoji=False)
@@ -65,19 +69,13 @@ def _root(
 # --------------------------------------------------------------------------- helpers
 
 
-def _fail_on(value: str) -> str:
-    if value not in SEVERITY_ORDER:
-        raise UsageError(f"--fail-on must be one of {', '.join(SEVERITY_ORDER)}, got {value!r}")
-    return value
-
-
 # --------------------------------------------------------------------------- scan
 
 
 @app.command(epilog="Examples:\n\n  storadvise scan                      # the local host\n\n"
              "  storadvise scan --site ifca --json > scan.json\n\n"
              "  storadvise scan --inventory hosts.ini --role-map gpfs=storage --role-map wn=worker\n\n"
-             "  storadvise scan --site ifca --html ifca.html --prometheus /var/lib/node_exporter/storadvise.prom\n\n"
+             f"  storadvise scan --site ifca --html ifca.html --prometheus {TEXTFILE_EXAMPLE}\n\n"
              "  storadvise scan --site ifca --fail-on-new     # CI: fail only on what is new since the last scan\n\n"
              "  storadvise scan --site ifca --dry-run --skip-probes disk.smart   # what would run where; no host contacted")
 @scan_options()
@@ -90,7 +88,7 @@ def scan(
     junit: Optional[Path] = typer.Option(None, "--junit", help="Write findings as JUnit XML to FILE."),
     html: Optional[Path] = typer.Option(None, "--html", help="Write a self-contained HTML report to FILE."),
     prometheus: Optional[Path] = typer.Option(None, "--prometheus", help="Write node_exporter textfile metrics to FILE."),
-    fail_on: str = typer.Option("high", "--fail-on", help="Exit 2 when a failed finding is at least this severe."),
+    fail_on: str = fail_on_option(),
     fail_on_new: bool = typer.Option(False, "--fail-on-new", help="Exit 2 only for failures (at or above --fail-on) absent from the last stored scan of the site."),
     history: Optional[Path] = typer.Option(None, "--history", help="Scan history database (default $STORADVISE_HISTORY, else $XDG_DATA_HOME/storadvise/history.db)."),
     no_history: bool = typer.Option(False, "--no-history", help="Do not store this scan in the history."),
@@ -108,7 +106,7 @@ def scan(
     from advisor.report.progress import ScanProgress
     from advisor.scan import open_scan, run_scan
 
-    _fail_on(fail_on)
+    check_fail_on(fail_on)
     if fail_on_new and no_history:
         raise UsageError("--fail-on-new compares with the stored history; it does not go with --no-history")
     target = open_scan(options, site, inventory, role_map)
@@ -163,13 +161,15 @@ def _render_mesh(mesh: dict, slow_paths: bool = True) -> None:
     render_grid(mesh, out, slow_paths=slow_paths)
 
 
-@app.command("report", epilog="Examples:\n\n  storadvise report scan.json --html scan.html\n\n"
-             "  storadvise report scan.json --junit scan.xml --prometheus /var/lib/node_exporter/storadvise.prom\n\n"
+@app.command("report", epilog="Examples:\n\n  storadvise report scan.json                  # the console summary\n\n"
+             "  storadvise report scan.json --html scan.html\n\n"
+             f"  storadvise report scan.json --junit scan.xml --prometheus {TEXTFILE_EXAMPLE}\n\n"
              "  storadvise report scan.json --html site.html --cache-simulation sim.json\n\n"
              "  storadvise report scan.json --ndjson scan.ndjson\n\n"
              "  storadvise report old-1.2.json -o scan-2.json   # a report of schema 1.x as schema 2")
 def report_cmd(
-    scan_json: Path = typer.Argument(..., help="A scan JSON written by 'storadvise scan --json' or '--output'."),
+    scan_json: Path = typer.Argument(..., help="A scan JSON written by 'storadvise scan --json' or '--output'.",
+                                     metavar="FILE"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the scan as JSON of the current schema "
                                           "(2.x) to FILE: a report of schema 1.x is converted "
                                           "(docs/report-schema.md)."),
@@ -181,15 +181,21 @@ def report_cmd(
                                           "finding, path and cause) to FILE, - for stdout: for Elasticsearch, "
                                           "OpenSearch, Loki (docs/report-schema.md)."),
     json_out: bool = typer.Option(False, "--json", help="Print the files written as JSON."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="With no file to write: also list passed findings."),
 ) -> None:
-    """Render a saved scan as HTML, JUnit, Prometheus metrics, NDJSON or JSON of the current schema (no host
-    is contacted)."""
+    """Show a saved scan: its console summary (as scan printed it), or rendered as HTML, JUnit, Prometheus
+    metrics, NDJSON or JSON of the current schema (no host is contacted)."""
     from advisor.report.model import load_report
     from advisor.report.outputs import ReportFiles, load_cache_simulation, write_report_files
 
     if not (html or junit or prometheus or ndjson or output):
-        raise UsageError("say what to write: --html FILE, --junit FILE, --prometheus FILE, --ndjson FILE "
-                         "and/or --output FILE")
+        if json_out or cache_sim:
+            raise UsageError("say what to write: --html FILE, --junit FILE, --prometheus FILE, --ndjson FILE "
+                             "and/or --output FILE (with none, report prints the console summary)")
+        from advisor.report.console import render_scan
+
+        render_scan(load_report(scan_json), out, verbose=verbose)
+        return
     if ndjson is not None and str(ndjson) == "-" and json_out:
         raise UsageError("--ndjson - writes to stdout: leave out --json")
     if cache_sim and not html:
@@ -386,6 +392,14 @@ def _end_interrupted() -> int:
     return 130
 
 
+def usage_error_line(exc: "click_exceptions.UsageError") -> str:
+    """A command-line error in the one style of every storadvise error: one line, ``storadvise: error:``,
+    then what was wrong and the command's help (click's own format is three lines and another style)."""
+    message = " ".join(exc.format_message().split())
+    where = exc.ctx.command_path if exc.ctx is not None else "storadvise"
+    return f"{ERROR_PREFIX}{message} (see '{where} --help')"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
@@ -399,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Exit as exc:
         return exc.exit_code
     except click_exceptions.UsageError as exc:
-        exc.show(file=sys.stderr)
+        print(usage_error_line(exc), file=sys.stderr)
         return 1
     except typer.Abort as exc:
         if isinstance(exc.__cause__, Terminated) or _terminated.is_set():  # click turns an interrupt into Abort
@@ -420,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, StoradviseError):
             if debug:
                 raise
-            print(f"storadvise: error: {exc}", file=sys.stderr)
+            print(f"{ERROR_PREFIX}{exc}", file=sys.stderr)
             return exc.exit_code
         # an unexpected failure: one line, traceback only with --debug
         if debug:

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from advisor.errors import UsageError
+from advisor.fail_on import EXIT_FAILED, check_fail_on, fail_on_option
 from advisor.findings import SEVERITY_ORDER
 from advisor.option_aliases import ALIAS_HELP, one_of_aliases
 from advisor.report.safe_text import markup_text as m_
@@ -45,8 +46,6 @@ def plan(
     options: ScanOptions,
 ) -> None:
     """Write an Ansible project that fixes the scan's failed findings (waived ones are left alone).
-
-    Example: storadvise plan --site ifca --scan scan.json --out-dir ifca-plan --min-severity medium
 
     Then: cd DIR && ansible-playbook apply-tuning.yml  (--check --diff first to review).
     The scan options (--hosts, --profile, --from, ...) go with a scan made now, not with --scan.
@@ -194,7 +193,7 @@ def verify(
     html: Optional[Path] = typer.Option(None, "--html", help="Write the new scan and its before -> after as a self-contained HTML report."),
     history: Optional[Path] = typer.Option(None, "--history", help="Scan history database (default $STORADVISE_HISTORY, else $XDG_DATA_HOME/storadvise/history.db)."),
     no_history: bool = typer.Option(False, "--no-history", help="Neither read 'before' from nor store the new scan in the history."),
-    fail_on: str = typer.Option("high", "--fail-on", help="Exit 2 when a finding at least this severe still fails (or is new)."),
+    fail_on: str = fail_on_option(what="a finding still failing or new"),
     plan_dir: Optional[Path] = typer.Option(None, "--plan", help="The plan directory ('storadvise plan --out DIR'): check its prediction for exactly the changes it planned (default: the before scan's, every proposed change)."),
     *,
     options: ScanOptions,
@@ -205,8 +204,6 @@ def verify(
     The new scan takes every scan option; its profiles default to the before scan's.
 
     Without --before, the site's last scan in the history is the "before".
-
-    Example: storadvise verify --site ifca --before plan-dir/scan-before.json
     """
     from advisor.apply.planner import check_report_matches
     from advisor.apply.verify import network_touched, verify_result
@@ -215,8 +212,7 @@ def verify(
     from advisor.scan import open_scan
     from advisor.site_file import resolve_site
 
-    if fail_on not in SEVERITY_ORDER:
-        raise UsageError(f"--fail-on must be one of {', '.join(SEVERITY_ORDER)}, got {fail_on!r}")
+    check_fail_on(fail_on)
     the_site = resolve_site(site, inventory, role_map)  # none: the local host, as scan
     prediction = None
     if plan_dir is not None:
@@ -243,7 +239,7 @@ def verify(
         print(json.dumps(result, indent=2, default=str))
     else:
         _render_verify(result)
-    raise typer.Exit(2 if result["summary"]["failing_at_or_above_fail_on"] else 0)
+    raise typer.Exit(EXIT_FAILED if result["summary"]["failing_at_or_above_fail_on"] else 0)
 
 
 def _before_scan(site: str, before: Optional[Path], history: Optional[Path], no_history: bool):
@@ -334,7 +330,9 @@ def _render_causes(result: dict) -> None:
 def register(app: typer.Typer) -> None:
     """Add ``plan`` and ``verify`` to the root ``storadvise`` app."""
     app.command("plan", epilog="Examples:\n\n  storadvise plan --site ifca --scan scan.json --out-dir ifca-plan\n\n"
-                "  storadvise plan --site ifca --out-dir ifca-plan      # scans first\n\n"
+                "  storadvise plan --site ifca --out-dir ifca-plan --min-severity medium   # scans first\n\n"
+                "  storadvise plan --scan scan.json --out-dir fix      # the local host's scan\n\n"
                 "  cd ifca-plan && ansible-playbook apply-tuning.yml")(scan_options()(plan))
-    app.command("verify", epilog="Example: storadvise verify --site ifca --before ifca-plan/scan-before.json\n\n"
+    app.command("verify", epilog="Examples:\n\n  storadvise verify --site ifca --before ifca-plan/scan-before.json "
+                "--plan ifca-plan\n\n"
                 "  storadvise verify --site ifca --before scan.json --hosts storage --no-mesh")(scan_options()(verify))

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from advisor.errors import StoradviseError, UsageError
+from advisor.errors import ERROR_PREFIX, StoradviseError, UsageError
 from advisor.help_format import HELP_FORMAT
 from advisor.units import parse_size_bytes
 
@@ -86,7 +86,7 @@ def simulate_cmd(
                           (csv_time, csv_file, csv_size, csv_server, csv_bytes, csv_op, csv_delimiter),
                           high, low, purge_interval, output)
     except StoradviseError as e:
-        typer.echo(f"error: {e}", err=True)
+        typer.echo(f"{ERROR_PREFIX}{e}", err=True)
         raise typer.Exit(e.exit_code) from None
     if json_out:
         typer.echo(json.dumps(result, separators=(",", ":")))

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from advisor.errors import UsageError
+from advisor.fail_on import EXIT_FAILED, check_fail_on, fail_on_option
 from advisor.help_format import HELP_FORMAT
 
 app = typer.Typer(**HELP_FORMAT, help="Stored scans: list, show, diff two, trends per path and host, prune.\n\n"
@@ -75,16 +76,16 @@ def history_diff(
     a: int = typer.Argument(..., help="The older scan id."),
     b: int = typer.Argument(..., help="The newer scan id."),
     history: Optional[Path] = typer.Option(None, "--history", help=HISTORY_HELP),
-    fail_on: str = typer.Option("high", "--fail-on", help="Count failures at least this severe."),
+    fail_on: str = fail_on_option(what="a finding of scan B still failing or new"),
     json_out: bool = typer.Option(False, "--json", help="Print {findings, paths, summary} as JSON."),
 ) -> None:
-    """What changed from scan A to scan B: findings fixed / still failing / new, throughput per path."""
+    """What changed from scan A to scan B: findings fixed / still failing / new, throughput per path.
+
+    Exit 2 when a finding at or above --fail-on still fails or is new, as verify does."""
     from advisor.apply.cli import _render_verify
-    from advisor.findings import SEVERITY_ORDER
     from advisor.history.compare import diff_scans
 
-    if fail_on not in SEVERITY_ORDER:
-        raise UsageError(f"--fail-on must be one of {', '.join(SEVERITY_ORDER)}, got {fail_on!r}")
+    check_fail_on(fail_on)
     with _store(history) as store:
         ra, rb = store.report(a), store.report(b)
     if ra.site != rb.site:
@@ -95,6 +96,7 @@ def history_diff(
         print(json.dumps(result, indent=2, default=str))
     else:
         _render_verify(result)
+    raise typer.Exit(EXIT_FAILED if result["summary"]["failing_at_or_above_fail_on"] else 0)
 
 
 @app.command("trend", epilog="Examples:\n\n  storadvise history trend --site ifca --src gpfs01 --dst wn01\n\n"
