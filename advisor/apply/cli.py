@@ -129,8 +129,9 @@ def _render_plan(the_plan, out_dir: Path) -> None:
     from rich.table import Table
 
     from advisor.apply.plan_causes import order_by_cause
-    from advisor.apply.plan_markdown import group_changes
+    from advisor.apply.plan_markdown import UNKNOWN_VALUE, group_changes
     from advisor.host_ranges import hosts_text
+    from advisor.report.whole_values import Column, print_whole_table
 
     _render_plan_causes(the_plan)
 
@@ -138,13 +139,14 @@ def _render_plan(the_plan, out_dir: Path) -> None:
         return "?" if v is None else m_(v)
 
     if the_plan.changes:
-        t = Table(header_style="bold", title=f"plan for site {m_(the_plan.site)}")
-        for c in ("hosts", "role", "setting", "runtime", "persisted", "target", "changes", "why"):
-            t.add_column(c, overflow="fold")  # a narrow terminal folds a long key, never cuts it
-        for g in order_by_cause(the_plan, group_changes(the_plan)):
-            t.add_row(m_(hosts_text(g.hosts, limit=6)), m_(g.role), m_(", ".join(g.settings)), cell(g.runtime),
-                      cell(g.persisted), cell(g.target), g.scope.value, m_(", ".join(g.rule_ids)))
-        out.print(t)
+        columns = [Column(c) for c in ("hosts", "role", "setting", "runtime", "persisted", "target", "changes", "why")]
+        rows = [[m_(hosts_text(g.hosts, limit=6)), m_(g.role), m_(", ".join(g.settings)), cell(g.runtime),
+                 cell(g.persisted), cell(g.target), g.scope.value, m_(", ".join(g.rule_ids))]
+                for g in order_by_cause(the_plan, group_changes(the_plan))]
+        # every cell is a value people copy (a setting, a number, a rule id): never split
+        print_whole_table(out, columns, rows, title=f"plan for site {m_(the_plan.site)}")
+        if any("?" in (r[3], r[4]) for r in rows):
+            out.print(f"?: {UNKNOWN_VALUE}", highlight=False)
     else:
         out.print("nothing to apply: no failed finding names a change this site can make")
     for (setting, target, reason), hosts in _hosts_of(the_plan.cannot_apply, ("setting", "target", "reason")):
@@ -269,19 +271,18 @@ def _fmt_bps(v) -> str:
 def _render_verify(result: dict) -> None:
     from rich.table import Table
 
+    from advisor.report.whole_values import Column, print_whole_table
+
     s = result["summary"]
     colour = {"fixed": "green", "still_failing": "red", "new": "red", "not_checked": "yellow"}
     if result["findings"]:
-        t = Table(header_style="bold", title=f"site {m_(result['site'])}: findings before -> after")
-        for c in ("outcome", "rule", "host", "subject", "severity", "before", "after"):
-            t.add_column(c)
-        for r in result["findings"]:
-            b, a = r["before"], r["after"]
-            t.add_row(f"[{colour[r['outcome']]}]{r['outcome'].replace('_', ' ')}[/]", m_(r["rule_id"]), m_(r["host"]),
-                      m_(r["subject"] or ""), r["severity"],
-                      "-" if b is None else f"{b['status']} ({m_(b['observed'])})",
-                      "-" if a is None else f"{a['status']} ({m_(a['observed'])})")
-        out.print(t)
+        columns = [Column(c) for c in ("outcome", "rule", "host", "subject", "severity", "before", "after")]
+        rows = [[f"[{colour[r['outcome']]}]{r['outcome'].replace('_', ' ')}[/]", m_(r["rule_id"]), m_(r["host"]),
+                 m_(r["subject"] or ""), r["severity"],
+                 "-" if r["before"] is None else f"{r['before']['status']} ({m_(r['before']['observed'])})",
+                 "-" if r["after"] is None else f"{r['after']['status']} ({m_(r['after']['observed'])})"]
+                for r in result["findings"]]
+        print_whole_table(out, columns, rows, title=f"site {m_(result['site'])}: findings before -> after")
     if result["paths"]:
         t = Table(header_style="bold", title="throughput before -> after")
         for c in ("path", "before", "after", "after/before", "after/expected", "limited by (after)"):

@@ -39,15 +39,16 @@ def history_list(
     if json_out:
         print(json.dumps(rows, indent=2))
         return
-    from rich.table import Table
+    from rich.markup import escape
 
-    t = Table(header_style="bold")
-    for c in ("id", "site", "started", "hosts", "unreachable", "failed", "worst", "incomplete", "paths"):
-        t.add_column(c, overflow="fold")
-    for r in rows:
-        t.add_row(str(r["id"]), r["site"], r["started_at"], str(r["hosts"]), str(r["unreachable"]), str(r["failed"]),
-                  r["worst_failed_severity"] or "-", "yes" if r["incomplete"] else "", str(r["paths"]))
-    out.print(t)
+    from advisor.report.whole_values import Column, print_whole_table
+
+    # ids, timestamps and counts are copied (history show ID, --older-than): never split
+    columns = [Column(c) for c in ("id", "site", "started", "hosts", "unreachable", "failed", "worst", "incomplete",
+                                   "paths")]
+    print_whole_table(out, columns, [[str(r["id"]), escape(r["site"]), r["started_at"], str(r["hosts"]),
+                                      str(r["unreachable"]), str(r["failed"]), r["worst_failed_severity"] or "-",
+                                      "yes" if r["incomplete"] else "no", str(r["paths"])] for r in rows])
 
 
 @app.command("show", epilog="Example: storadvise history show 12 --html scan12.html")
