@@ -222,12 +222,16 @@ def report_cmd(
 
 
 @app.command(epilog="Examples:\n\n  storadvise collect --site ifca --out-dir ifca-outputs/ && storadvise scan --from ifca-outputs/\n\n"
+             "  storadvise collect --site ifca --export ifca-files/   # a readable file per host and probe\n\n"
              "  storadvise collect --site ifca --ansible-vars v.yml   # then playbooks/collect.yml (docs/collect.md)")
 @scan_options(exclude=("profiles", "mesh", "efficiency", "from_capture"))
 def collect(
     site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name or path; none = the local host."),
     out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="Directory to save every probe's raw output into."),
     out_dir_old: Optional[Path] = typer.Option(None, "--out", hidden=True, help=ALIAS_HELP.format(new="--out-dir")),
+    export: Optional[Path] = typer.Option(None, "--export", help="Also (or only) write every probe's output as a "
+                                          "readable file, one per host and probe, into directory DIR "
+                                          "(DIR/HOST/PROBE.txt: what 'probe parse' reads; for a ticket)."),
     ansible_vars: Optional[Path] = typer.Option(
         None, "--ansible-vars",
         help="With --site: write the vars file playbooks/collect.yml runs (each host's batch number; the script "
@@ -241,7 +245,8 @@ def collect(
     *,
     options: ScanOptions,
 ) -> None:
-    """Save every probe's raw output per host, for offline analysis with 'scan --from DIR'."""
+    """Save every probe's raw output per host, for offline analysis with 'scan --from DIR' (--out-dir), or as
+    readable files, one per host and probe (--export)."""
     out_dir = one_of_aliases(out_dir, out_dir_old, "--out-dir", "--out")
     from advisor.collector import now_iso, write_manifest
     from advisor.report.progress import ScanProgress
@@ -250,25 +255,47 @@ def collect(
     from advisor.transport.captured import write_capture
 
     if from_ansible is not None or ansible_vars is not None:
+        if export is not None:
+            raise UsageError("--export writes the outputs collect runs itself; collect.yml writes its capture "
+                             "(scan --from) without it")
         _collect_ansible(site, inventory, role_map, options, ansible_vars, from_ansible, out_dir, json_out)
         return
-    if out_dir is None:
-        raise UsageError("say where to save the outputs: --out-dir DIR (or --ansible-vars FILE for collect.yml)")
-    if out_dir.exists() and any(out_dir.iterdir()):
-        raise StoradviseError(f"{out_dir}: directory is not empty; choose a new one (nothing was overwritten)")
+    if out_dir is None and export is None:
+        raise UsageError("say where to save the outputs: --out-dir DIR (for scan --from), --export DIR (readable "
+                         "files), or --ansible-vars FILE for collect.yml")
+    for d in (out_dir, export):
+        if d is not None and d.exists() and (not d.is_dir() or any(d.iterdir())):
+            raise StoradviseError(f"{d}: not an empty directory; choose a new one (nothing was overwritten)")
+        if d is not None and not d.parent.is_dir():
+            raise StoradviseError(f"{d}: its parent directory {d.parent} does not exist")
     target = open_scan(options, site, inventory, role_map)
     started = now_iso()
 
-    objects = CaptureObjects(out_dir)
+    objects = CaptureObjects(out_dir) if out_dir is not None else None
+    if export is not None:
+        from advisor.transport.export_files import export_host, start_export
+
+        start_export(export)
 
     def sink(host, commands, results):
-        write_capture(out_dir, host.name, commands, results, objects)
+        if out_dir is not None:
+            write_capture(out_dir, host.name, commands, results, objects)
+        if export is not None:
+            export_host(export, host.name, commands, results)
 
     with ScanProgress(len(target.hosts), f"collecting {target.site.name}", enabled=not json_out, console=err) as bar:
         factset = run_scan(target, options, stages=("collect",), progress=bar.host_done, sink=sink).factset
-    write_manifest(out_dir, target.site, started, factset.hosts)
+    if out_dir is not None:
+        write_manifest(out_dir, target.site, started, factset.hosts)
+    if export is not None:
+        from advisor.transport.export_files import export_unreachable
+
+        for name, h in factset.hosts.items():
+            if not h.reachable:
+                export_unreachable(export, name, h.errors)
     summary = {
-        "site": target.site.name, "directory": str(out_dir),
+        "site": target.site.name, "directory": None if out_dir is None else str(out_dir),
+        "export": None if export is None else str(export),
         "hosts": {n: {"reachable": h.reachable, "errors": h.errors, "probes": len(h.probes)} for n, h in factset.hosts.items()},
     }
     if json_out:
@@ -277,10 +304,13 @@ def collect(
         from advisor.next_steps import command_line
 
         unreachable = [n for n, h in factset.hosts.items() if not h.reachable]
-        out.print(f"saved outputs of {len(factset.hosts) - len(unreachable)} host(s) to {out_dir}"
-                  + (f"; unreachable: {', '.join(unreachable)}" if unreachable else ""), highlight=False)
-        out.print("next, analyse them here or on any machine with storadvise:", highlight=False)
-        out.print("  " + command_line("scan", "--from", out_dir), highlight=False, soft_wrap=True, markup=False)
+        where = " and ".join(f"{d}{' (one file per host and probe)' if d is export else ''}"
+                             for d in (out_dir, export) if d is not None)
+        out.print(f"saved outputs of {len(factset.hosts) - len(unreachable)} host(s) to {where}"
+                  + (f"; unreachable: {', '.join(unreachable)}" if unreachable else ""), highlight=False, markup=False)
+        if out_dir is not None:
+            out.print("next, analyse them here or on any machine with storadvise:", highlight=False)
+            out.print("  " + command_line("scan", "--from", out_dir), highlight=False, soft_wrap=True, markup=False)
     raise typer.Exit(3 if any(not h.reachable for h in factset.hosts.values()) else 0)
 
 
