@@ -24,6 +24,7 @@ try:  # typer >= 0.20 vendors its own click
     from typer._click import exceptions as click_exceptions
 except ImportError:  # pragma: no cover - older typer depends on click
     from click import exceptions as click_exceptions
+from advisor.atomic_files import check_output_paths
 from advisor.errors import ERROR_PREFIX, StoradviseError, UsageError
 from advisor.fail_on import check_fail_on, fail_on_option
 from advisor.help_format import HELP_FORMAT
@@ -107,6 +108,7 @@ def scan(
     from advisor.scan import open_scan, run_scan
 
     check_fail_on(fail_on)
+    check_output_paths({"--output": output, "--junit": junit, "--html": html, "--prometheus": prometheus})
     if fail_on_new and no_history:
         raise UsageError("--fail-on-new compares with the stored history; it does not go with --no-history")
     target = open_scan(options, site, inventory, role_map)
@@ -196,6 +198,8 @@ def report_cmd(
 
         render_scan(load_report(scan_json), out, verbose=verbose)
         return
+    check_output_paths({"--output": output, "--html": html, "--junit": junit, "--prometheus": prometheus,
+                        "--ndjson": ndjson})
     if ndjson is not None and str(ndjson) == "-" and json_out:
         raise UsageError("--ndjson - writes to stdout: leave out --json")
     if cache_sim and not html:
@@ -263,11 +267,11 @@ def collect(
     if out_dir is None and export is None:
         raise UsageError("say where to save the outputs: --out-dir DIR (for scan --from), --export DIR (readable "
                          "files), or --ansible-vars FILE for collect.yml")
+    check_output_paths({"--out-dir": out_dir if out_dir is None or not out_dir.is_dir() else None,
+                        "--export": export if export is None or not export.is_dir() else None})
     for d in (out_dir, export):
         if d is not None and d.exists() and (not d.is_dir() or any(d.iterdir())):
             raise StoradviseError(f"{d}: not an empty directory; choose a new one (nothing was overwritten)")
-        if d is not None and not d.parent.is_dir():
-            raise StoradviseError(f"{d}: its parent directory {d.parent} does not exist")
     target = open_scan(options, site, inventory, role_map)
     started = now_iso()
 

@@ -12,6 +12,7 @@ from typing import Any, Optional
 import typer
 
 from advisor.efficiency.protocols import parse_protocols
+from advisor.atomic_files import check_output_paths
 from advisor.errors import ERROR_PREFIX, StoradviseError, UsageError
 
 
@@ -152,6 +153,7 @@ def register_active(app: typer.Typer) -> None:
                     raise UsageError(f"{name} {v:g}: give a fraction between 0 and 1")
             if plot is not None and plot.suffix and plot.suffix.lower() not in (".png", ".svg"):
                 raise UsageError(f"--plot {plot}: give a .png or .svg file (or no suffix for both)")
+            check_output_paths({"--plot": plot})
             the_site = load_site(site)
             err = (lambda m: print(m, file=sys.stderr)) if not as_json else None
             # every key given (None: the site's setting, else the default): the test runs even

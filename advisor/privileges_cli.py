@@ -20,6 +20,9 @@ def _site(site: Optional[str], inventory: Optional[Path], role_map: list[str]):
 
 
 def _write(text: str, output: Optional[Path], mode: int) -> None:
+    from advisor.atomic_files import check_output_paths
+
+    check_output_paths({"--output": output})
     if output is None or str(output) == "-":
         sys.stdout.write(text)
         return

@@ -29,10 +29,14 @@ def rules_list(
     rules_dirs: list[Path] = typer.Option([], "--rules", help=RULES_DIR_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print the rules as JSON."),
 ) -> None:
-    """List rules with id, severity, roles and title (rule ids are never cut; other columns wrap)."""
-    from advisor.rules.specs import load_catalog, resolve_profiles
+    """List rules with id, severity, roles and title (rule ids are never cut; other columns wrap).
 
-    catalog = load_catalog(site_dirs=rules_dirs)
+    A profile for some storage systems (gpfs-site: gpfs and san) lists the rules a site with those
+    storage_systems loads: their packs and the generic ones."""
+    from advisor.rules.specs import load_catalog, profile_storage_systems, resolve_profiles, site_rule_dirs
+
+    systems = profile_storage_systems(profile, site_dirs=site_rule_dirs(rules_dirs)) if profile else []
+    catalog = load_catalog(site_dirs=rules_dirs, storage_systems=systems)
     resolved = resolve_profiles(profile or ["generic"], catalog)
     rows = [
         {"id": r.id, "severity": resolved.severity.get(r.id, r.severity).value, "roles": r.roles, "kind": r.kind,

@@ -10,6 +10,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+from advisor.atomic_files import check_output_paths
 from advisor.errors import UsageError
 from advisor.fail_on import EXIT_FAILED, check_fail_on, fail_on_option
 from advisor.findings import SEVERITY_ORDER
@@ -62,6 +63,7 @@ def plan(
     out_dir = one_of_aliases(out_dir, out_dir_old, "--out-dir", "--out")
     if out_dir is None:
         raise UsageError("say where to write the Ansible project: --out-dir DIR")
+    check_output_paths({"--out-dir": None if out_dir.is_dir() else out_dir})
     if min_severity not in SEVERITY_ORDER:
         raise UsageError(f"--min-severity {min_severity!r}: one of {', '.join(SEVERITY_ORDER)}")
     the_site = resolve_site(site, inventory, role_map)  # none: the local host, as scan
@@ -215,6 +217,7 @@ def verify(
     from advisor.site_file import resolve_site
 
     check_fail_on(fail_on)
+    check_output_paths({"--output": output, "--html": html})
     the_site = resolve_site(site, inventory, role_map)  # none: the local host, as scan
     prediction = None
     if plan_dir is not None:

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from advisor.errors import UsageError
+from advisor.atomic_files import check_output_paths
 from advisor.fail_on import check_fail_on, fail_on_option
 from advisor.option_aliases import ALIAS_HELP
 from advisor.scan import ScanOptions
@@ -53,6 +54,7 @@ def audit(
             raise UsageError("--threshold is the old name of --fail-on: give one of them")
         fail_on, given_as = threshold, "--threshold"
     check_fail_on(fail_on, given_as)
+    check_output_paths({"--junit": junit, "--html": html, "--output": output})
     threshold = fail_on
     if not options.profiles:
         options = dataclasses.replace(options, profiles=(DEFAULT_PROFILE,))

@@ -59,9 +59,11 @@ def history_show(
     json_out: bool = typer.Option(False, "--json", help="Print the stored scan JSON (as 'scan --json' printed it)."),
 ) -> None:
     """One stored scan: the console summary, or its JSON."""
+    from advisor.atomic_files import check_output_paths
     from advisor.report.console import render_scan
     from advisor.report.outputs import ReportFiles, write_report_files
 
+    check_output_paths({"--html": html})
     with _store(history) as store:
         rep = store.report(scan_id)
     if html:

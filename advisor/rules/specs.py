@@ -183,6 +183,10 @@ class ProfileSpec(BaseModel):
     exclude: list[str] = Field(default_factory=list)
     vars: dict[str, Any] = Field(default_factory=dict)
     severity: dict[str, Severity] = Field(default_factory=dict)
+    #: the storage systems the profile is for (advisor.storage_kinds names): ``rules list --profile``
+    #: shows their packs and the generic ones, as a site with these storage_systems loads them;
+    #: empty (and not inherited through ``include``): any
+    storage_systems: list[str] = Field(default_factory=list)
     source: str = Field("", exclude=True)
 
 
@@ -309,6 +313,29 @@ def load_profile_file(name_or_path: str, directory: Path | None = None,
         raise RuleDefinitionError(str(doc.error_from_validation(exc))) from None
     spec.source = str(p)
     return spec
+
+
+def profile_storage_systems(names: list[str], directory: Path | None = None,
+                            site_dirs: list[Path] | tuple[Path, ...] = ()) -> list[str]:
+    """The storage systems ``names`` are for: those each profile or a profile it includes names, together;
+    empty when one of them is for any (names none anywhere in its chain)."""
+    found: list[str] = []
+
+    def chain(name: str, stack: tuple[str, ...]) -> list[str]:
+        if name in stack:
+            raise RuleDefinitionError(f"profile include cycle: {' -> '.join(stack + (name,))}")
+        spec = load_profile_file(name, directory, site_dirs)
+        out = list(spec.storage_systems)
+        for inc in spec.include:
+            out += chain(inc, stack + (name,))
+        return out
+
+    for name in names:
+        systems = chain(name, ())
+        if not systems:
+            return []
+        found += [s for s in systems if s not in found]
+    return found
 
 
 class ResolvedProfile(BaseModel):
