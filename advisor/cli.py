@@ -147,7 +147,7 @@ def scan(
 def _plan_step(report, site, inventory, role_map, options: ScanOptions, output: Optional[Path]) -> Optional[str]:
     """The ``plan`` that writes the fix of this scan (None: no failed finding names a change)."""
     from advisor.findings import FindingStatus, Severity
-    from advisor.next_steps import plan_after_scan
+    from advisor.apply.next_steps import plan_after_scan
 
     fixable = [f.severity for f in report.findings if f.status == FindingStatus.fail and f.changes]
     if not fixable:
@@ -270,8 +270,10 @@ def collect(
     check_output_paths({"--out-dir": out_dir if out_dir is None or not out_dir.is_dir() else None,
                         "--export": export if export is None or not export.is_dir() else None})
     for d in (out_dir, export):
-        if d is not None and d.exists() and (not d.is_dir() or any(d.iterdir())):
-            raise StoradviseError(f"{d}: not an empty directory; choose a new one (nothing was overwritten)")
+        if d is not None and d.exists() and not d.is_dir():
+            raise StoradviseError(f"{d}: exists and is not a directory")
+        if d is not None and d.is_dir() and any(d.iterdir()):
+            raise StoradviseError(f"{d}: directory is not empty; choose a new one (nothing was overwritten)")
     target = open_scan(options, site, inventory, role_map)
     started = now_iso()
 
@@ -305,7 +307,7 @@ def collect(
     if json_out:
         print(json.dumps(summary, indent=2))
     else:
-        from advisor.next_steps import command_line
+        from advisor.apply.next_steps import command_line
 
         unreachable = [n for n, h in factset.hosts.items() if not h.reachable]
         where = " and ".join(f"{d}{' (one file per host and probe)' if d is export else ''}"

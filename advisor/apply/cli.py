@@ -94,7 +94,7 @@ def plan(
 
         print(msgspec.json.format(msgspec.json.encode(summary, enc_hook=str), indent=2).decode())
     else:
-        from advisor.next_steps import verify_after_plan
+        from advisor.apply.next_steps import verify_after_plan
 
         _render_plan(the_plan, out_dir)
         _render_next(the_plan, out_dir, verify_after_plan(
@@ -167,8 +167,8 @@ def _render_plan(the_plan, out_dir: Path) -> None:
 
 
 def _render_next(the_plan, out_dir: Path, verify_line: str) -> None:
-    """What to run next, each a command line that runs as printed (advisor.next_steps)."""
-    from advisor.next_steps import apply_steps
+    """What to run next, each a command line that runs as printed (advisor.apply.next_steps)."""
+    from advisor.apply.next_steps import apply_steps
 
     out.print(f"wrote {m_(out_dir)} (PLAN.md says what it changes and why)", highlight=False)
     if not the_plan.changes:

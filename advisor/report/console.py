@@ -26,7 +26,7 @@ def _short(value, width: int = 40) -> str:
 
 
 def render_scan(report: ScanReport, console: Console, verbose: bool = False, next_step: str | None = None) -> None:
-    """The console summary; ``next_step``: the command that writes the fix (advisor.next_steps), printed
+    """The console summary; ``next_step``: the command that writes the fix (advisor.apply.next_steps), printed
     last, alone on its line, as it runs."""
     s = report.summary
     console.print(
