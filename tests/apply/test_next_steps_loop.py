@@ -9,16 +9,16 @@ import json
 
 import pytest
 
-from tests.apply.conftest import STORADVISE, requirements_missing, start_ns_host
 from tests.core.test_next_steps import next_lines
+from tests.support.ns_host import STORADVISE
 
-pytestmark = pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing()))
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 WAIVERS = [{"rule": "NET-CORE-BUFFER-MAX", "justification": "read-only inside a network namespace"}]
 
 
-def test_every_next_line_runs_as_printed_and_the_loop_closes():
-    host, cleanup = start_ns_host("nx01", {"60-old.conf": "net.ipv4.tcp_sack = 0\n"})
+def test_every_next_line_runs_as_printed_and_the_loop_closes(ns_hosts):
+    host, cleanup = ns_hosts("nx01", {"60-old.conf": "net.ipv4.tcp_sack = 0\n"})
     try:
         host.on_host("sysctl -q -w net.ipv4.tcp_sack=0")
         work = host.dir / "work"

@@ -14,10 +14,12 @@ import yaml
 
 from advisor.apply.project_files import module_utils_of
 from advisor.resources import playbooks_dir
-from tests.apply.conftest import ANSIBLE_PLAYBOOK, STORADVISE
 from tests.core.test_whole_values import _saved
+from tests.support.ansible import ANSIBLE_PLAYBOOK
+from tests.support.ns_host import STORADVISE
 
-pytestmark = pytest.mark.skipif(STORADVISE is None or ANSIBLE_PLAYBOOK is None, reason="storadvise or ansible missing")
+pytestmark = [pytest.mark.skipif(STORADVISE is None, reason="storadvise is not installed in this venv"),
+              pytest.mark.usefixtures("ansible_playbook")]
 
 
 def test_a_sysctl_plan_carries_network_tuning_only_and_checks_silently(tmp_path):

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from advisor.cli import app, main
 from advisor.findings import SEVERITY_ORDER
 
-from .test_cli_manners import _commands
+from tests.support.cli import every_command as _commands
 
 REPO = Path(__file__).resolve().parents[2]
 #: what a placeholder may look like: FILE, N, HOSTS, GROUP=ROLE, N,N,..., FILE...
