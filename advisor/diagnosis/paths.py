@@ -336,6 +336,10 @@ def _limits(st: PathState, by_kind: dict[str, dict[str, Fix]]) -> list[tuple[flo
             b = m.bbr_nosack_bound(st.measured_bps, loss, st.congestion)
         if b is not None:
             limits.append((b.bps, b.model, b.inputs))
+        if sack and (b is None or b.bps >= (st.link_bps or 0)):
+            lan = m.lossy_lan_bound(st.link_bps, st.mss, st.rtt_s, loss, st.congestion)
+            if lan is not None:
+                limits.append((lan.bps, lan.model, lan.inputs))
     return limits
 
 
@@ -390,7 +394,7 @@ def predict(st: PathState, fixes: "frozenset[Fix] | set[Fix] | FixIndex" = froze
     if fit < FIT_LOW:
         # the models say the path should already carry more than it does: something no model here
         # describes may hold it too, and stay. The rate is what the models give, as at most
-        inputs = {**inputs, "at_most": round(v), "fit": round(fit, 2),
+        inputs = {**inputs, "at_most": max(round(v), inputs.get("at_most") or 0), "fit": round(fit, 2),
                   "basis": f"the models give {tight_now / 1e6:.0f} Mb/s as measured; it ran at {fit:.2f} of that"}
     return Prediction(v, model, inputs)
 
