@@ -74,6 +74,9 @@ class ProbeContext(BaseModel):
     #: probe name -> the keys the loaded rules ask it to read (pyinfra's ``keys=``): the keys of its
     #: ``keyed_facts`` mapping that rule fact paths and change keys name (advisor.rules.probe_requests)
     requested: dict[str, list[str]] = Field(default_factory=dict)
+    #: the storage ports whose connections ``network.flows`` samples (``1094``, ``20000-25000``): the
+    #: site's ``flow_ports`` with its storage kinds' ports (advisor.flows.ports); empty: the probe's defaults
+    flow_ports: list[str] = Field(default_factory=list)
     #: the script is rendered into the probe helper, which sudo runs as root for a plain user
     #: (advisor.probe_helper): a probe may then confine what it reads (``Probe.root_paths``)
     root_helper: bool = False

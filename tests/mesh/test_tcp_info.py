@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.mesh.tcp_info import SAMPLE_MARK, SsFormatError, parse_rate, parse_ss, summarise_samples
+from advisor.mesh.tcp_info import SAMPLE_MARK, summarise_samples
+from probes.ss_sockets import SsFormatError, parse_rate, parse_ss
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "ss"
 
