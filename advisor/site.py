@@ -379,6 +379,10 @@ class Site(StrictModel):
     immutable: list[ImmutableSetting] = Field(default_factory=list)
     storage_network: StorageNetwork = Field(default_factory=StorageNetwork)
     mesh: MeshSpec | None = None
+    #: the storage ports whose production connections ``network.flows`` samples (``1094``,
+    #: ``"20000-25000"``); none: its defaults. Each of the site's storage kinds adds its own
+    #: (advisor.flows.ports)
+    flow_ports: list[str] | None = None
     #: "ssh" (default) or "local" (every host is this machine; for the local-host scan)
     transport: Literal["ssh", "local"] = "ssh"
     #: extra sections other features read (e.g. ``efficiency``, ``lab``); validated by their owners
@@ -394,6 +398,25 @@ class Site(StrictModel):
         if not _NAME_RE.fullmatch(v):
             raise ValueError("site name may hold letters, digits, '.', '_' and '-' only")
         return v
+
+    @field_validator("flow_ports", mode="before")
+    @classmethod
+    def _port_specs(cls, v: Any) -> list[str] | None:
+        if v is None:
+            return None
+        if not isinstance(v, (list, tuple)):
+            raise ValueError("a list of ports and ranges, e.g. [1094, 1191, 20000-25000]")
+        from probes.flows import parse_port_spec
+
+        out = []
+        for item in v:
+            if isinstance(item, bool):
+                raise ValueError(f"{item!r} is not a port or a range like 20000-25000")
+            lo, hi = parse_port_spec(str(item))
+            out.append(str(lo) if lo == hi else f"{lo}-{hi}")
+        if not out:
+            raise ValueError("names no port: leave flow_ports out for the defaults")
+        return list(dict.fromkeys(out))
 
     @field_validator("storage_kind")
     @classmethod

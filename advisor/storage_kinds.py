@@ -56,6 +56,9 @@ class StorageKind:
     extra_rule_packs: tuple[str, ...] = ()
     #: other names a site file may use for the kind (``xcache`` for ``xrootd``)
     aliases: tuple[str, ...] = ()
+    #: the ports its data moves on (``1191``, ``"6800-7300"``): production flows on them are sampled
+    #: (probes/flows.py, advisor.flows.ports) besides the site's ``flow_ports``
+    flow_ports: tuple[str, ...] = ()
 
     @property
     def probe_modules(self) -> tuple[str, ...]:
@@ -74,6 +77,7 @@ _BUILTIN = (
     StorageKind("gpfs", "IBM Storage Scale (GPFS): mmlsconfig/mmdiag, mmchconfig",
                 probe_module="probes.gpfs", rule_pack="gpfs.yml", role="gpfs_tuning",
                 adapter_module="advisor.adapters.gpfs", default_profile="gpfs-site", host_settings={"gpfs_node": "address"},
+                flow_ports=("1191",),
                 lab_emulation="advisor.lab.emulators.gpfs_lab"),
     StorageKind("san", "SAN logical drives behind the storage servers (DS/SANtricity SMcli)",
                 probe_module="probes.san", rule_pack="san.yml", role="san_cache",
@@ -81,6 +85,7 @@ _BUILTIN = (
                 lab_emulation="advisor.lab.emulators.san_lab"),
     StorageKind("xrootd", "XRootD servers and XCache proxies",
                 probe_module="probes.xcache", rule_pack="xcache.yml", role="xcache", aliases=("xcache",),
+                flow_ports=("1094", "1095"),
                 extra_probe_modules=("probes.xcache_live", "probes.xrootd_server"), extra_rule_packs=("xrootd.yml",),
                 adapter_module="advisor.adapters.xcache",
                 lab_emulation="advisor.lab.xcache_lab",
@@ -92,29 +97,35 @@ _BUILTIN = (
                 adapter_module="advisor.adapters.dcache", default_profile="dcache-site",
                 extra_probe_modules=("probes.dcache_status",),
                 host_settings={"dcache_restart_domains": "text"},
+                # doors (xrootd, GridFTP, WebDAV, dcap) and the pools' movers
+                flow_ports=("1094", "2811", "2880", "22125", "20000-25000"),
                 lab_emulation="advisor.lab.emulators.dcache_lab"),
     StorageKind("eos", "EOS: eos fs ls and eos space status on the MGM (file system boot, configstatus, drain; "
                 "balancer)", probe_module="probes.eos", rule_pack="eos.yml", default_profile="eos-site",
+                flow_ports=("1094", "1095", "1096"),
                 lab_emulation="advisor.lab.emulators.eos_lab"),
     StorageKind("ceph", "Ceph / CephFS: ceph osd perf and ceph health detail on storage hosts, ceph.conf client "
                 "options on workers (kernel vs FUSE mounts: the mounts probe)",
                 probe_module="probes.ceph", rule_pack="ceph.yml", role="ceph_client",
                 adapter_module="advisor.adapters.ceph_client", default_profile="ceph-site", aliases=("cephfs",),
                 extra_probe_modules=("probes.ceph_conf",),
+                flow_ports=("3300", "6789", "6800-7300"),  # monitors, OSDs and MDSs
                 lab_emulation="advisor.lab.emulators.ceph_lab"),
     StorageKind("lustre", "Lustre clients: lctl get_param of osc/mdc/llite devices",
                 probe_module="probes.lustre", rule_pack="lustre.yml", role="lustre_tuning",
-                adapter_module="advisor.adapters.lustre",
+                adapter_module="advisor.adapters.lustre", flow_ports=("988",),  # LNet over TCP
                 lab_emulation="advisor.lab.emulators.lustre_lab"),
     StorageKind("beegfs", "BeeGFS clients: beegfs-client.conf",
                 probe_module="probes.beegfs", rule_pack="beegfs.yml", role="beegfs_client",
                 adapter_module="advisor.adapters.beegfs_client", default_profile="beegfs-site",
+                flow_ports=("8003", "8004", "8005", "8008"),  # storage, client, metadata, management
                 lab_emulation="advisor.lab.emulators.beegfs_lab"),
-    StorageKind("nfs"),
+    StorageKind("nfs", flow_ports=("2049",)),
     StorageKind("hdfs", "HDFS: balancer concurrency and bandwidth (hdfs getconf)",
                 probe_module="probes.hdfs", rule_pack="hdfs.yml", role="hdfs_balancer",
                 adapter_module="advisor.adapters.hdfs_balancer", default_profile="hdfs-site",
                 host_settings={"hdfs_site_xml": "text"},
+                flow_ports=("8020", "9866", "9867"),  # namenode RPC, datanode transfer and IPC
                 lab_emulation="advisor.lab.emulators.hdfs_lab"),
     StorageKind("other"),
 )

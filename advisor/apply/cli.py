@@ -112,7 +112,7 @@ def _site_given(site, inventory, the_site, scanned: str, source: str) -> None:
 def _render_plan_causes(the_plan) -> None:
     """The causes the plan acts on, worst first, with what each is predicted to buy."""
 
-    from advisor.diagnosis.model import Predicted
+    from advisor.diagnosis.report_types import Predicted
     from advisor.report.console_causes import calibration_line, prediction_line
 
     for i, c in enumerate(the_plan.causes, 1):
@@ -312,7 +312,7 @@ def _render_verify(result: dict) -> None:
 
 def _render_causes(result: dict) -> None:
 
-    from advisor.diagnosis.model import Predicted
+    from advisor.diagnosis.report_types import Predicted
     from advisor.report.console_causes import calibration_line, prediction_line
 
     for i, c in enumerate(result.get("causes") or [], 1):

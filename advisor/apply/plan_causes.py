@@ -5,7 +5,7 @@ serve (hygiene after them), and the changes set aside. Renders what the plan hol
 from __future__ import annotations
 
 from advisor.apply.plan_model import Plan
-from advisor.diagnosis.model import Predicted
+from advisor.diagnosis.report_types import Predicted
 from advisor.report.console_causes import held_by_line, prediction_line
 from advisor.host_ranges import hosts_text
 from advisor.report.safe_text import markdown_text

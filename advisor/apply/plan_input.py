@@ -76,7 +76,7 @@ class PlanScan(msgspec.Struct):
     #: what the planner's prediction reads (advisor/apply/plan_outcome.py)
     mesh: dict[str, Any] | None = None
     efficiency: dict[str, Any] | None = None
-    #: the diagnosis (advisor.diagnosis.model), as plain data until load_plan_scan validates it
+    #: the diagnosis (advisor.diagnosis.report_types), as plain data until load_plan_scan validates it
     causes: list[Any] = []
     hygiene: list[Any] = []
     unexplained: list[Any] = []
@@ -201,7 +201,7 @@ def _validate_diagnosis(p: Path, report: PlanScan) -> None:
     """The diagnosis keys as the diagnosis stage's own models (a few causes: cheap)."""
     from pydantic import ValidationError
 
-    from advisor.diagnosis.model import DIAGNOSIS_KEYS, Diagnosis
+    from advisor.diagnosis.report_types import DIAGNOSIS_KEYS, Diagnosis
 
     try:
         d = Diagnosis.model_validate({k: getattr(report, k) for k in DIAGNOSIS_KEYS})

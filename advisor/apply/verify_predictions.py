@@ -20,7 +20,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from advisor.diagnosis.model import Predicted
+from advisor.diagnosis.report_types import Predicted
 from advisor.diagnosis.paths import INCONCLUSIVE
 from advisor.errors import StoradviseError
 from advisor.report.model import ScanReport

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.diagnosis.localise import LossBlame
-from advisor.diagnosis.model import FindingRef, PlannedSetting, Predicted
+from advisor.diagnosis.report_types import FindingRef, PlannedSetting, Predicted
 from advisor.diagnosis.paths import Fix
 from advisor.findings import Change, Finding
 from advisor.trusted_models import trusted

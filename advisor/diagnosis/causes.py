@@ -22,7 +22,7 @@ from typing import Any
 from advisor.diagnosis.candidates import FIX_CLASS, Candidate, change_candidates, fix_of, norm, planned, ref, refkey
 from advisor.diagnosis.efficiency import efficiency_predictions
 from advisor.diagnosis.localise import localise_loss
-from advisor.diagnosis.model import Diagnosis, PlannedSetting, Predicted, SetAside
+from advisor.diagnosis.report_types import Diagnosis, PlannedSetting, Predicted, SetAside
 from advisor.diagnosis.paths import (INCONCLUSIVE, Fix, FixIndex, HostFacts, PathState, local_index, path_state,
                                      predict)
 from advisor.diagnosis.ranking import cause_id_of, rank, to_cause

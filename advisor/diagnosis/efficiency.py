@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from advisor.diagnosis.model import FindingRef, Predicted
+from advisor.diagnosis.report_types import FindingRef, Predicted
 from advisor.diagnosis.paths import Fix, PathState, index_fixes, predict
 
 

@@ -1,7 +1,7 @@
 """What holds each measured path, and what it would carry after a set of fixes.
 
-A path's state is read once from its measurement (advisor/mesh/results.py) and its two ends'
-facts: link rate, RTT under load, MSS, the loss it saw, SACK and window scaling at both ends, the
+A path's state is read once from its measurement (a path record, advisor/paths/record.py: a mesh
+test or production flows) and its two ends' facts (advisor/paths/host_view.py): link rate, RTT under load, MSS, the loss it saw, SACK and window scaling at both ends, the
 windows its buffers allow and the packet-rate limits on its way. :func:`predict` applies a set
 of :class:`Fix` es and returns the rate the models (advisor/mesh/throughput_models.py) give, with the
 model that binds. Pure: plain dicts in, numbers out.
@@ -13,19 +13,15 @@ the path really used is then known, and a larger buffer scales it.
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.mesh import throughput_models as m
+from advisor.paths.host_view import HostFacts, HostView, host_view, rule_meets
+from advisor.paths.record import PathRecord
 
-HostFacts = dict[str, dict[str, Any] | None]  # probe name -> facts (plain data) of one host
-
-SYSCTL = "network.sysctl"
-FIREWALL = "firewall"
 #: measurements that say nothing about the network
 INCONCLUSIVE = ("cpu", "contended")
-ACTING_VERDICTS = {"drop", "reject", "queue"}
 #: the share of tcp_wmem's maximum a sender keeps in flight (see _sndbuf)
 SNDBUF_SHARE = 0.7
 #: the largest window without the window scale option (RFC 7323 section 2)
@@ -50,55 +46,6 @@ class Fix:
     kind: str
     host: str
     value: float | None = None
-
-
-def sysctl(facts: HostFacts | None, key: str) -> str | None:
-    s = (facts or {}).get(SYSCTL) or {}
-    entry = (s.get("sysctls") or {}).get(key) or {}
-    v = entry.get("runtime")
-    return None if v is None else " ".join(str(v).split())
-
-
-def sysctl_max(facts: HostFacts | None, key: str) -> int | None:
-    v = sysctl(facts, key)
-    try:
-        return int(v.split()[-1]) if v else None
-    except ValueError:
-        return None
-
-
-def acting_rules(facts: HostFacts | None) -> list[dict]:
-    fw = (facts or {}).get(FIREWALL) or {}
-    return [r for r in fw.get("rules") or []
-            if str(r.get("verdict") or "").lower() in ACTING_VERDICTS or r.get("limit")]
-
-
-def _in(address: str | None, nets: list) -> bool:
-    if not address:
-        return False
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    for n in nets or []:
-        try:
-            if ip in ipaddress.ip_network(str(n), strict=False):
-                return True
-        except ValueError:
-            continue
-    return False
-
-
-def rule_meets(rule: dict, peer: str | None, own: str | None) -> bool:
-    """Does an incoming-side rule act on packets from ``peer`` (to its host, ``own``)? A rule that
-    names addresses acts on those only; an output or postrouting rule never on what arrives."""
-    chain = str(rule.get("chain") or "").lower()
-    if "output" in chain or "postrouting" in chain:
-        return False
-    if _in(peer, rule.get("excluded_addresses")) or _in(own, rule.get("excluded_addresses")):
-        return False
-    nets = rule.get("addresses") or []
-    return not nets or _in(peer, nets) or _in(own, nets)
 
 
 @dataclass
@@ -134,6 +81,8 @@ class PathState:
     window_kind: str | None = None
     #: the tightest modelled limit as measured (cached by predict)
     tight_now: float | None = None
+    #: what measured it: "mesh" (a test) or "flows" (production traffic)
+    source: str = "mesh"
     inputs: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -148,68 +97,21 @@ class PathState:
         return any(direction == "data" for _host, _pps, direction in self.policers)
 
 
-def loss_share(p: dict) -> float:
-    info = p.get("tcp_info") or {}
-    mss = p.get("mss") or info.get("mss") or m.DEFAULT_MSS
-    sent = p.get("sent_bytes")
-    retrans = p.get("retransmits")
-    if retrans is None:
-        retrans = info.get("retrans")
-    if not sent or not retrans:
-        return 0.0
-    return float(retrans) / max(1.0, sent / mss)
-
-
-@dataclass
-class HostView:
-    """What the path model reads of one host's facts, read once per host."""
-
-    sack: bool
-    wscale: bool
-    rmem_max: int | None
-    wmem_max: int | None
-    rules: list[dict]
-
-
-def host_view(hf: HostFacts | None) -> HostView:
-    return HostView(sack=sysctl(hf, "net.ipv4.tcp_sack") != "0", wscale=sysctl(hf, "net.ipv4.tcp_window_scaling") != "0",
-                    rmem_max=sysctl_max(hf, "net.ipv4.tcp_rmem"), wmem_max=sysctl_max(hf, "net.ipv4.tcp_wmem"),
-                    rules=acting_rules(hf))
-
-
-def loaded_rtt_us(p: dict) -> float | None:
-    """The RTT the flow saw while it ran: iperf3's mean over the test, else the kernel's smoothed RTT."""
-    info = p.get("tcp_info") or {}
-    v = p.get("rtt_us") or info.get("rtt_us")
-    return float(v) if isinstance(v, (int, float)) and v > 0 else None
-
-
-def path_rtt_us(p: dict) -> float | None:
-    """The path's own round trip: the smallest the test saw (pings just before it, iperf3's and the
-    kernel's minimum), else its mean. A flow held by loss or by a window keeps no queue of its own,
-    so the models use this RTT; the mean during the test adds the queue a flow builds only once
-    nothing else holds it, and on a busy host the scheduling delay of its ends."""
-    info = p.get("tcp_info") or {}
-    mins = [float(v) for v in (p.get("idle_rtt_us"), p.get("min_rtt_us"), info.get("min_rtt_us"))
-            if isinstance(v, (int, float)) and v > 0]
-    if mins:
-        return min(mins)
-    v = p.get("rtt_us") or info.get("rtt_us")
-    return float(v) if v else None
-
-
-def path_state(p: dict, facts: dict[str, HostFacts], addresses: dict[str, str] | None = None,
+def path_state(p: PathRecord | dict, facts: dict[str, HostFacts], addresses: dict[str, str] | None = None,
                views: dict[str, HostView] | None = None) -> PathState | None:
-    """None for a path without a measurement (failed, or no rate). ``views``: a cache of host views."""
-    if p.get("status") != "ok" or not p.get("measured_bps"):
+    """None for a path without a measurement (failed, or no rate). ``p``: a path record (a mesh
+    path's dict is read as one); ``views``: a cache of host views."""
+    rec = PathRecord.from_mesh(p) if isinstance(p, dict) else p
+    if not rec.ok or not rec.measured_bps:
         return None
-    src, dst = p["src"], p["dst"]
+    src, dst = rec.src, rec.dst
     views = {} if views is None else views
     vs = views.get(src) or views.setdefault(src, host_view(facts.get(src)))
     vd = views.get(dst) or views.setdefault(dst, host_view(facts.get(dst)))
-    info = p.get("tcp_info") or {}
-    mss = int(p.get("mss") or info.get("mss") or m.DEFAULT_MSS)
-    rtt_us = path_rtt_us(p)
+    mss = rec.segment_bytes
+    # the path's own round trip: a flow held by loss or by a window keeps no queue of its own, so the
+    # models use this RTT (else the mean, when the measurement gave no minimum)
+    rtt_us = rec.idle_rtt_us or rec.loaded_rtt_us
     policers: list[tuple[str, float, str]] = []
     dropping: list[str] = []
     addr = addresses or {}
@@ -223,20 +125,19 @@ def path_state(p: dict, facts: dict[str, HostFacts], addresses: dict[str, str] |
             elif str(r.get("verdict") or "").lower() in ("drop", "reject") and not r.get("limit"):
                 dropping.append(host)
     st = PathState(
-        src=src, dst=dst, subject=f"{src}->{dst}", measured_bps=float(p["measured_bps"]),
-        expected_bps=float(p["expected_bps"]) if p.get("expected_bps") else None,
-        link_bps=m.link_goodput_bps(p.get("expected_bps"), mss),
-        rtt_s=float(rtt_us) / 1e6 if rtt_us else None, mss=mss, loss=loss_share(p),
+        src=src, dst=dst, subject=rec.subject, measured_bps=float(rec.measured_bps),
+        expected_bps=rec.expected_bps, link_bps=m.link_goodput_bps(rec.expected_bps, mss),
+        rtt_s=float(rtt_us) / 1e6 if rtt_us else None, mss=mss, loss=rec.loss_share or 0.0,
         sack={src: vs.sack, dst: vd.sack}, wscale={src: vs.wscale, dst: vd.wscale},
         rmem_max=vd.rmem_max, wmem_max=vs.wmem_max,
-        policers=policers, dropping=sorted(set(dropping)), limited_by=p.get("limited_by"),
-        congestion=(p.get("congestion") or info.get("congestion") or None),
+        policers=policers, dropping=sorted(set(dropping)), limited_by=rec.limited_by,
+        congestion=rec.congestion, source=rec.source,
     )
-    loaded = loaded_rtt_us(p)
+    loaded = rec.loaded_rtt_us
     st.rtt_loaded_s = max(st.rtt_s or 0.0, loaded / 1e6) if loaded else st.rtt_s
     st.inputs = {"rtt_ms": round(st.rtt_s * 1000, 3) if st.rtt_s else None, "mss": mss,
                  "loss": round(st.loss, 5), "link_bps": st.expected_bps, "congestion": st.congestion}
-    _calibrate_window(st, p)
+    _calibrate_window(st, rec.streams)
     _calibrate_loss_rtt(st)
     return st
 
@@ -261,11 +162,11 @@ def _calibrate_loss_rtt(st: PathState) -> None:
     st.loss_rtt_s = st.rtt_s if at_link or not st.rtt_loaded_s else st.rtt_loaded_s
 
 
-def _calibrate_window(st: PathState, p: dict) -> None:
+def _calibrate_window(st: PathState, streams: int) -> None:
     """The window the path ran at, when a window held it (the kernel's word, else rate ~ window/RTT)."""
     if not st.rtt_s:
         return
-    used = st.measured_bps * st.rtt_s / 8 / max(1, int(p.get("streams") or 1))
+    used = st.measured_bps * st.rtt_s / 8 / max(1, streams)
     if not all(st.wscale.values()) and used <= UNSCALED_WINDOW * 1.2:
         return  # an end without window scaling: the 64 KiB window held it, not a buffer (see _limits)
     if st.limited_by in ("receiver_window", "sender_buffer"):

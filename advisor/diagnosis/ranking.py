@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 
 from advisor.diagnosis.candidates import BUFFER_FAMILY, Candidate, norm, ref, refkey
-from advisor.diagnosis.model import Cause
+from advisor.diagnosis.report_types import Cause
 from advisor.findings import SEVERITY_ORDER
 
 def _cause_id(c: Candidate) -> str:

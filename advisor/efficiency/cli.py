@@ -11,7 +11,7 @@ import typer
 
 from advisor.errors import ERROR_PREFIX, StoradviseError, UsageError
 from advisor.help_format import HELP_FORMAT
-from advisor.efficiency import diagnosis
+from advisor.efficiency import aggregate_findings
 from advisor.efficiency.analysis import Summary, site_group_mapper
 from advisor.efficiency.ingest import FORMATS, IssueLog, detect_format, ingest_into, iter_records
 from advisor.efficiency.records import EfficiencyInputError
@@ -96,7 +96,7 @@ def ingest(
     _precheck(files, format)
     if baseline:
         _precheck(baseline, format)
-    scan_findings = diagnosis.load_scan(scan) if scan else None
+    scan_findings = aggregate_findings.load_scan(scan) if scan else None
     group_of = None
     if site:
         from advisor.site_file import load_site
@@ -133,11 +133,11 @@ def ingest(
         base_summary = Summary(group_of).extend(iter_records(baseline, format, base_issues))
         for it in base_issues.items:
             issues.add(it)
-    findings = [diagnosis.io_bound_finding(summary, scan_findings, drop=io_drop),
-                diagnosis.storage_io_finding(summary, drop=io_drop),
-                diagnosis.failed_wall_finding(summary, threshold=failed_share)]
+    findings = [aggregate_findings.io_bound_finding(summary, scan_findings, drop=io_drop),
+                aggregate_findings.storage_io_finding(summary, drop=io_drop),
+                aggregate_findings.failed_wall_finding(summary, threshold=failed_share)]
     if base_summary is not None or target is not None:
-        findings.append(diagnosis.baseline_finding(summary, base_summary, target, tolerance))
+        findings.append(aggregate_findings.baseline_finding(summary, base_summary, target, tolerance))
 
     sd = summary.to_dict(groups)
     sd["files"] = len(files)

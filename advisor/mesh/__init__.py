@@ -1,7 +1,8 @@
 """The throughput mesh: pairwise iperf3 tests between host groups, scheduled in rounds.
 
 Public API: ``expand_pairs(site)``, ``mesh_schedule(paths)``, ``run_mesh(site, transports)``;
-the result dict is described in advisor.mesh.results, the diagnosis in advisor.mesh.diagnosis.
+the result dict is described in advisor.mesh.results, its symptoms (slow, asymmetric, lossy,
+buffer-limited paths) in advisor.mesh.symptoms.
 """
 
 from advisor.mesh.runner import MeshProgress, run_mesh

@@ -1,8 +1,10 @@
 """What limited a measured path: one class per path, from what the kernel and iperf3 said during the test.
 
-Pure: ``classify_path(path) -> (limited_by, evidence)`` over a path record (advisor.mesh.results),
+Pure: ``classify_path(path) -> (limited_by, evidence)`` over a mesh path record (advisor.mesh.results),
 also over paths of older scans that have no ``tcp_info`` (then retransmits, RTT and windows decide,
-or ``unknown``).
+or ``unknown``). The RTTs, the queue and the loss share are the path record's
+(advisor/paths/record.py); production flows are classified in the same words by
+advisor/flows/limits.py, which shares the thresholds and the loss tests here.
 
 Anchors: M-Lab NDT reads the same TCP_INFO chronographs (BusyTime, RWndLimited, SndBufLimited) to
 say whether a transfer was limited by the receiver's window, the sender's buffer or the network;
@@ -55,6 +57,7 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.mesh import throughput_models as tm
+from advisor.paths.record import PathRecord
 
 LINK_RATIO = 0.9
 #: a queued path at this share of its expected rate is held by the queue's link; below it, only when
@@ -98,47 +101,28 @@ CLASSES = ("link", "receiver_window", "sender_buffer", "loss", "policer", "cpu",
 INCONCLUSIVE = ("cpu", "contended")
 
 
-def _ratio(p: dict) -> float | None:
-    if p.get("ratio") is not None:
-        return float(p["ratio"])
-    if p.get("expected_bps") and p.get("measured_bps"):
-        return p["measured_bps"] / p["expected_bps"]
+def _ratio(r: PathRecord) -> float | None:
+    if r.ratio is not None:
+        return r.ratio
+    if r.expected_bps and r.measured_bps:
+        return r.measured_bps / r.expected_bps
     return None
 
 
-def _rate(p: dict, r: float | None) -> str:
-    if r is None:
+def _rate(r: PathRecord, ratio: float | None) -> str:
+    if ratio is None:
         return ""
-    return f", rate {r:.2f} of {'link' if p.get('ratio_basis') != 'median' else 'the median path'}"
+    return f", rate {ratio:.2f} of {'link' if r.ratio_basis != 'median' else 'the median path'}"
 
 
-def _idle_rtt(p: dict, ti: dict) -> float | None:
-    return p.get("idle_rtt_us") or ti.get("min_rtt_us") or p.get("min_rtt_us")
-
-
-def _queue_us(p: dict, ti: dict) -> float | None:
-    rtt = ti.get("rtt_us") or p.get("rtt_us")
-    idle = _idle_rtt(p, ti)
-    if rtt is None or idle is None:
-        return None
-    return max(0.0, float(rtt) - float(idle))
-
-
-def _queued(queue: float | None, idle: float | None) -> bool:
+def queued(r: PathRecord) -> bool:
+    """The RTT while the flow ran rose QUEUE_MIN_US and QUEUE_FRAC above the idle RTT: a queue."""
+    queue, idle = r.queue_us, r.idle_rtt_us
     return queue is not None and queue >= max(QUEUE_MIN_US, QUEUE_FRAC * (idle or 0.0))
 
 
-def _retrans_rate(p: dict, ti: dict) -> float | None:
-    retr = ti.get("retrans") if ti else None
-    if retr is None:
-        retr = p.get("retransmits")
-    mss = ti.get("mss") or p.get("mss") or 1448
-    if retr is None or not p.get("sent_bytes"):
-        return None
-    return retr / max(1.0, p["sent_bytes"] / mss)
-
-
-def _cpu(p: dict, wait_limit: float, pressure_limit: float | None = None) -> str | None:
+def _cpu(r: PathRecord, wait_limit: float, pressure_limit: float | None = None) -> str | None:
+    p = r.data
     for who, key in (("sender", "cpu_sender_pct"), ("receiver", "cpu_receiver_pct")):
         v = p.get(key)
         if v is not None and v >= CPU_PCT:
@@ -161,7 +145,8 @@ def _cpu(p: dict, wait_limit: float, pressure_limit: float | None = None) -> str
     return None
 
 
-def _contended(p: dict) -> str | None:
+def _contended(r: PathRecord) -> str | None:
+    p = r.data
     other = p.get("nic_other_bytes") or {}
     test = p.get("test_bytes") or (p.get("sent_bytes") or 0)
     if not test:
@@ -174,72 +159,65 @@ def _contended(p: dict) -> str | None:
 
 
 def classify_path(path: dict[str, Any]) -> tuple[str | None, str | None]:
-    """(limited_by, evidence) of one path record; (None, None) for a failed path. The evidence
+    """(limited_by, evidence) of one mesh path record; (None, None) for a failed path. The evidence
     ends with the congestion control the test ran, where known (what loss costs depends on it)."""
-    cls, why = _classify(path)
-    cc = (path.get("tcp_info") or {}).get("congestion") or path.get("congestion")
-    if why and cc:
-        why = f"{why}; {cc}"
+    r = PathRecord.from_mesh(path)
+    cls, why = _classify(r)
+    if why and r.congestion:
+        why = f"{why}; {r.congestion}"
     return cls, why
 
 
-def _classify(path: dict[str, Any]) -> tuple[str | None, str | None]:
-    p = path
-    if p.get("status") != "ok" or p.get("measured_bps") is None:
+def _classify(r: PathRecord) -> tuple[str | None, str | None]:
+    p = r.data
+    if not r.ok or r.measured_bps is None:
         return None, None
-    r = _ratio(p)
-    ti = p.get("tcp_info") or {}
-    if r is not None and r >= LINK_RATIO:
-        return "link", f"rate {r:.2f} of {'link' if p.get('ratio_basis') != 'median' else 'the median path'}"
-    why = _cpu(p, CPU_WAIT_SEVERE)
+    ratio = _ratio(r)
+    ti = r.tcp_info
+    if ratio is not None and ratio >= LINK_RATIO:
+        return "link", f"rate {ratio:.2f} of {'link' if r.ratio_basis != 'median' else 'the median path'}"
+    why = _cpu(r, CPU_WAIT_SEVERE)
     if why:
-        return "cpu", f"{why}: inconclusive{_rate(p, r)}"
-    why = _contended(p)
+        return "cpu", f"{why}: inconclusive{_rate(r, ratio)}"
+    why = _contended(r)
     if why:
-        return "contended", f"{why}: inconclusive{_rate(p, r)}"
-    rate_txt = _rate(p, r)
+        return "contended", f"{why}: inconclusive{_rate(r, ratio)}"
+    rate_txt = _rate(r, ratio)
     rw, sb = ti.get("rwnd_limited_frac") or 0.0, ti.get("sndbuf_limited_frac") or 0.0
     if max(rw, sb) >= WINDOW_FRAC:
         if rw >= sb:
             starved = (p.get("cpu_wait_frac") or {}).get("dst")
-            if starved is not None and starved >= (CPU_WAIT_AMPLE if _window_ample(p, ti) else CPU_WAIT):
+            if starved is not None and starved >= (CPU_WAIT_AMPLE if _window_ample(r) else CPU_WAIT):
                 # a receiver that gets no CPU does not read: its buffer fills and the window closes
-                return "cpu", (f"rwnd_limited {rw:.0%} of busy time while {p.get('dst')}'s iperf3 waited for a "
+                return "cpu", (f"rwnd_limited {rw:.0%} of busy time while {r.dst}'s iperf3 waited for a "
                                f"CPU {starved:.0%} of the test (a receiver not read fills its window): "
                                f"inconclusive{rate_txt}")
             return "receiver_window", f"rwnd_limited {rw:.0%} of busy time{rate_txt}"
         return "sender_buffer", f"sndbuf_limited {sb:.0%} of busy time{rate_txt}"
-    why = _window_match(p, ti)
+    why = _window_match(r)
     # with TCP_INFO, the receiver's window must also have stopped the sender now and then: a rate
     # at window / RTT is otherwise a coincidence (in flight = rate x RTT behind any bottleneck)
     if why and rw >= sb and (not ti or rw >= WINDOW_SEEN):
         seen = f", rwnd_limited {rw:.0%} of busy time" if ti else ""
         return "receiver_window", f"{why}{seen}{rate_txt}"
-    idle = _idle_rtt(p, ti)
-    queue = _queue_us(p, ti)
-    loss = _retrans_rate(p, ti)
-    queued = _queued(queue, idle)
-    heavy = loss is not None and loss >= QUEUE_LOSS
-    lossy = (heavy or (loss is not None and loss >= LOSS_RATE and not queued and not _cpu(p, CPU_WAIT))
-             # a queue someone else keeps (the reverse direction's data ahead of this flow's ACKs, other
-             # flows on a shared port) lengthens every round trip, and at that RTT the loss holds the rate
-             or (queued and loss is not None and loss >= LOSS_RATE and _loss_explains(p, ti, loss)))
-    if lossy:
-        starved = _cpu(p, CPU_WAIT, CPU_PRESSURE)
-        if starved and _loss_frees_at_idle(p, ti, loss):
+    idle = r.idle_rtt_us
+    queue = r.queue_us
+    loss = r.loss_share
+    if lossy(r, loss, starved=bool(_cpu(r, CPU_WAIT))):
+        starved = _cpu(r, CPU_WAIT, CPU_PRESSURE)
+        if starved and _loss_frees_at_idle(r, loss):
             # the loss holds the path only at the RTT the busy hosts gave it: at the idle RTT the same
             # loss would leave it its link (a SACK LAN path on two loaded cores runs at 0.6)
             return "cpu", (f"{starved}; retransmits {loss:.2%} would leave the link at the idle RTT: "
                            f"inconclusive{rate_txt}")
-        return _lossy(p, ti, loss, queue, rate_txt)
-    why = _cpu(p, CPU_WAIT, CPU_PRESSURE)
+        return lossy_class(r, loss, rate_txt)
+    why = _cpu(r, CPU_WAIT, CPU_PRESSURE)
     if why:
         return "cpu", f"{why}, no window limit or loss seen: inconclusive{rate_txt}"
-    if queued:
-        lossy = loss is not None and loss >= LOSS_RATE
-        retr = f", retransmits {loss:.2%}" if lossy else ", few retransmits"
-        full = _nic_full(p)
-        if r is None or r >= LINK_QUEUED_RATIO or full:
+    if queued(r):
+        retr = f", retransmits {loss:.2%}" if loss is not None and loss >= LOSS_RATE else ", few retransmits"
+        full = _nic_full(r)
+        if ratio is None or ratio >= LINK_QUEUED_RATIO or full:
             return "link", (f"rtt {queue / 1000:.1f} ms above idle ({idle / 1000:.1f} ms): a bottleneck queue"
                             f"{retr}{', ' + full if full else ''}{rate_txt}")
         # far below the expected rate with neither end's NIC full: a hop on the way is slower than
@@ -249,47 +227,65 @@ def _classify(path: dict[str, Any]) -> tuple[str | None, str | None]:
     return "unknown", f"no window, loss, queue or CPU limit seen{rate_txt}"
 
 
-def _nic_full(p: dict) -> str | None:
+def lossy(r: PathRecord, loss: float | None, starved: bool = False) -> bool:
+    """The path lost enough to be held by it: QUEUE_LOSS of its segments, or LOSS_RATE without a
+    queue (and an end not ``starved`` of CPU), or LOSS_RATE behind a queue when the loss model at
+    the RTT the flow saw gives the measured rate (a queue someone else keeps, the reverse direction's
+    data ahead of this flow's ACKs or other flows on a shared port, lengthens every round trip, and
+    at that RTT the loss holds the rate)."""
+    if loss is None:
+        return False
+    if loss >= QUEUE_LOSS:
+        return True
+    if loss < LOSS_RATE:
+        return False
+    return (not queued(r) and not starved) or (queued(r) and _loss_explains(r, loss))
+
+
+def _nic_full(r: PathRecord) -> str | None:
     """An end's NIC moved NIC_FULL of the path's expected rate during the test (its own traffic and
     others' together): the link is full, shared rather than slow."""
-    rates, want = p.get("nic_bps") or {}, p.get("expected_bps")
+    rates, want = r.data.get("nic_bps") or {}, r.expected_bps
     if not want:
         return None
     for end, way in (("src", "sent"), ("dst", "received")):
         v = rates.get(end)
         if v is not None and v >= NIC_FULL * want:
-            return f"{p.get(end)}'s NIC {way} {v / 1e6:.0f} Mb/s in all"
+            return f"{r.data.get(end)}'s NIC {way} {v / 1e6:.0f} Mb/s in all"
     return None
 
 
-def _loss_frees_at_idle(p: dict, ti: dict, loss: float) -> bool:
+def _sack(r: PathRecord) -> bool:
+    return r.tcp_info.get("sack") is not False
+
+
+def _loss_frees_at_idle(r: PathRecord, loss: float) -> bool:
     """At the idle RTT the loss model gives the path at least LINK_RATIO of its expected rate."""
-    idle, want = _idle_rtt(p, ti), p.get("expected_bps")
+    idle, want = r.idle_rtt_us, r.expected_bps
     if not idle or not want:
         return False
-    sack = ti.get("sack") if ti else None
-    bound = tm.loss_bound(p.get("mss") or ti.get("mss"), idle / 1e6, loss, sack=sack is not False,
-                          congestion=ti.get("congestion") or p.get("congestion"))
+    bound = tm.loss_bound(r.segment_bytes, idle / 1e6, loss, sack=_sack(r), congestion=r.congestion)
     return bound is None or bound.bps >= LINK_RATIO * want
 
 
-def _loss_explains(p: dict, ti: dict, loss: float) -> bool:
+def _loss_explains(r: PathRecord, loss: float) -> bool:
     """The loss model at the RTT the flow saw under load gives at most the measured rate (within
     LOSS_FIT): the loss holds the path, whoever keeps the queue."""
-    rtt = ti.get("rtt_us") or p.get("rtt_us")
-    if not rtt or not p.get("measured_bps"):
+    rtt = r.loaded_rtt_us
+    if not rtt or not r.measured_bps:
         return False
-    sack = ti.get("sack") if ti else None
-    bound = tm.loss_bound(p.get("mss") or ti.get("mss"), rtt / 1e6, loss, sack=sack is not False,
-                          congestion=ti.get("congestion") or p.get("congestion"))
-    return bound is not None and p["measured_bps"] <= bound.bps * LOSS_FIT
+    bound = tm.loss_bound(r.segment_bytes, rtt / 1e6, loss, sack=_sack(r), congestion=r.congestion)
+    return bound is not None and r.measured_bps <= bound.bps * LOSS_FIT
 
 
-def _lossy(p: dict, ti: dict, loss: float, queue: float | None, rate_txt: str) -> tuple[str, str]:
+def lossy_class(r: PathRecord, loss: float, rate_txt: str) -> tuple[str, str]:
+    """``policer`` when the rate was steady without a queue (a policer drops at a fixed rate without
+    queueing), else ``loss``; with the evidence."""
+    ti = r.tcp_info
+    queue = r.queue_us
     cv = ti.get("delivery_rate_cv")
     q = f"queueing {queue / 1000:.1f} ms" if queue is not None else "no RTT to tell queueing"
-    if cv is not None and cv <= STEADY_CV and (ti.get("samples") or 0) >= 4 and queue is not None \
-            and not _queued(queue, _idle_rtt(p, ti)):
+    if cv is not None and cv <= STEADY_CV and (ti.get("samples") or 0) >= 4 and queue is not None and not queued(r):
         return "policer", f"retransmits {loss:.2%} of segments, {q}, steady rate (cv {cv:.2f}){rate_txt}"
     cw = ""
     if ti.get("cwnd") and ti.get("cwnd_last"):
@@ -298,26 +294,25 @@ def _lossy(p: dict, ti: dict, loss: float, queue: float | None, rate_txt: str) -
     return "loss", f"retransmits {loss:.2%} of segments, {q}{cw}{sack}{rate_txt}"
 
 
-def _window_ample(p: dict, ti: dict) -> bool:
+def _window_ample(r: PathRecord) -> bool:
     """The receiver's largest advertised window carries the expected rate at the idle RTT: its buffer
     is not what stopped the sender, a window that closed did (the receiver did not read)."""
-    wnd, want, idle = p.get("max_snd_wnd"), p.get("expected_bps"), _idle_rtt(p, ti)
+    wnd, want, idle = r.max_snd_wnd, r.expected_bps, r.idle_rtt_us
     return bool(wnd and want and idle) and wnd * 8 / (idle / 1e6) >= want
 
 
-def _window_match(p: dict, ti: dict) -> str | None:
+def _window_match(r: PathRecord) -> str | None:
     """The rate matches the receiver's largest advertised window / RTT.
 
     The RTT is the one without a queue: a window that limits keeps less than the path's
     bandwidth-delay product in flight, so no queue builds. Behind a bottleneck queue the RTT
     during the test grows until rate x RTT is whatever window is open (a tautology, not a limit).
     """
-    wnd, rtt, bps = p.get("max_snd_wnd"), p.get("rtt_us"), p.get("measured_bps")
+    wnd, rtt, bps = r.max_snd_wnd, r.rtt_us, r.measured_bps
     if not (wnd and rtt and bps):
         return None
-    idle = _idle_rtt(p, ti)
-    if _queued(_queue_us(p, ti), idle):
-        rtt = idle
+    if queued(r):
+        rtt = r.idle_rtt_us
     cap = wnd * 8 / (rtt / 1e6)
     if cap / WINDOW_MATCH <= bps <= cap * WINDOW_MATCH:
         return f"rate = receiver window {wnd / 1024:.0f} KiB / rtt {rtt / 1000:.1f} ms"

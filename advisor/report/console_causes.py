@@ -8,7 +8,7 @@ from collections import Counter
 from rich.console import Console
 from rich.text import Text
 
-from advisor.diagnosis.model import Cause, FindingRef, Predicted
+from advisor.diagnosis.report_types import Cause, FindingRef, Predicted
 from advisor.host_ranges import hosts_text
 from advisor.report.model import ScanReport
 from advisor.report.safe_text import markup_text, terminal_text

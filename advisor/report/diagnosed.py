@@ -4,7 +4,7 @@ predates the diagnosis (``plan --scan``, ``verify --before`` of an older scan)."
 from __future__ import annotations
 
 from advisor.diagnosis import diagnose, diagnosis_input
-from advisor.diagnosis.model import Diagnosis
+from advisor.diagnosis.report_types import Diagnosis
 from advisor.gc_paused import gc_paused
 from advisor.report.model import ScanReport
 from advisor.rules.specs import RuleCatalog, load_catalog

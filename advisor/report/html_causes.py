@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from advisor.diagnosis.model import Cause, FindingRef, Predicted
+from advisor.diagnosis.report_types import Cause, FindingRef, Predicted
 from advisor.report.console_causes import calibration_line, grouped_refs, held_by_line
 from advisor.host_ranges import hosts_text
 from advisor.report.model import ScanReport

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, model_serializer, model_validator
 
-from advisor.diagnosis.model import Cause, Diagnosis, FindingRef, Predicted, SetAside
+from advisor.diagnosis.report_types import Cause, Diagnosis, FindingRef, Predicted, SetAside
 from advisor.errors import StoradviseError
 from advisor.facts import FactSet, ProbeStatus
 from advisor.findings import SEVERITY_ORDER, Finding, FindingStatus

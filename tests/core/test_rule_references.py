@@ -57,10 +57,10 @@ def test_lint_refuses_a_reference_to_an_internal_note(tmp_path):
 
 
 def test_findings_built_in_python_cite_public_sources():
-    """The efficiency diagnosis and latency findings are built in Python, outside the rule packs' lint."""
-    from advisor.efficiency import diagnosis, latency
+    """The efficiency aggregates' findings and latency findings are built in Python, outside the rule packs' lint."""
+    from advisor.efficiency import aggregate_findings, latency
 
-    refs = [v for m in (diagnosis, latency) for k, v in vars(m).items()
+    refs = [v for m in (aggregate_findings, latency) for k, v in vars(m).items()
             if isinstance(v, str) and (k.startswith("REF_") or k.endswith("_REFERENCE"))]
     assert len(refs) >= 3
     assert [r for r in refs if unshipped_files(r)] == []

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from advisor.diagnosis import DiagnosisInput, diagnose
-from advisor.diagnosis.model import PlannedSetting
+from advisor.diagnosis.report_types import PlannedSetting
 from advisor.diagnosis.causes import plan_prediction
 from advisor.findings import Finding, FindingStatus, Severity
 from tests.support.diagnosis_site import ADDR, G, RACK_A, RACK_B, TAGS, finding, findings, mesh, site_facts, sysctls

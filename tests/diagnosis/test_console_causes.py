@@ -5,7 +5,7 @@ from io import StringIO
 
 from rich.console import Console
 
-from advisor.diagnosis.model import FindingRef
+from advisor.diagnosis.report_types import FindingRef
 from advisor.report.console_causes import render_causes
 from tests.support.reports import make_report
 

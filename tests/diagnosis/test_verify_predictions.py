@@ -109,7 +109,7 @@ def test_a_job_starved_of_cpu_is_not_compared(before):
     """The active test job's efficiency after the plan: on cores shared with other work its compute
     phases ran at 0.55 of a CPU (cpu_share_computing), so its efficiency (0.58 where 0.90 was
     predicted, seen on a busy CI machine) says the CPU was short, not the read: inconclusive."""
-    from advisor.diagnosis.model import Predicted
+    from advisor.diagnosis.report_types import Predicted
 
     pred = [Predicted(metric="efficiency", subject="wn01", now=0.3, after=0.9, unit="ratio", model="read-wait")]
     after = after_scan(before, sack_applied=True)

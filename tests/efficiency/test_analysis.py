@@ -1,7 +1,7 @@
 import pytest
 
 from advisor.efficiency.analysis import Summary, site_group_mapper
-from advisor.efficiency.diagnosis import (baseline_finding, failed_wall_finding, io_bound_finding,
+from advisor.efficiency.aggregate_findings import (baseline_finding, failed_wall_finding, io_bound_finding,
                                           load_scan, related_scan_findings)
 from advisor.efficiency.records import EfficiencyInputError, JobRecord
 from advisor.site import Host, Site

@@ -10,7 +10,7 @@ import pytest
 
 from advisor.efficiency import htcondor_text
 from advisor.efficiency.analysis import Summary
-from advisor.efficiency.diagnosis import storage_io_finding
+from advisor.efficiency.aggregate_findings import storage_io_finding
 from advisor.efficiency.htcondor import record_from_ad
 from advisor.efficiency.htcondor_jsonl import iter_jsonl, iter_jsonl_json
 from advisor.efficiency.ingest import IssueLog, detect_format, ingest_into, iter_file

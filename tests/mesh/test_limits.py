@@ -1,4 +1,7 @@
-"""classify_path: one path of each class, and old scan paths without tcp_info."""
+"""classify_path: one path of each class, and old scan paths without tcp_info.
+
+The loss share is iperf3's retransmits over its sent segments, the idle RTT the smallest the path
+showed (advisor/paths/record.py): the records here keep the two sources consistent."""
 
 from __future__ import annotations
 
@@ -48,7 +51,7 @@ def test_loss_without_queue_and_collapsed_cwnd():
 def test_policer_steady_rate_no_queue():
     ti = tcp(retrans=900, delivery_rate_cv=0.04, rtt_us=1050.0, min_rtt_us=1000.0)
     cls, ev = classify_path(path(measured_bps=480e6, ratio=0.48, tcp_info=ti, rtt_us=1050.0, idle_rtt_us=1000.0,
-                                 min_rtt_us=1000.0, sent_bytes=300_000_000))
+                                 min_rtt_us=1000.0, sent_bytes=300_000_000, retransmits=900))
     assert cls == "policer" and "steady rate" in ev
 
 
@@ -95,7 +98,8 @@ def test_a_moderate_cpu_wait_explains_only_what_nothing_else_does():
     assert cls == "cpu" and "st01's iperf3 waited for a CPU 30% of the test" in ev
     assert classify_path(path(cpu_wait_frac=wait, tcp_info=tcp(rwnd_limited_frac=0.4)))[0] == "receiver_window"
     lossy = tcp(retrans=900, rtt_us=1100.0, min_rtt_us=1000.0)
-    assert classify_path(path(cpu_wait_frac=wait, tcp_info=lossy, rtt_us=1100.0, idle_rtt_us=1000.0))[0] == "loss"
+    assert classify_path(path(cpu_wait_frac=wait, tcp_info=lossy, rtt_us=1100.0, idle_rtt_us=1000.0,
+                              retransmits=900))[0] == "loss"
 
 
 def test_a_window_closed_by_a_starved_receiver_is_cpu():
@@ -131,7 +135,8 @@ def test_a_window_a_queue_put_in_flight_does_not_limit_the_path():
     assert cls == "link" and "bottleneck queue" in ev, ev
     # the same window at the idle rtt does hold the rate
     held = {**queued, "measured_bps": 3.9e9, "expected_bps": 10e9, "ratio": 0.39, "rtt_us": 41_000.0}
-    assert classify_path(path(**held, tcp_info=tcp(rwnd_limited_frac=0.14, rtt_us=41_000.0)))[0] == "receiver_window"
+    assert classify_path(path(**held, tcp_info=tcp(rwnd_limited_frac=0.14, rtt_us=41_000.0,
+                                                   min_rtt_us=40_200.0)))[0] == "receiver_window"
 
 
 def test_contended_nic():

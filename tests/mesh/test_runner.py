@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
-from advisor.mesh import diagnosis as dg
+from advisor.mesh import symptoms as dg
 from advisor.mesh.runner import MeshProgress, run_mesh
 from advisor.site import Site
 from advisor.transport.local import LocalTransport

@@ -1,11 +1,11 @@
-"""Throughput-mesh rules: thin wrappers over advisor.mesh.diagnosis (metadata in rules/mesh.yml)."""
+"""Throughput-mesh rules: thin wrappers over advisor.mesh.symptoms (metadata in rules/mesh.yml)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from advisor.findings import ChangeTarget, Finding, FindingStatus
-from advisor.mesh import diagnosis as dg
+from advisor.mesh import symptoms as dg
 from advisor.mesh.results import judge_paths
 from advisor.rules.context import RuleContext, analytic_rule
 from advisor.units import format_bps

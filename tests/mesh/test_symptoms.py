@@ -1,11 +1,12 @@
-"""Diagnosis over IFCA-shaped path sets and facts dicts in the network.sysctl / firewall shapes."""
+"""The mesh's symptom analysis over IFCA-shaped path sets and facts dicts in the network.sysctl / firewall shapes."""
 
 from __future__ import annotations
 
 import pytest
 
-from advisor.mesh import diagnosis as dg
+from advisor.mesh import symptoms as dg
 from advisor.mesh.results import judge_paths, summary
+from advisor.paths.record import PathRecord
 from tests.support.ifca_mesh import DROP_RULE, GPFS, WN, ifca_facts, ifca_paths, path, sysctl_facts
 
 def test_slow_paths_are_exactly_storage_to_worker():
@@ -178,7 +179,7 @@ def test_deep_queue_is_not_a_buffer_limit_and_is_reported_apart():
     judge_paths([p])
     facts = {"stor01": {"network.sysctl": sysctl_facts()}, "wn01": {"network.sysctl": sysctl_facts()}}
     assert dg.buffer_limited([p], facts, 0.8) == []
-    assert dg.queueing_delay_us(p) == 39_000.0
+    assert PathRecord.from_mesh(p).queue_us == 39_000.0
     assert "idle rtt 2.00 ms, queueing delay 39.00 ms" in dg.describe_path(p)
 
 
@@ -190,4 +191,4 @@ def test_pinged_idle_rtt_beats_iperf3_minimum():
     judge_paths([p])
     facts = {"stor01": {"network.sysctl": sysctl_facts()}, "wn03": {"network.sysctl": sysctl_facts()}}
     assert dg.buffer_limited([p], facts, 0.8) == []
-    assert dg.queueing_delay_us(p) == 41_000.0 - 2_050.0
+    assert PathRecord.from_mesh(p).queue_us == 41_000.0 - 2_050.0

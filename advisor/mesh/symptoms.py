@@ -1,9 +1,11 @@
-"""Diagnosis of the mesh: which paths are slow, and why.
+"""The mesh's symptoms: which paths are slow, and what the findings about them name.
 
 Plain functions over the mesh's ``paths`` (advisor.mesh.results) and per-host facts dicts
 (``{"network.sysctl": {...} | None, "firewall": {...} | None}``, the probes' facts as the rule
-engine hands them out). The analytic rules in advisor/rules/analytic/mesh.py are thin
-wrappers around these.
+engine hands them out; advisor/paths/host_view.py reads them). The analytic rules in
+advisor/rules/analytic/mesh.py are thin wrappers around these; what held each path and what a fix
+buys is the cause stage's (advisor/diagnosis/). The RTTs and the loss share come from the path's
+record (advisor/paths/record.py).
 
 * slow path: measured below ``min_ratio`` of its expected rate (or of the median, when no rate
   is expected);
@@ -17,11 +19,10 @@ wrappers around these.
   that bound it (sender tcp_wmem max, receiver tcp_rmem max, the receiver's advertised window,
   64 KiB when either end has tcp_window_scaling=0: RFC 7323 needs both SYNs to carry the option,
   so the host with it off is named, never the other end's buffers); the bandwidth-delay product
-  (expected rate x idle RTT / 8) says how far to raise it. The idle RTT is the minimum of three
-  pings sent just before the test (else the test's minimum RTT, which iperf3 samples from the
-  smoothed RTT and may already include a queue): the mean during the transfer includes the
-  bottleneck's queue, and a window that fills a queue is not what limits the path (the queueing
-  delay, mean - idle, is reported apart). A
+  (expected rate x idle RTT / 8) says how far to raise it. The idle RTT is the smallest round
+  trip the path showed (three pings sent just before the test, iperf3's and the kernel's minimum):
+  the mean during the transfer includes the bottleneck's queue, and a window that fills a queue is
+  not what limits the path (the queueing delay, mean - idle, is reported apart). A
   buffer already at the recommended size is never blamed (no change that changes nothing);
 * failed tests, with a firewall hint when an end has rules that drop, reject or limit.
 """
@@ -35,14 +36,12 @@ from typing import Any, Iterable
 from advisor.adapters.firewall import rule_key
 from advisor.findings import ChangeTarget
 from advisor.mesh.results import path_ratio
+from advisor.paths import host_view as hv
+from advisor.paths.host_view import FIREWALL, SYSCTL  # noqa: F401  (the keys of a host's facts map)
+from advisor.paths.record import PathRecord
 from advisor.units import format_bps
 
-SYSCTL = "network.sysctl"
-FIREWALL = "firewall"
-#: firewall verdicts that act on packets
-ACTING_VERDICTS = {"drop", "reject", "queue"}
-
-HostFactsMap = dict[str, dict[str, dict | None]]
+HostFactsMap = dict[str, dict[str, dict | None]]  # host -> its HostFacts (advisor.paths.host_view)
 
 
 def _name(p: dict) -> str:
@@ -66,26 +65,14 @@ def describe_path(p: dict) -> str:
     cc = (p.get("tcp_info") or {}).get("congestion") or p.get("congestion")
     if cc:
         bits.append(str(cc))
-    queue = queueing_delay_us(p)
-    if queue is not None:
-        bits.append(f"idle rtt {idle_rtt_us(p) / 1000:.2f} ms, queueing delay {queue / 1000:.2f} ms")
+    rec = PathRecord.from_mesh(p)
+    queue = rec.queue_us
+    if queue is not None and p.get("rtt_us") is not None:
+        bits.append(f"idle rtt {rec.idle_rtt_us / 1000:.2f} ms, queueing delay {queue / 1000:.2f} ms")
     rt = p.get("retest")
     if rt and not rt.get("error"):
         bits.append(f"measured alone (in round {rt.get('round')}: {format_bps(rt.get('concurrent_bps'))})")
     return ", ".join(bits)
-
-
-def idle_rtt_us(p: dict) -> float | None:
-    """The path's RTT without our queue: pings just before the test, else the test's minimum RTT."""
-    return p.get("idle_rtt_us") or p.get("min_rtt_us")
-
-
-def queueing_delay_us(p: dict) -> float | None:
-    """Mean RTT during the test minus the idle RTT: time spent in queues on the path."""
-    idle = idle_rtt_us(p)
-    if p.get("rtt_us") is None or idle is None:
-        return None
-    return max(0.0, float(p["rtt_us"]) - float(idle))
 
 
 def is_slow(p: dict, min_ratio: float) -> bool:
@@ -102,43 +89,9 @@ def slow_paths(paths: Iterable[dict], min_ratio: float) -> list[dict]:
     return [p for p in paths if is_slow(p, min_ratio)]
 
 
-# ----------------------------------------------------------------------------- facts access
-
-
-def sysctl_value(facts: HostFactsMap, host: str, key: str) -> str | None:
-    s = (facts.get(host) or {}).get(SYSCTL) or {}
-    entry = (s.get("sysctls") or {}).get(key) or {}
-    v = entry.get("runtime")
-    return None if v is None else str(v).strip()
-
-
-def sysctl_max(facts: HostFactsMap, host: str, key: str) -> int | None:
-    """The last field of a ``min default max`` sysctl (tcp_wmem / tcp_rmem), or a plain int."""
-    s = (facts.get(host) or {}).get(SYSCTL) or {}
-    entry = (s.get("sysctls") or {}).get(key) or {}
-    ints = entry.get("runtime_ints")
-    if ints:
-        return int(ints[-1])
-    v = entry.get("runtime")
-    try:
-        return int(str(v).split()[-1]) if v is not None else None
-    except (ValueError, IndexError):
-        return None
-
-
-def sysctl_ints(facts: HostFactsMap, host: str, key: str) -> list[int] | None:
-    s = (facts.get(host) or {}).get(SYSCTL) or {}
-    entry = (s.get("sysctls") or {}).get(key) or {}
-    return list(entry["runtime_ints"]) if entry.get("runtime_ints") else None
-
-
 def acting_firewall_rules(facts: HostFactsMap, host: str) -> list[dict] | None:
-    """Rules that drop, reject, queue or rate-limit; None when the host has no firewall facts."""
-    fw = (facts.get(host) or {}).get(FIREWALL)
-    if fw is None:
-        return None
-    return [r for r in fw.get("rules") or []
-            if str(r.get("verdict") or "").lower() in ACTING_VERDICTS or r.get("limit")]
+    """``host``'s rules that drop, reject, queue or rate-limit; None when it has no firewall facts."""
+    return hv.acting_rules(facts.get(host))
 
 
 # ----------------------------------------------------------------------------- asymmetry
@@ -268,17 +221,17 @@ def compare_facts(host: str, good: list[str], side: str, facts: HostFactsMap) ->
     good_with = [g for g in good if (facts.get(g) or {}).get(SYSCTL)]
 
     for key, bad in (("net.ipv4.tcp_sack", "0"), ("net.ipv4.tcp_timestamps", "0")):
-        mine = sysctl_value(facts, host, key)
+        mine = hv.sysctl(facts.get(host), key)
         if mine is None:
             continue
-        theirs = _majority([sysctl_value(facts, g, key) for g in good_with])
+        theirs = _majority([hv.sysctl(facts.get(g), key) for g in good_with])
         if mine == bad and (theirs is None or theirs != bad):
             short = key.rsplit(".", 1)[-1]
             causes.append(Cause(
                 key=key, observed=mine, good=theirs,
                 text=f"{short}={mine} on {host}" + (f" (good {side}s: {theirs})" if theirs is not None else ""),
                 changes=[sysctl_change(host, key, "1")],
-                evidence=[f"{host}: {key} = {mine}"] + [f"{g}: {key} = {sysctl_value(facts, g, key)}" for g in good_with[:3]],
+                evidence=[f"{host}: {key} = {mine}"] + [f"{g}: {key} = {hv.sysctl(facts.get(g), key)}" for g in good_with[:3]],
             ))
 
     rules = acting_firewall_rules(facts, host)
@@ -295,10 +248,10 @@ def compare_facts(host: str, good: list[str], side: str, facts: HostFactsMap) ->
             ))
 
     buf_key = "net.ipv4.tcp_wmem" if side == "sender" else "net.ipv4.tcp_rmem"
-    mine_max = sysctl_max(facts, host, buf_key)
-    good_max = [m for m in (sysctl_max(facts, g, buf_key) for g in good_with) if m]
+    mine_max = hv.sysctl_max(facts.get(host), buf_key)
+    good_max = [m for m in (hv.sysctl_max(facts.get(g), buf_key) for g in good_with) if m]
     if mine_max and good_max and mine_max < min(good_max):
-        ints = sysctl_ints(facts, host, buf_key) or []
+        ints = hv.sysctl_ints(facts.get(host), buf_key) or []
         target = min(good_max)
         new = " ".join(str(x) for x in ints[:-1] + [target]) if len(ints) == 3 else str(target)
         causes.append(Cause(
@@ -309,8 +262,8 @@ def compare_facts(host: str, good: list[str], side: str, facts: HostFactsMap) ->
         ))
 
     qkey = "net.core.default_qdisc"
-    mine_q = sysctl_value(facts, host, qkey)
-    good_q = _majority([sysctl_value(facts, g, qkey) for g in good_with])
+    mine_q = hv.sysctl(facts.get(host), qkey)
+    good_q = _majority([hv.sysctl(facts.get(g), qkey) for g in good_with])
     if mine_q and good_q and mine_q != good_q:
         causes.append(Cause(
             key=qkey, observed=mine_q, good=good_q,
@@ -343,21 +296,12 @@ def merged_changes(causes: list[Cause]) -> list[ChangeTarget]:
 # ----------------------------------------------------------------------------- loss
 
 
-def retransmit_share(p: dict) -> float | None:
-    """Retransmitted segments / segments sent (segments = bytes sent / MSS)."""
-    if p.get("retransmits") is None or not p.get("sent_bytes"):
-        return None
-    mss = p.get("mss") or 1448
-    segments = max(1.0, p["sent_bytes"] / mss)
-    return p["retransmits"] / segments
-
-
 def loss_paths(paths: Iterable[dict], min_ratio: float, min_share: float, min_count: int) -> list[tuple[dict, float]]:
     out = []
     for p in paths:
         if not is_slow(p, min_ratio):
             continue
-        share = retransmit_share(p)
+        share = PathRecord.from_mesh(p).loss_share
         if share is not None and share >= min_share and (p.get("retransmits") or 0) >= min_count:
             out.append((p, share))
     return out
@@ -419,22 +363,23 @@ def buffer_limited(paths: Iterable[dict], facts: HostFactsMap, min_ratio: float,
     for p in paths:
         if not is_slow(p, min_ratio):
             continue
-        rtt = idle_rtt_us(p) or p.get("rtt_us")
+        record = PathRecord.from_mesh(p)
+        rtt = record.idle_rtt_us or record.loaded_rtt_us
         if not rtt or not p.get("measured_bps"):
             continue
         streams = int(p.get("streams") or 1)  # windows are per stream; the mesh reports the sum
         measured = p["measured_bps"] / streams
         rate = p.get("expected_bps") or p["measured_bps"] / max(path_ratio(p) or 1, 1e-9)
         bdp = int(rate * (rtt / 1e6) / 8)
-        unscaled = [h for h in (p["src"], p["dst"]) if sysctl_value(facts, h, WINDOW_SCALING) == "0"]
+        unscaled = [h for h in (p["src"], p["dst"]) if hv.sysctl(facts.get(h), WINDOW_SCALING) == "0"]
         cands: list[tuple[str, str, str, int]] = []  # (host, sysctl, source, bytes)
         for h in unscaled:
             cands.append((h, WINDOW_SCALING, f"{h} tcp_window_scaling=0 (no window scale option: "
                                              f"windows of at most {UNSCALED_WINDOW} B both ways)", UNSCALED_WINDOW))
-        w = sysctl_max(facts, p["src"], "net.ipv4.tcp_wmem")
+        w = hv.sysctl_max(facts.get(p["src"]), "net.ipv4.tcp_wmem")
         if w:
             cands.append((p["src"], "net.ipv4.tcp_wmem", f"{p['src']} tcp_wmem max", w))
-        r = sysctl_max(facts, p["dst"], "net.ipv4.tcp_rmem")
+        r = hv.sysctl_max(facts.get(p["dst"]), "net.ipv4.tcp_rmem")
         if r:
             cands.append((p["dst"], "net.ipv4.tcp_rmem", f"{p['dst']} tcp_rmem max", r))
             cands.append((p["dst"], "net.ipv4.tcp_rmem", f"{p['dst']} tcp_rmem max / 2 (advertised share)", r // 2))
@@ -448,7 +393,7 @@ def buffer_limited(paths: Iterable[dict], facts: HostFactsMap, min_ratio: float,
             if not low <= ratio <= high:
                 continue
             rec = max(_pow2_at_least(2 * bdp), esnet_tcp_max(rate), window * 2)
-            if key != WINDOW_SCALING and (sysctl_max(facts, host, key) or 0) >= rec:
+            if key != WINDOW_SCALING and (hv.sysctl_max(facts.get(host), key) or 0) >= rec:
                 continue  # already at the recommended size: raising it changes nothing
             # window scaling off explains a 64 KiB window before any buffer does
             rank = (key != WINDOW_SCALING, abs(1 - ratio))
@@ -460,14 +405,14 @@ def buffer_limited(paths: Iterable[dict], facts: HostFactsMap, min_ratio: float,
         if key == WINDOW_SCALING:
             changes = [sysctl_change(host, WINDOW_SCALING, "1")]
         else:
-            ints = sysctl_ints(facts, host, key) or [4096, 131072 if key.endswith("rmem") else 16384]
+            ints = hv.sysctl_ints(facts.get(host), key) or [4096, 131072 if key.endswith("rmem") else 16384]
             new = " ".join(str(x) for x in ints[:2] + [rec]) if len(ints) >= 2 else str(rec)
             core = "net.core.wmem_max" if key.endswith("wmem") else "net.core.rmem_max"
             changes = [sysctl_change(host, key, new), sysctl_change(host, core, str(max(rec * 2, 67108864)))]
         out.append(BufferLimit(
             path=p, host=host, sysctl=key, window_bytes=window, window_source=source, limit_bps=limit,
             rtt_us=rtt, bdp_bytes=bdp, recommended_bytes=rec, changes=changes,
-            queueing_delay_us=queueing_delay_us(p),
+            queueing_delay_us=record.queue_us if p.get("rtt_us") is not None else None,
         ))
     return out
 
