@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.flows.ports import site_flow_ports
 from advisor.gc_paused import gc_paused
 from advisor.output_store import OutputStore
 from advisor.probe_helper import HostCommands
@@ -42,6 +43,7 @@ def probe_context(site: Site, host: Host, is_local: bool, sample_seconds: float,
         storage_interfaces=list(site.storage_network.interfaces),
         vars={**site.vars, **host.vars},
         requested=requested or {},
+        flow_ports=site_flow_ports(site),
     )
 
 
@@ -234,6 +236,8 @@ def site_context(site: Site) -> dict:
         "storage_systems": list(site.storage_systems),
         "storage_network": site.storage_network.model_dump(),
         "link_rates": {h.name: h.link_rate for h in site.hosts if h.link_rate},
+        #: every site host's address, scanned or not (a peer of a production flow is mapped to its host)
+        "addresses": {h.name: h.connect_address for h in site.hosts if h.connect_address},
     }
 
 

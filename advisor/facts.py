@@ -57,6 +57,8 @@ class FactSet(BaseModel):
     mesh: dict[str, Any] | None = None
     #: active CPU-efficiency test results (advisor.efficiency), when measured
     efficiency: dict[str, Any] | None = None
+    #: the production flows as paths (advisor.flows.paths): ``{window_s, hosts, paths}``, when sampled
+    flows: dict[str, Any] | None = None
     #: site-level context the rules may use (storage network, link rates, ...)
     context: dict[str, Any] = Field(default_factory=dict)
     _by_probe: dict[tuple[str, ...], dict[str, dict[str, Any]]] = PrivateAttr(default_factory=dict)

@@ -15,7 +15,9 @@ open        :func:`open_scan` (here): the site (site file, inventory, capture ma
             unknown profile, a selection that matches nothing.
 collect     ``advisor/collector.py`` ``collect_site_facts``: the probes of each host, hosts in parallel.
 measure     ``advisor/measurements.py`` ``run_site_measurements``: the iperf3 mesh and the active
-            CPU-efficiency test (never from a capture: they need live hosts).
+            CPU-efficiency test (never from a capture: they need live hosts). Then the hosts'
+            production flows are joined into paths (``advisor/flows/paths.py``, from a capture too)
+            and set beside the mesh's (``advisor/flows/compare.py``).
 evaluate    ``advisor/rules/engine.py`` ``evaluate``: every rule under the resolved profiles and waivers.
 diagnose    ``advisor/diagnosis/`` ``diagnose``: the failed findings and each path's limit folded into
             causes ranked by predicted gain, hygiene and unexplained symptoms (part of evaluate).
@@ -45,6 +47,8 @@ from advisor.report.diagnosed import diagnose_report
 from advisor.collector import MANIFEST, READABLE_CAPTURE_FORMATS, TransportFactory, collect_site_facts, now_iso
 from advisor.errors import StoradviseError, UsageError
 from advisor.facts import FactSet
+from advisor.flows.compare import compare_with_mesh
+from advisor.flows.paths import flow_paths
 from advisor.measurements import run_site_measurements
 from advisor.rules.probe_requests import requested_keys
 from advisor.probe_selection import selected_probes
@@ -240,6 +244,9 @@ def run_scan(target: ScanTarget, options: ScanOptions, *, stages: tuple[str, ...
         run_site_measurements(site, target.transports, factset, with_mesh=with_mesh,
                               with_efficiency=settings is not None, efficiency_settings=settings or {},
                               quiet=quiet, console=console, hosts=target.hosts)
+    if "collect" in stages:
+        factset.flows = flow_paths(factset)  # what every host's production flows say, joined by address
+        compare_with_mesh(factset.flows, factset.mesh)
     run = ScanRun(site=site, factset=factset)
     if "evaluate" in stages:
         evaluation = evaluate(factset, site, profiles=target.profiles, catalog=target.catalog)

@@ -22,12 +22,12 @@ def predicted_outcome(report: ScanReport, changes: list[PlannedChange]) -> tuple
                                                         "target": c.target} for c in mine],
                        "not_planned": len(cause.changes) - len(mine),
                        "predicted": [p.model_dump() for p in cause.predicted]})
-    if not report.mesh and not report.efficiency:
+    if not report.mesh and not report.efficiency and not report.flows:
         return causes, []
     settings = [PlannedSetting(host=c.host, adapter=c.adapter, key=c.key, target=c.target, runtime=c.runtime)
                 for c in changes]
     inp = diagnosis_input([], report.mesh, report.efficiency, {h.name: h.facts for h in report.hosts}, _NoRules(),
-                          {h.name: h.address for h in report.hosts if h.address})
+                          {h.name: h.address for h in report.hosts if h.address}, report.flows)
     return causes, [p.model_dump() for p in plan_prediction(inp, settings)]
 
 

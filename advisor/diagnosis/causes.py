@@ -23,10 +23,11 @@ from advisor.diagnosis.candidates import FIX_CLASS, Candidate, change_candidates
 from advisor.diagnosis.efficiency import efficiency_predictions
 from advisor.diagnosis.localise import localise_loss
 from advisor.diagnosis.report_types import Diagnosis, PlannedSetting, Predicted, SetAside
-from advisor.diagnosis.paths import (INCONCLUSIVE, Fix, FixIndex, HostFacts, PathState, local_index, path_state,
-                                     predict)
+from advisor.diagnosis.paths import INCONCLUSIVE, Fix, FixIndex, PathState, local_index, path_state, predict
+from advisor.paths.host_view import HostFacts
 from advisor.diagnosis.ranking import cause_id_of, rank, to_cause
 from advisor.findings import SEVERITY_ORDER, Finding, FindingStatus
+from advisor.paths.record import OUTSIDE, PathRecord
 
 #: a prediction counts as lifting a path when it beats the measurement by this factor
 LIFT = 1.10
@@ -47,17 +48,31 @@ class DiagnosisInput:
     addresses: dict[str, str] = field(default_factory=dict)
     #: rule id -> its pack (measured states of one pack and object fold into one repair)
     packs: dict[str, str] = field(default_factory=dict)
+    #: the production flows as paths (advisor/flows/paths.py), when sampled
+    flows: dict[str, Any] | None = None
+
+
+def path_states(inp: DiagnosisInput) -> dict[str, PathState]:
+    """Every measured path's state, by subject: the mesh's tests, then the production flows of the
+    paths no test measured (a test runs alone and at full pace: where both measured a path, the
+    test is modelled, and the flows' disagreement stays in the report: advisor/flows/compare.py)."""
+    states: dict[str, PathState] = {}
+    views: dict = {}
+    records = [PathRecord.from_mesh(p) for p in (inp.mesh or {}).get("paths") or [] if isinstance(p, dict)]
+    records += [PathRecord.from_flow(p) for p in (inp.flows or {}).get("paths") or [] if isinstance(p, dict)]
+    for rec in records:
+        if rec.subject in states:
+            continue
+        st = path_state(rec, inp.facts, inp.addresses, views)
+        if st:
+            states[st.subject] = st
+    return states
 
 
 def diagnose(inp: DiagnosisInput) -> Diagnosis:
     failed = [f for f in inp.findings if f.status == FindingStatus.fail]
     paths = [p for p in (inp.mesh or {}).get("paths") or [] if isinstance(p, dict)]
-    states: dict[str, PathState] = {}
-    views: dict = {}
-    for p in paths:
-        st = path_state(p, inp.facts, inp.addresses, views)
-        if st:
-            states[st.subject] = st
+    states = path_states(inp)
     failed_paths = {f"{p.get('src')}->{p.get('dst')}": p for p in paths if p.get("status") != "ok"}
 
     def tagged(f: Finding, tag: str) -> bool:
@@ -75,7 +90,9 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
     conclusive = slow - inconclusive
 
     cands = change_candidates([f for f in failed if not tagged(f, "state")])
-    blames = localise_loss([states[s] for s in conclusive], list(states.values()))
+    # packet loss is localised among the site's hosts: a path to or from outside votes for no host
+    inside = [st for st in states.values() if OUTSIDE not in (st.src, st.dst)]
+    blames = localise_loss([states[s] for s in conclusive if OUTSIDE not in (states[s].src, states[s].dst)], inside)
     for b in blames:
         fixes = {Fix("loss" if b.side == "send" else "loss_recv", h) for h in b.hosts}
         cands.append(Candidate(key=("loss", b.side, tuple(b.hosts)), kind="by_hand", fixes=fixes, blame=b))
@@ -296,12 +313,7 @@ def plan_prediction(inp: DiagnosisInput, settings: list[PlannedSetting],
                     states: dict[str, PathState] | None = None) -> list[Predicted]:
     """Every path (and active-test worker) after ``settings``, by-hand causes still in place."""
     if states is None:
-        states = {}
-        views: dict = {}
-        for p in (inp.mesh or {}).get("paths") or []:
-            st = path_state(p, inp.facts, inp.addresses, views) if isinstance(p, dict) else None
-            if st:
-                states[st.subject] = st
+        states = path_states(inp)
     fixes = FixIndex(fx for s in settings if (s.runtime is None or norm(s.runtime) != norm(s.target))
                      for fx in [fix_of(s)] if fx)
     out: list[Predicted] = []

@@ -25,6 +25,9 @@ from typing import Any
 
 #: a segment when the measurement names no MSS
 DEFAULT_MSS = 1448
+#: the end of a flow path that is no site host (its peers grouped: advisor/flows/paths.py); no site
+#: host can have this name (host names are letters, digits, '.', '_' and '-')
+OUTSIDE = "(outside)"
 
 
 def _num(v: Any) -> float | None:

@@ -34,6 +34,8 @@ def render_scan(report: ScanReport, console: Console, verbose: bool = False, nex
         f"profiles {markup_text(', '.join(report.profiles))}, {report.duration_s:.1f} s"
     )
     render_hosts(report, console, verbose=verbose)
+    for line in flows_lines(report):
+        console.print(Text(line), highlight=False)
 
     diagnosed = bool(report.causes or report.hygiene or report.unexplained or report.inconclusive)
     shown = [f for f in report.findings if f.status in (FindingStatus.fail, FindingStatus.error, FindingStatus.waived)]
@@ -72,6 +74,30 @@ def render_scan(report: ScanReport, console: Console, verbose: bool = False, nex
 
 
 SEVERITY_COLUMNS = ("critical", "high", "medium", "low")
+
+
+def flows_lines(report: ScanReport, most: int = 3) -> list[str]:
+    """At most two lines on the production flows: what held the paths, and where a mesh test of the
+    same path said otherwise (the paths themselves: the JSON report's ``flows``)."""
+    flows = report.flows or {}
+    paths = flows.get("paths") or []
+    if not flows:
+        return []
+    counts: dict[str, int] = {}
+    for p in paths:
+        counts[p.get("limited_by") or "unknown"] = counts.get(p.get("limited_by") or "unknown", 0) + 1
+    held = ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    window = flows.get("window_s")
+    lines = [f"production flows over {window:g} s on {flows.get('hosts')} host(s): {len(paths)} path(s)"
+             + (f", held by: {held}" if held else "") if window else
+             f"production flows on {flows.get('hosts')} host(s): {len(paths)} path(s)"]
+    differ = [p for p in paths if (p.get("mesh") or {}).get("agrees") is False]
+    if differ:
+        named = ", ".join(f"{p['src']}->{p['dst']} (mesh {p['mesh']['limited_by']}, flows {p['limited_by']})"
+                          for p in differ[:most])
+        lines.append(f"the mesh and the flows disagree on {len(differ)} path(s): {named}"
+                     + (f" and {len(differ) - most} more" if len(differ) > most else ""))
+    return lines
 
 
 def host_rows(report: ScanReport) -> list[tuple[tuple, list[str]]]:

@@ -67,6 +67,8 @@ class ScanReport(BaseModel):
     summary: ScanSummary
     mesh: dict[str, Any] | None = None
     efficiency: dict[str, Any] | None = None
+    #: the production flows as paths (advisor/flows/paths.py): ``{window_s, hosts, paths: [...]}``, when sampled
+    flows: dict[str, Any] | None = None
     #: the diagnosis (docs/diagnosis.md): causes worst first, then hygiene and unexplained symptoms
     causes: list[Cause] = Field(default_factory=list)
     hygiene: list[FindingRef] = Field(default_factory=list)
@@ -135,7 +137,7 @@ def build_report(factset: FactSet, findings: list[Finding], *, profiles: list[st
         scan_id=str(uuid.uuid4()), tool_version=__version__, site=factset.site, site_file=site_file, profiles=profiles,
         started_at=started_at, finished_at=finished_at, duration_s=round(duration_s, 3),
         hosts=hosts, findings=findings, summary=summarise(factset, findings),
-        mesh=factset.mesh, efficiency=factset.efficiency,
+        mesh=factset.mesh, efficiency=factset.efficiency, flows=factset.flows,
     )
 
 

@@ -10,6 +10,7 @@ from advisor.rules.analytic import (  # noqa: F401  (imported for their registra
     diskio,
     efficiency,
     firewall,
+    flows,
     mesh,
     network,
     storage,

@@ -1,0 +1,94 @@
+"""What held each production-flow path over the sample window: the mesh's words (``link``,
+``receiver_window``, ``sender_buffer``, ``loss``, ``unknown``; advisor/mesh/limits.py, whose
+thresholds and loss tests this shares) and ``application``: a sender that had nothing to send or a
+reader that did not read. An application-limited flow is never a network cause.
+
+Reading the sender's side of each connection (M-Lab NDT reads the same TCP_INFO chronographs),
+with the receiver's Recv-Q where the receiver was scanned too, in this order:
+
+1. ``link``: the sender's NIC carried NIC_FULL of its link rate over the window, all traffic
+   together: the link is shared, not slow;
+2. ``application``: rwnd_limited WINDOW_FRAC of the busy time while the reader's Recv-Q stayed
+   full (RECVQ_FULL_BYTES in both samples) on most of the path's bytes: the reader did not read;
+3. ``receiver_window`` / ``sender_buffer``: rwnd_limited / sndbuf_limited WINDOW_FRAC of the busy
+   time (the larger names it); Recv-Q near zero at the reader says the window was small, not read;
+4. ``loss``: retransmits as the mesh's loss test counts them (advisor.mesh.limits.lossy). Two
+   samples cannot tell a policer's steady rate: a packet-rate limit shows as loss here, and the
+   cause stage finds the rule that drops on the way (advisor/diagnosis/paths.py);
+5. ``link``: the rate while busy reached LINK_RATIO of the expected rate;
+6. ``application``: the sender had nothing to send (``app_limited`` in both samples on most bytes);
+7. ``link`` / ``unknown`` behind a queue, as the mesh says; else ``unknown``.
+
+A path seen from its receiver only (the sender outside the site or not scanned) is
+``application`` when its reader kept Recv-Q full, else ``unknown``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.mesh import limits as ml
+from advisor.paths.record import PathRecord
+
+#: Recv-Q a reader that does not read leaves in both samples (a reader that keeps up leaves ~0)
+RECVQ_FULL_BYTES = 64 * 1024
+#: share of a path's bytes on connections whose reader kept Recv-Q full / whose sender was app-limited
+MOST = 0.5
+
+#: the classes that name the network or a host's settings (a symptom); the others do not
+NETWORK_CLASSES = ("receiver_window", "sender_buffer", "loss", "policer")
+CLASSES = (*ml.CLASSES, "application")
+
+
+def _rate_txt(r: PathRecord) -> str:
+    return f", rate while busy {r.ratio:.2f} of link" if r.ratio is not None else ""
+
+
+def classify_flow(p: dict[str, Any]) -> tuple[str, str]:
+    """(limited_by, evidence) of one flow path (advisor/flows/paths.py)."""
+    r = PathRecord.from_flow(p)
+    cls, why = _classify(r, p)
+    if r.congestion:
+        why = f"{why}; {r.congestion}"
+    return cls, why
+
+
+def _classify(r: PathRecord, p: dict[str, Any]) -> tuple[str, str]:
+    rate = _rate_txt(r)
+    reader_full = p.get("reader_full_share")
+    recvq = p.get("reader_recv_q")
+    if p.get("seen_by") == "receiver":
+        if reader_full is not None and reader_full >= MOST:
+            return "application", f"{r.dst}'s reader kept {recvq / 1024:.0f} KiB unread (Recv-Q): the reader did not read"
+        return "unknown", "only the receiver's side was sampled (the sender is outside the site or was not scanned)"
+    nic, link = p.get("sender_nic_bps"), p.get("sender_link_bps")
+    if nic and link and nic >= ml.NIC_FULL * link:
+        return "link", (f"{r.src}'s NIC sent {nic / 1e6:.0f} Mb/s of its {link / 1e6:.0f} Mb/s over the window: "
+                        "the link is full (shared), not slow")
+    ti = r.tcp_info
+    rw, sb = ti.get("rwnd_limited_frac") or 0.0, ti.get("sndbuf_limited_frac") or 0.0
+    if rw >= ml.WINDOW_FRAC and rw >= sb:
+        if reader_full is not None and reader_full >= MOST:
+            return "application", (f"rwnd_limited {rw:.0%} of busy time while {r.dst}'s reader kept {recvq / 1024:.0f} "
+                                   f"KiB unread (Recv-Q): the reader did not read{rate}")
+        seen = (f", Recv-Q {recvq / 1024:.0f} KiB at {r.dst}: the window is small, not unread" if recvq is not None
+                else f" ({r.dst}'s Recv-Q not sampled)")
+        return "receiver_window", f"rwnd_limited {rw:.0%} of busy time{seen}{rate}"
+    if sb >= ml.WINDOW_FRAC:
+        return "sender_buffer", f"sndbuf_limited {sb:.0%} of busy time{rate}"
+    loss = r.loss_share
+    if ml.lossy(r, loss):
+        return ml.lossy_class(r, loss, rate)
+    if r.ratio is not None and r.ratio >= ml.LINK_RATIO:
+        return "link", f"rate while busy {r.ratio:.2f} of link"
+    app = p.get("app_limited_share")
+    if app is not None and app >= MOST:
+        busy = p.get("busy_s")
+        during = f", busy {busy:.1f} s of the {p.get('window_s'):.1f} s window" if busy is not None and p.get("window_s") else ""
+        return "application", f"{r.src} had nothing to send (app_limited in both samples){during}{rate}"
+    if ml.queued(r):
+        q, idle = r.queue_us, r.idle_rtt_us
+        if r.ratio is None or r.ratio >= ml.LINK_QUEUED_RATIO:
+            return "link", f"rtt {q / 1000:.1f} ms above idle ({idle / 1000:.1f} ms): a bottleneck queue{rate}"
+        return "unknown", f"rtt {q / 1000:.1f} ms above idle ({idle / 1000:.1f} ms): a queue on the way{rate}"
+    return "unknown", f"no window, loss or queue limit seen{rate}"
