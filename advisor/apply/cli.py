@@ -291,7 +291,8 @@ def _render_verify(result: dict) -> None:
         for c in ("path", "before", "after", "after/before", "after/expected", "limited by (after)"):
             t.add_column(c)
         for p in result["paths"]:
-            t.add_row(m_(f"{p['src']} -> {p['dst']}"), _fmt_bps((p["before"] or {}).get("measured_bps")),
+            via = " (flows)" if p.get("source") == "flows" else ""
+            t.add_row(m_(f"{p['src']} -> {p['dst']}{via}"), _fmt_bps((p["before"] or {}).get("measured_bps")),
                       _fmt_bps((p["after"] or {}).get("measured_bps")),
                       "-" if p["ratio_after_before"] is None else f"{p['ratio_after_before']:.2f}",
                       "-" if p["after_of_expected"] is None else f"{p['after_of_expected']:.0%}",

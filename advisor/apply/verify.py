@@ -42,7 +42,7 @@ def verify_result(before: ScanReport, after: ScanReport, fail_on: str,
     return {
         "site": after.site, "before_started_at": before.started_at, "after_started_at": after.started_at,
         "fail_on": fail_on, "summary": {**counts, "failing_at_or_above_fail_on": len(failing),
-                                        "mesh_ran": bool(after.mesh)},
+                                        "mesh_ran": bool(after.mesh), "flows_sampled": bool(after.flows)},
         "findings": findings, "paths": paths,
         "efficiency": compare_efficiency(before.efficiency, after.efficiency),
         "causes": verify_causes(before, after),

@@ -9,7 +9,7 @@ a by-hand cause of the before scan still holds included: their prediction is mad
 in place (Mathis at the loss and the RTT the flow saw), so a miss there is the model's. ``held``
 {n, median_ratio, worst_ratio} repeats those paths apart, for the reader; they are in n too. Only a
 measurement the CPU held is counted apart, never compared (``inconclusive``): a path the new scan
-calls cpu or contended, an active test job whose compute phases got less than JOB_CPU_SHARE of a CPU.
+calls cpu or contended, a production flow its application paced (``application``), an active test job whose compute phases got less than JOB_CPU_SHARE of a CPU.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from advisor.diagnosis.report_types import Predicted
 from advisor.diagnosis.paths import INCONCLUSIVE
 from advisor.errors import StoradviseError
 from advisor.report.model import ScanReport
+from advisor.report.scan_compare import measured_paths
 
 #: a path below this share of its expected rate after the change still shows its symptom
 STILL_SLOW = 0.8
@@ -47,10 +48,12 @@ def load_plan_prediction(plan_dir: Path) -> list[Predicted]:
 
 
 def _measured(after: ScanReport) -> dict[tuple[str, str], tuple[float | None, str, dict]]:
+    """What the new scan measured: its mesh's paths, else its production flows' (re-sampled by the
+    scan: verify needs no mesh), and the active test's workers."""
     out: dict[tuple[str, str], tuple[float | None, str, dict]] = {}
-    for p in (after.mesh or {}).get("paths") or []:
-        subject = f"{p.get('src')}->{p.get('dst')}"
-        out[("throughput", subject)] = (p.get("measured_bps") if p.get("status") == "ok" else None, "bps", p)
+    for (src, dst), p in measured_paths(after).items():
+        ok = p.get("status") == "ok" if p["source"] == "mesh" else True
+        out[("throughput", f"{src}->{dst}")] = (p.get("measured_bps") if ok else None, "bps", p)
     for worker, r in ((after.efficiency or {}).get("hosts") or {}).items():
         if isinstance(r, dict) and isinstance(r.get("efficiency"), (int, float)):
             out[("efficiency", worker)] = (float(r["efficiency"]), "ratio", r)
@@ -84,7 +87,9 @@ def _inconclusive(metric: str, record: dict) -> bool:
     if metric == "efficiency":
         share = record.get("cpu_share_computing")
         return share is not None and share < JOB_CPU_SHARE
-    return record.get("limited_by") in INCONCLUSIVE
+    # a flow its application paced (a reader that did not read, a sender with nothing to send) says
+    # nothing of what the network would carry
+    return record.get("limited_by") in (*INCONCLUSIVE, "application")
 
 
 def calibration(predictions: list[Predicted], after: ScanReport,
@@ -144,7 +149,7 @@ def verify_causes(before: ScanReport, after: ScanReport) -> list[dict[str, Any]]
                 continue
             rows.append({"metric": pr.metric, "subject": pr.subject, "value": m[0], "unit": m[1]})
             exp = m[2].get("expected_bps") if pr.metric == "throughput" else None
-            if m[0] is not None and exp and m[0] / exp < STILL_SLOW:
+            if m[0] is not None and exp and m[0] / exp < STILL_SLOW and not _inconclusive(pr.metric, m[2]):
                 still.append((pr.subject, m[0] / exp))
         entry = {"id": cause.id, "title": cause.title, "kind": cause.kind,
                  "predicted": [p.model_dump() for p in cause.predicted], "measured": rows,

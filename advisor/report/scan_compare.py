@@ -78,16 +78,28 @@ def _path_brief(p: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: p.get(k) for k in ("measured_bps", "expected_bps", "retransmits", "status", "error", "limited_by") if k in p}
 
 
+def measured_paths(report: ScanReport) -> dict[tuple[str, str], dict[str, Any]]:
+    """(src, dst) -> the path as the report measured it: the mesh's tests, then the production flows
+    of the paths no test measured (``source`` says which: the flow path's own dict gains no key)."""
+    out = {(p.get("src"), p.get("dst")): {**p, "source": "mesh"}
+           for p in (report.mesh or {}).get("paths") or [] if isinstance(p, dict)}
+    for p in (report.flows or {}).get("paths") or []:
+        if isinstance(p, dict):
+            out.setdefault((p.get("src"), p.get("dst")), {**p, "source": "flows"})
+    return out
+
+
 def compare_paths(before: ScanReport, after: ScanReport) -> list[dict[str, Any]]:
-    pb = {(p.get("src"), p.get("dst")): p for p in ((before.mesh or {}).get("paths") or [])}
-    pa = {(p.get("src"), p.get("dst")): p for p in ((after.mesh or {}).get("paths") or [])}
+    """Each path measured before or after (a mesh test, else production flows: ``source``)."""
+    pb, pa = measured_paths(before), measured_paths(after)
     rows = []
     for k in sorted(set(pb) | set(pa), key=lambda x: (str(x[0]), str(x[1]))):
         b, a = pb.get(k), pa.get(k)
         mb, ma = (b or {}).get("measured_bps"), (a or {}).get("measured_bps")
         exp = (a or {}).get("expected_bps") or (b or {}).get("expected_bps")
         rows.append({
-            "src": k[0], "dst": k[1], "before": _path_brief(b), "after": _path_brief(a),
+            "src": k[0], "dst": k[1], "source": (a or b or {}).get("source"), "before": _path_brief(b),
+            "after": _path_brief(a),
             "ratio_after_before": round(ma / mb, 3) if ma and mb else None,
             "after_of_expected": round(ma / exp, 3) if ma and exp else None,
         })

@@ -42,6 +42,24 @@ _PATH = {
 _MESH = {"type": ["object", "null"], "required": ["paths"], "properties": {
     "rounds": _typed("integer"), "paths": {"type": "array", "items": _PATH}}}
 
+#: a production-flow path (advisor/flows/paths.py FLOW_PATH_KEYS): the issue's keys typed
+_FLOW_PATH = {
+    "type": "object",
+    "required": ["src", "dst", "connections", "bytes", "measured_bps", "rtt_ms", "min_rtt_ms", "retrans_ratio",
+                 "limited_by", "evidence"],
+    "properties": {
+        "src": _typed("string"), "dst": _typed("string"), "connections": _typed("integer"), "bytes": _typed("integer"),
+        "measured_bps": _typed("number", "null"), "rtt_ms": _typed("number", "null"),
+        "min_rtt_ms": _typed("number", "null"), "retrans_ratio": _typed("number", "null"),
+        "limited_by": {"enum": ["link", "receiver_window", "sender_buffer", "loss", "policer", "cpu", "contended",
+                                "unknown", "application", None]},
+        "evidence": _typed("string", "null"), "expected_bps": _typed("number", "null"),
+        "mesh": _typed("object", "null"),
+    },
+}
+_FLOWS = {"type": ["object", "null"], "required": ["window_s", "paths"], "properties": {
+    "window_s": _typed("number", "null"), "hosts": _typed("integer"), "paths": {"type": "array", "items": _FLOW_PATH}}}
+
 
 #: a value written as a string with its number and its type (advisor.report.wire)
 _TYPE = {"enum": ["string", "number", "boolean", "array", "object", None]}
@@ -75,6 +93,7 @@ def report_schema() -> dict[str, Any]:
     _schema_2(schema["$defs"])
     schema["properties"]["schema_version"]["pattern"] = r"^2\.[0-9]+$"
     schema["properties"]["mesh"] = {**_MESH, "default": None, "title": "Mesh"}
+    schema["properties"]["flows"] = {**_FLOWS, "default": None, "title": "Flows"}
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": f"https://storadvise.invalid/schema/scan-report-{SCHEMA_VERSION}.json",
             "description": f"storadvise scan report, schema {SCHEMA_VERSION} (docs/report-schema.md)", **schema}
