@@ -76,6 +76,7 @@ class PlanScan(msgspec.Struct):
     #: what the planner's prediction reads (advisor/apply/plan_outcome.py)
     mesh: dict[str, Any] | None = None
     efficiency: dict[str, Any] | None = None
+    flows: dict[str, Any] | None = None
     #: the diagnosis (advisor.diagnosis.report_types), as plain data until load_plan_scan validates it
     causes: list[Any] = []
     hygiene: list[Any] = []
@@ -151,7 +152,7 @@ def load_plan_scan(path: str | Path) -> PlanScan:
     # what is decoded as Any (a change's values, the mesh, the diagnosis): nesting and digits bounded
     # as every saved scan's (advisor.report.saved_json); facts are checked when decoded
     check_value([[c.target, c.runtime, c.persisted, c.boot] for f in report.findings for c in f.changes]
-                + [report.mesh, report.efficiency, report.causes, report.hygiene, report.unexplained,
+                + [report.mesh, report.efficiency, report.flows, report.causes, report.hygiene, report.unexplained,
                    report.inconclusive, report.set_aside, report.plan_prediction, report.schema_version],
                 data, p)
     leaves = _major(p, report.schema_version) == "2"

@@ -36,6 +36,7 @@ from advisor.lab.scenario import Scenario, load_scenario
 from probes.sysctl_conf import sysctl_proc_path
 from advisor.lab.site_files import write_site_files
 from advisor.lab.path_faults import apply_path_faults
+from advisor.lab.traffic_lab import start_traffic
 from advisor.lab.teardown import all_lab_names, leftover_namespaces, teardown_lab
 
 Progress = Callable[[str], None]
@@ -88,9 +89,10 @@ def refuse_unrealisable(sc: Scenario, caps: nx.Capabilities) -> None:
 
 def lab_healthy(rec: LabRecord) -> bool:
     sshd = {host: pid for pid, what, host in rec.pids() if what == "sshd"}
-    forwarders = [pid for pid, what, _sw in rec.pids() if what == "delayq"]
+    # the delay forwarders and the production traffic (a scenario's traffic:) run as long as the lab
+    running = [pid for pid, what, _where in rec.pids() if what in ("delayq", "traffic")]
     return (rec.phase == "up" and all(h in sshd and nx.pid_alive(sshd[h]) for h in rec.hosts)
-            and all(nx.pid_alive(p) for p in forwarders))
+            and all(nx.pid_alive(p) for p in running))
 
 
 def lab_up(scenario: str, name: str | None = None, recreate: bool = False, progress: Progress = _noop) -> UpResult:
@@ -270,6 +272,9 @@ def _build(rec: LabRecord, sc: Scenario, progress: Progress) -> None:
     _wait_ready(rec, sc, procs)
     for emulation, spec in emulated:
         emulation.start(rec, spec, sc)
+    if sc.traffic:
+        progress(f"starting the production traffic ({len(sc.traffic)} entries)")
+        start_traffic(rec, sc)
     rec.timings["processes"] = round(time.monotonic() - t, 3)
     rec.site_file = str(write_site_files(rec, sc))
 

@@ -1,0 +1,83 @@
+"""A scenario's ``traffic:`` entries (docs/lab.md): production traffic between lab hosts, with no
+iperf3 (advisor/lab/traffic.py runs it; advisor/lab/traffic_lab.py starts it at ``lab up``).
+
+``{from: [workers], to: [servers], port: 1094, rate: 2MB/s, cc: cubic}``: a reader on each ``from``
+host reads from each ``to`` host's server in turn, on ``port``; ``rate`` (bytes/s: ``2MB/s``,
+``500KB/s``, or a bit rate such as ``16mbit``) makes it an I/O-light job that reads no faster;
+``cc`` is the congestion control of the servers' sockets (TCP_CONGESTION); ``chunk`` what a reader
+asks of a server per turn.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from advisor.units import UnitError, parse_rate_bps, parse_size_bytes
+
+_BYTES_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)B/s\s*$")
+_MULT = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
+_CC = re.compile(r"[a-z][a-z0-9_]{0,15}")
+
+
+def parse_bytes_rate(value: Any) -> int:
+    """Bytes per second: ``2MB/s`` (decimal prefixes), a bit rate (``16mbit``: / 8), or a number."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a rate: {value!r}")
+    if isinstance(value, (int, float)):
+        if not value > 0:
+            raise ValueError(f"rate must be positive, got {value!r}")
+        return int(value)
+    m = _BYTES_RATE.match(str(value))
+    if m:
+        out = int(float(m.group(1)) * _MULT[m.group(2).lower()])
+    else:
+        try:
+            out = parse_rate_bps(value) // 8
+        except UnitError:
+            raise ValueError(f"not a rate: {str(value)[:40]!r} (use e.g. 2MB/s or 16mbit)") from None
+    if out <= 0:
+        raise ValueError(f"rate must be positive, got {value!r}")
+    return out
+
+
+class Traffic(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    #: the readers' hosts (selectors: names, groups, roles)
+    src: list[str] = Field(alias="from", min_length=1)
+    #: the servers' hosts
+    dst: list[str] = Field(alias="to", min_length=1)
+    port: int = Field(1094, ge=1, le=65535)
+    #: bytes/s a reader reads at (None: as fast as it can)
+    rate: int | None = None
+    #: the servers' congestion control, per socket
+    cc: str | None = None
+    chunk: int = Field(8 << 20, ge=4096, le=1 << 34)
+
+    @field_validator("src", "dst", mode="before")
+    @classmethod
+    def _listify(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("rate", mode="before")
+    @classmethod
+    def _rate(cls, v: Any) -> int | None:
+        return None if v is None else parse_bytes_rate(v)
+
+    @field_validator("chunk", mode="before")
+    @classmethod
+    def _chunk(cls, v: Any) -> int:
+        try:
+            return parse_size_bytes(v)
+        except UnitError as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("cc")
+    @classmethod
+    def _cc(cls, v: str | None) -> str | None:
+        if v is not None and not _CC.fullmatch(v):
+            raise ValueError(f"{v!r} is not a congestion control name like cubic")
+        return v
