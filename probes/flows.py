@@ -18,8 +18,9 @@ Per connection the parser keeps (probes/ss_sockets.py reads the listing):
 * from the second sample: rtt and minrtt, cwnd, mss, delivery rate, the options (``sack``, ``ts``,
   ``wscale``), the congestion control, ``lost`` (segments marked lost now: not a total), the peer's
   advertised window (``snd_wnd``, iproute2 >= 5.x), Recv-Q and Send-Q;
-* ``recv_q_min``: the smaller Recv-Q of the samples (a reader that does not read keeps it full in
-  both), and ``app_limited`` when every sample says the sender had nothing to send.
+* ``recv_q_max``: the larger Recv-Q of the samples (a reader that keeps up leaves next to nothing
+  unread at any instant; one that does not read leaves its buffer full while the sender has data),
+  and ``app_limited`` when every sample says the sender had nothing to send.
 
 Connections that moved no byte in the window are counted (``idle``), not listed; those of the first
 sample only closed during it (``closed``). ``interfaces``: each interface's bytes sent and received
@@ -67,7 +68,7 @@ class FlowConnection(BaseModel):
     sndbuf_limited_ms: int = 0
     app_limited: bool = False
     recv_q: int = 0
-    recv_q_min: int = 0
+    recv_q_max: int = 0
     send_q: int = 0
     lost: int | None = None
     rtt_ms: float | None = None
@@ -203,7 +204,7 @@ def connection_over_window(first: SsSocket | None, second: SsSocket) -> FlowConn
         rwnd_limited_ms=_delta(second.rwnd_limited_ms, f.rwnd_limited_ms if f else None),
         sndbuf_limited_ms=_delta(second.sndbuf_limited_ms, f.sndbuf_limited_ms if f else None),
         app_limited=second.app_limited and (f is None or f.app_limited),
-        recv_q=second.recv_q, recv_q_min=min(second.recv_q, f.recv_q) if f else second.recv_q,
+        recv_q=second.recv_q, recv_q_max=max(second.recv_q, f.recv_q) if f else second.recv_q,
         send_q=second.send_q, lost=second.lost, rtt_ms=second.rtt_ms, min_rtt_ms=second.min_rtt_ms,
         cwnd=second.cwnd, mss=second.mss, delivery_rate_bps=second.delivery_rate_bps, snd_wnd=second.snd_wnd,
         congestion=second.congestion, sack=second.sack, timestamps=second.timestamps, wscale=second.wscale,

@@ -17,13 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.mesh import throughput_models as m
-from advisor.paths.host_view import HostFacts, HostView, host_view, rule_meets
+from advisor.paths.host_view import HostFacts, HostView, host_view, receive_window, rule_meets, send_window
 from advisor.paths.record import PathRecord
 
 #: measurements that say nothing about the network
 INCONCLUSIVE = ("cpu", "contended")
-#: the share of tcp_wmem's maximum a sender keeps in flight (see _sndbuf)
-SNDBUF_SHARE = 0.7
 #: the largest window without the window scale option (RFC 7323 section 2)
 UNSCALED_WINDOW = 65535
 #: a path at this share of its expected rate is at its link (its queue is its own)
@@ -181,16 +179,12 @@ def _calibrate_window(st: PathState, streams: int) -> None:
 
 
 def _rwnd(st: PathState, rmem: float | None = None) -> float | None:
-    size = rmem if rmem is not None else st.rmem_max
-    return size * m.advertised_share(None) if size else None
+    return receive_window(rmem if rmem is not None else st.rmem_max)
 
 
 def _sndbuf(st: PathState, wmem: float | None = None) -> float | None:
-    # the send buffer holds the data in flight and its socket-buffer overhead: measured on a 1 Gb/s
-    # path at 50 ms, a 4 MiB tcp_wmem maximum carried ~480 Mb/s, a window of 0.7 of the buffer
-    # (docs/diagnosis.md); a path held by its send buffer calibrates this from its own measurement
-    size = wmem if wmem is not None else st.wmem_max
-    return size * SNDBUF_SHARE if size else None
+    # a path held by its send buffer calibrates the share from its own measurement (_calibrate_window)
+    return send_window(wmem if wmem is not None else st.wmem_max)
 
 
 @dataclass

@@ -8,10 +8,19 @@ with the receiver's Recv-Q where the receiver was scanned too, in this order:
 
 1. ``link``: the sender's NIC carried NIC_FULL of its link rate over the window, all traffic
    together: the link is shared, not slow;
-2. ``application``: rwnd_limited WINDOW_FRAC of the busy time while the reader's Recv-Q stayed
-   full (RECVQ_FULL_BYTES in both samples) on most of the path's bytes: the reader did not read;
+2. ``application``: the windows held the sender WINDOW_FRAC of the busy time (rwnd_limited, and
+   sndbuf_limited: a sender whose peer's window is closed fills its buffer) while the reader left
+   RECVQ_FULL_BYTES unread (Recv-Q, in a sample) on most of the path's bytes; or rwnd_limited
+   WINDOW_FRAC of it while the window
+   the receiver advertised (``snd_wnd`` at the sender) stayed below WINDOW_UNUSED of what its
+   tcp_rmem maximum allows: receive autotuning sizes the window to the reader's pace, so a small
+   window under an ample maximum is the reader's, not the buffer's;
 3. ``receiver_window`` / ``sender_buffer``: rwnd_limited / sndbuf_limited WINDOW_FRAC of the busy
-   time (the larger names it); Recv-Q near zero at the reader says the window was small, not read;
+   time (the larger names it); Recv-Q near zero at the reader says the window was small, not read.
+   Or the rate while busy is the window the sender's tcp_wmem (the receiver's tcp_rmem) maximum
+   allows over the idle RTT (within WINDOW_MATCH) and the chronograph saw that limit WINDOW_SEEN of
+   the busy time: the kernel stops the sndbuf_limited clock whenever a little space frees, so it
+   under-counts a buffer that holds the flow all along (the mesh reads the advertised window so);
 4. ``loss``: retransmits as the mesh's loss test counts them (advisor.mesh.limits.lossy). Two
    samples cannot tell a policer's steady rate: a packet-rate limit shows as loss here, and the
    cause stage finds the rule that drops on the way (advisor/diagnosis/paths.py);
@@ -30,8 +39,12 @@ from typing import Any
 from advisor.mesh import limits as ml
 from advisor.paths.record import PathRecord
 
-#: Recv-Q a reader that does not read leaves in both samples (a reader that keeps up leaves ~0)
-RECVQ_FULL_BYTES = 64 * 1024
+#: Recv-Q a reader that does not read leaves in a sample (one that keeps up leaves next to nothing: a
+#: GRO-merged burst is 64 KiB at most)
+RECVQ_FULL_BYTES = 128 * 1024
+#: a receiver that advertised at most this share of the window its tcp_rmem maximum allows was not
+#: held by its buffer: the kernel grows the window as fast as the application reads (autotuning)
+WINDOW_UNUSED = 0.25
 #: share of a path's bytes on connections whose reader kept Recv-Q full / whose sender was app-limited
 MOST = 0.5
 
@@ -67,15 +80,26 @@ def _classify(r: PathRecord, p: dict[str, Any]) -> tuple[str, str]:
                         "the link is full (shared), not slow")
     ti = r.tcp_info
     rw, sb = ti.get("rwnd_limited_frac") or 0.0, ti.get("sndbuf_limited_frac") or 0.0
+    if rw + sb >= ml.WINDOW_FRAC and reader_full is not None and reader_full >= MOST:
+        # the reader's window closed; the sender's buffer then fills with what it cannot send, and the
+        # kernel counts that time as sndbuf_limited too: both are the reader's
+        held = " and ".join(f"{n} {v:.0%}" for n, v in (("rwnd_limited", rw), ("sndbuf_limited", sb)) if v)
+        return "application", (f"{held} of busy time while {r.dst}'s reader kept {recvq / 1024:.0f} KiB unread "
+                               f"(Recv-Q): the reader did not read{rate}")
     if rw >= ml.WINDOW_FRAC and rw >= sb:
-        if reader_full is not None and reader_full >= MOST:
-            return "application", (f"rwnd_limited {rw:.0%} of busy time while {r.dst}'s reader kept {recvq / 1024:.0f} "
-                                   f"KiB unread (Recv-Q): the reader did not read{rate}")
+        cap, wnd = p.get("reader_window_cap"), p.get("snd_wnd")
+        if cap and wnd and wnd <= WINDOW_UNUSED * cap:
+            return "application", (f"rwnd_limited {rw:.0%} of busy time while {r.dst} advertised {wnd / 1024:.0f} KiB of "
+                                   f"the {cap / 1024:.0f} KiB its tcp_rmem allows: its reader set the pace (the kernel "
+                                   f"sizes the window to what the application reads){rate}")
         seen = (f", Recv-Q {recvq / 1024:.0f} KiB at {r.dst}: the window is small, not unread" if recvq is not None
                 else f" ({r.dst}'s Recv-Q not sampled)")
         return "receiver_window", f"rwnd_limited {rw:.0%} of busy time{seen}{rate}"
     if sb >= ml.WINDOW_FRAC:
         return "sender_buffer", f"sndbuf_limited {sb:.0%} of busy time{rate}"
+    found = _window_match(r, p, rw, sb, rate)
+    if found:
+        return found
     loss = r.loss_share
     if ml.lossy(r, loss):
         return ml.lossy_class(r, loss, rate)
@@ -92,3 +116,23 @@ def _classify(r: PathRecord, p: dict[str, Any]) -> tuple[str, str]:
             return "link", f"rtt {q / 1000:.1f} ms above idle ({idle / 1000:.1f} ms): a bottleneck queue{rate}"
         return "unknown", f"rtt {q / 1000:.1f} ms above idle ({idle / 1000:.1f} ms): a queue on the way{rate}"
     return "unknown", f"no window, loss or queue limit seen{rate}"
+
+
+def _window_match(r: PathRecord, p: dict[str, Any], rw: float, sb: float, rate: str) -> tuple[str, str] | None:
+    """The rate while busy matches a buffer's window over the idle RTT, and the kernel saw that limit."""
+    rtt, bps = r.idle_rtt_us, r.measured_bps
+    if not rtt or not bps:
+        return None
+    per = bps / max(1, r.streams)
+    reader_full = (p.get("reader_full_share") or 0) >= MOST
+    for cap, cls, seen, clock, whose in (
+            (p.get("sender_window_cap"), "sender_buffer", sb, "sndbuf_limited", f"{r.src}'s tcp_wmem"),
+            (None if reader_full else p.get("reader_window_cap"), "receiver_window", rw, "rwnd_limited",
+             f"{r.dst}'s tcp_rmem")):
+        if not cap or seen < ml.WINDOW_SEEN:
+            continue
+        limit = cap * 8 / (rtt / 1e6)
+        if limit / ml.WINDOW_MATCH <= per <= limit * ml.WINDOW_MATCH:
+            return cls, (f"rate while busy = the window {whose} maximum allows ({cap / 1024:.0f} KiB) / idle rtt "
+                         f"{rtt / 1000:.1f} ms, {clock} {seen:.0%} of busy time{rate}")
+    return None

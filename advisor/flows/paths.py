@@ -27,6 +27,7 @@ from typing import Any
 from advisor.facts import FactSet
 from advisor.flows.limits import RECVQ_FULL_BYTES, classify_flow
 from advisor.link_rate import host_link_rate_bps
+from advisor.paths import host_view as hv
 from advisor.paths.record import OUTSIDE
 
 PROBE = "network.flows"
@@ -38,7 +39,7 @@ FLOW_PATH_KEYS = (
     "limited_by", "evidence",
     "expected_bps", "ratio", "window_s", "busy_s", "segments", "retransmits", "rwnd_limited_frac",
     "sndbuf_limited_frac", "app_limited_share", "reader_recv_q", "reader_full_share", "mss", "congestion", "sack",
-    "wscale", "snd_wnd", "sender_nic_bps", "sender_link_bps", "seen_by", "peers", "mesh",
+    "wscale", "snd_wnd", "sender_window_cap", "reader_window_cap", "sender_nic_bps", "sender_link_bps", "seen_by", "peers", "mesh",
 )
 
 Endpoint = tuple[str, int | None]
@@ -87,6 +88,8 @@ def flow_paths(factset: FactSet) -> dict[str, Any] | None:
     owners = address_owners(factset, flows)
     site_rates = (factset.context or {}).get("link_rates") or {}
     links = {name: host_link_rate_bps(hf, site_rates, hf.facts("network.nic")) for name, hf in factset.hosts.items()}
+    rmem = {name: hv.sysctl_max({hv.SYSCTL: hf.facts(hv.SYSCTL)}, "net.ipv4.tcp_rmem") for name, hf in factset.hosts.items()}
+    wmem = {name: hv.sysctl_max({hv.SYSCTL: hf.facts(hv.SYSCTL)}, "net.ipv4.tcp_wmem") for name, hf in factset.hosts.items()}
     own: dict[tuple[Endpoint, Endpoint], tuple[str, dict]] = {}
     for host, f in flows.items():
         for c in f.get("connections") or []:
@@ -107,7 +110,9 @@ def flow_paths(factset: FactSet) -> dict[str, Any] | None:
             if src != host:
                 grouped.setdefault((src, host), []).append((host, None, c))
                 peers.setdefault((src, host), set()).add(peer[0])
-    paths = [_path(src, dst, conns, flows, links, len(peers[(src, dst)])) for (src, dst), conns in sorted(grouped.items())]
+    paths = [_path(src, dst, conns, flows, links, (hv.send_window(wmem.get(src)), hv.receive_window(rmem.get(dst))),
+                   len(peers[(src, dst)]))
+             for (src, dst), conns in sorted(grouped.items())]
     windows = [f.get("window_s") for f in flows.values() if f.get("window_s")]
     return {"window_s": round(statistics.median(windows), 3) if windows else None, "hosts": len(flows), "paths": paths}
 
@@ -118,7 +123,9 @@ def _most(values: list) -> Any:
 
 
 def _path(src: str, dst: str, conns: list[tuple[str, dict | None, dict | None]], flows: dict[str, dict],
-          links: dict[str, int | None], n_peers: int) -> dict[str, Any]:
+          links: dict[str, int | None], caps: tuple[float | None, float | None], n_peers: int) -> dict[str, Any]:
+    """One path's record; ``caps``: the windows the sender's tcp_wmem and the receiver's tcp_rmem
+    maxima allow (None: not read)."""
     sent = [s for _h, s, _r in conns if s is not None]
     host = conns[0][0]
     window = (flows.get(src if sent else host) or {}).get("window_s")
@@ -138,7 +145,7 @@ def _path(src: str, dst: str, conns: list[tuple[str, dict | None, dict | None]],
     # the readers: the connections seen from the receiver too, by the bytes each carried
     readers = [(s["bytes_sent"] if s else r["bytes_received"], r) for _h, s, r in conns if r is not None]
     read_bytes = sum(b for b, _ in readers) or 1
-    full = sum(b for b, r in readers if (r.get("recv_q_min") or 0) >= RECVQ_FULL_BYTES)
+    full = sum(b for b, r in readers if (r.get("recv_q_max") or 0) >= RECVQ_FULL_BYTES)
     rate_src, rate_dst = links.get(src), links.get(dst)
     expected = min((x for x in (rate_src, rate_dst) if x), default=None)
     src_facts = flows.get(src) or {}
@@ -153,12 +160,13 @@ def _path(src: str, dst: str, conns: list[tuple[str, dict | None, dict | None]],
         rwnd_limited_frac=round(sum(s.get("rwnd_limited_ms") or 0 for s in sent) / busy_all, 4) if busy_all else None,
         sndbuf_limited_frac=round(sum(s.get("sndbuf_limited_ms") or 0 for s in sent) / busy_all, 4) if busy_all else None,
         app_limited_share=round(sum(s["bytes_sent"] for s in sent if s.get("app_limited")) / by_bytes, 4) if sent else None,
-        reader_recv_q=max(r.get("recv_q_min") or 0 for _b, r in readers) if readers else None,
+        reader_recv_q=max(r.get("recv_q_max") or 0 for _b, r in readers) if readers else None,
         reader_full_share=round(full / read_bytes, 4) if readers else None,
         mss=_most([s.get("mss") for s in sent]), congestion=_most([s.get("congestion") for s in sent]),
         sack=all(s.get("sack") for s in sent) if sent else None, wscale=_most([tuple(s["wscale"]) for s in sent
                                                                                 if s.get("wscale")]),
         snd_wnd=max((s.get("snd_wnd") or 0 for s in sent), default=0) or None,
+        sender_window_cap=round(caps[0]) if caps[0] else None, reader_window_cap=round(caps[1]) if caps[1] else None,
         sender_nic_bps=_nic_bps(src_facts, "tx_bytes") if sent else None, sender_link_bps=rate_src if sent else None,
         seen_by="both" if sent and readers and all(s is not None and r is not None for _h, s, r in conns)
         else ("sender" if sent else "receiver"),

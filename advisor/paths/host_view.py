@@ -1,5 +1,5 @@
 """What a path's ends hold that acts on it, read from their probes' facts once: the TCP sysctls a
-path model reads (SACK, window scaling, the buffers' maxima) and the firewall rules that act on
+path model reads (SACK, window scaling, the buffers' maxima and the windows they allow) and the firewall rules that act on
 packets (drop, reject, queue, rate limit). The mesh's symptom analysis and the cause stage's path
 model read them here.
 
@@ -15,6 +15,13 @@ from typing import Any
 HostFacts = dict[str, dict[str, Any] | None]  # probe name -> facts (plain data) of one host
 
 SYSCTL = "network.sysctl"
+#: the share of tcp_wmem's maximum a sender keeps in flight: the send buffer holds the data in flight
+#: and its socket-buffer overhead (measured on a 1 Gb/s path at 50 ms, a 4 MiB maximum carried ~480
+#: Mb/s, a window of 0.7 of the buffer: docs/diagnosis.md)
+SNDBUF_SHARE = 0.7
+#: the share of tcp_rmem's maximum a receiver advertises (tcp_adv_win_scale's default 1: half; kernels
+#: >= 6.6 measure a scaling ratio instead, often more)
+RCVBUF_SHARE = 0.5
 FIREWALL = "firewall"
 #: firewall verdicts that act on packets
 ACTING_VERDICTS = {"drop", "reject", "queue"}
@@ -46,6 +53,16 @@ def sysctl_max(facts: HostFacts | None, key: str) -> int | None:
         return int(v.split()[-1]) if v else None
     except (ValueError, IndexError):
         return None
+
+
+def send_window(wmem_max: float | None) -> float | None:
+    """The window a send buffer of ``wmem_max`` bytes keeps in flight."""
+    return wmem_max * SNDBUF_SHARE if wmem_max else None
+
+
+def receive_window(rmem_max: float | None) -> float | None:
+    """The window a receive buffer of ``rmem_max`` bytes advertises."""
+    return rmem_max * RCVBUF_SHARE if rmem_max else None
 
 
 def acting_rules(facts: HostFacts | None) -> list[dict] | None:

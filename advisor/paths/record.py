@@ -10,7 +10,8 @@ held a path (advisor/mesh/limits.py, advisor/flows/limits.py) and the cause stag
   smoothed RTT), queues included;
 * the queue: loaded minus idle RTT;
 * the loss share: segments retransmitted / data segments sent over the measurement (the kernel
-  counts both for a flow; a mesh path counts iperf3's retransmits over its sent bytes / MSS);
+  counts both for a flow; a mesh path counts iperf3's retransmits over its sent bytes / MSS); 0
+  below MIN_RETRANSMITS (one or two events are no rate);
 * the sender's kernel view (``tcp_info``: the chronographs' shares of busy time, the rate's
   steadiness, the options) in the mesh's shape for both sources.
 
@@ -28,6 +29,9 @@ DEFAULT_MSS = 1448
 #: the end of a flow path that is no site host (its peers grouped: advisor/flows/paths.py); no site
 #: host can have this name (host names are letters, digits, '.', '_' and '-')
 OUTSIDE = "(outside)"
+#: fewer retransmitted segments than this are below what a measurement resolves: no loss share (a
+#: production flow's window of a few seconds, a slow test; a lossy path retransmits hundreds)
+MIN_RETRANSMITS = 3
 
 
 def _num(v: Any) -> float | None:
@@ -107,7 +111,7 @@ class PathRecord:
             segs = self.sent_bytes / self.segment_bytes
         if retr is None or not segs:
             return None
-        return retr / max(1.0, segs)
+        return retr / max(1.0, segs) if retr >= MIN_RETRANSMITS else 0.0
 
     @classmethod
     def from_mesh(cls, p: dict[str, Any]) -> "PathRecord":

@@ -28,10 +28,12 @@ def test_each_fault_is_named_in_the_mesh_words_and_the_reader_is_the_application
     got = {k: p["limited_by"] for k, p in paths.items()}
     assert got == {
         ("st01", "wn01"): "sender_buffer", ("st02", "wn02"): "receiver_window", ("st02", "wn03"): "application",
+        ("st01", "wn03"): "application",
         ("st01", "wn04"): "loss", ("st02", "st01"): "loss", ("st02", "wn01"): "link", ("st01", OUTSIDE): "application",
     }, {k: (p["limited_by"], p["evidence"]) for k, p in paths.items()}
     assert "wn03's reader kept 2930 KiB unread (Recv-Q): the reader did not read" in paths[("st02", "wn03")]["evidence"]
     assert "Recv-Q 0 KiB at wn02: the window is small, not unread" in paths[("st02", "wn02")]["evidence"]
+    assert "wn03 advertised 293 KiB of the 3072 KiB its tcp_rmem allows" in paths[("st01", "wn03")]["evidence"]
     assert "had nothing to send" in paths[("st01", OUTSIDE)]["evidence"]
 
 
@@ -137,3 +139,28 @@ def test_where_a_mesh_test_measured_the_path_too_a_disagreement_is_said_for_it()
     assert by[("st01", "wn04")]["agrees"] is True  # loss and a policer: two samples cannot tell them apart
     assert by[("st02", "wn02")]["agrees"] is True  # an inconclusive test says nothing of the network
     assert by[("st02", "wn03")] is None
+
+
+def test_a_buffer_the_chronograph_under_counts_is_named_by_its_window():
+    """Seen on the flows lab: stor01's 128 KiB tcp_wmem held its flow at window / RTT all along, and the kernel's
+    sndbuf_limited clock (stopped whenever a little buffer frees) counted 18% of the busy time in that window."""
+    fs = factset()
+    conn = next(c for c in fs.hosts["st01"].probes["network.flows"].facts["connections"] if c["peer_port"] == 41001)
+    conn["sndbuf_limited_ms"] = 900
+    p = _paths(fs)[("st01", "wn01")]
+    assert p["sender_window_cap"] == 183501 and p["sndbuf_limited_frac"] == 0.18
+    assert p["limited_by"] == "sender_buffer", p["evidence"]
+    assert "the window st01's tcp_wmem maximum allows (179 KiB) / idle rtt 10.0 ms, sndbuf_limited 18%" in p["evidence"]
+    conn["sndbuf_limited_ms"] = 200  # the clock never saw it: a rate at window / RTT alone is no proof
+    assert _paths(fs)[("st01", "wn01")]["limited_by"] == "unknown"
+
+
+def test_a_slow_reader_behind_a_small_send_buffer_is_still_the_application():
+    """Seen on the flows lab: wn03's reader (2 MB/s) left 283 KiB unread; stor01, whose peer's window was closed,
+    filled its small send buffer, and the kernel counted 42% sndbuf_limited beside 37% rwnd_limited."""
+    fs = factset()
+    conn = next(c for c in fs.hosts["st02"].probes["network.flows"].facts["connections"] if c["peer_port"] == 41003)
+    conn["rwnd_limited_ms"], conn["sndbuf_limited_ms"] = 1850, 2100
+    p = _paths(fs)[("st02", "wn03")]
+    assert p["limited_by"] == "application", p["evidence"]
+    assert p["evidence"].startswith("rwnd_limited 37% and sndbuf_limited 42% of busy time while wn03's reader kept")

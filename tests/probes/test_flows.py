@@ -73,16 +73,16 @@ def test_opened_closed_idle_and_reused_connections():
     by_peer = {c.peer: c for c in f.connections}
     assert set(by_peer) == {"10.0.0.6", "10.0.0.5"}
     o = by_peer["10.0.0.6"]
-    assert o.opened and o.bytes_received == 9_000_000 and o.recv_q == o.recv_q_min == 4_000_000 and o.app_limited
+    assert o.opened and o.bytes_received == 9_000_000 and o.recv_q == o.recv_q_max == 4_000_000 and o.app_limited
     r = by_peer["10.0.0.5"]  # counters went backwards: a new connection on the same address pair
     assert r.opened and r.bytes_sent == 3000 and r.busy_ms == 4
 
 
-def test_recv_q_min_and_app_limited_need_both_samples():
+def test_recv_q_max_of_the_samples_and_app_limited_in_both():
     a = _sock("10.0.0.2:33000", "10.0.0.1:1094", "bytes_received:1000 app_limited", recv_q=3_000_000)
     b = _sock("10.0.0.2:33000", "10.0.0.1:1094", "bytes_received:900000", recv_q=10)
     (c,) = PROBE.parse(_output(a, b)).connections
-    assert c.recv_q == 10 and c.recv_q_min == 10 and not c.app_limited and c.bytes_received == 899_000
+    assert c.recv_q == 10 and c.recv_q_max == 3_000_000 and not c.app_limited and c.bytes_received == 899_000
 
 
 def test_only_the_named_ports_are_kept_whatever_ss_printed():

@@ -25,7 +25,7 @@ G = 10**9
 def conn(local: str, lport: int, peer: str, pport: int, **kw) -> dict:
     c = {"local": local, "local_port": lport, "peer": peer, "peer_port": pport, "opened": False, "bytes_sent": 0,
          "bytes_received": 0, "segs_out": 0, "retrans": 0, "bytes_retrans": 0, "busy_ms": 0, "rwnd_limited_ms": 0,
-         "sndbuf_limited_ms": 0, "app_limited": False, "recv_q": 0, "recv_q_min": 0, "send_q": 0, "lost": None,
+         "sndbuf_limited_ms": 0, "app_limited": False, "recv_q": 0, "recv_q_max": 0, "send_q": 0, "lost": None,
          "rtt_ms": 0.2, "min_rtt_ms": 0.1, "cwnd": 10, "mss": 1448, "delivery_rate_bps": None, "snd_wnd": None,
          "congestion": "cubic", "sack": True, "timestamps": True, "wscale": [7, 7]}
     c.update(kw)
@@ -34,14 +34,15 @@ def conn(local: str, lport: int, peer: str, pport: int, **kw) -> dict:
 
 def flow(sender: str, receiver: str, port: int, bps: float, *, busy_ms: float = 5000, rtt_ms: float = 0.2,
          min_rtt_ms: float = 0.1, retrans_share: float = 0.0, rwnd_ms: int = 0, sndbuf_ms: int = 0,
-         recv_q: int = 0, app_limited: bool = False, sport: int = 1094) -> tuple[dict, dict]:
+         recv_q: int = 0, app_limited: bool = False, sport: int = 1094, snd_wnd: int | None = None) -> tuple[dict, dict]:
     """One connection's two sides: (the sender's, the receiver's)."""
     nbytes = int(bps * busy_ms / 1000 / 8)
     segs = nbytes // 1448
     s = conn(ADDR[sender], sport, ADDR[receiver], port, bytes_sent=nbytes, segs_out=segs,
              retrans=int(segs * retrans_share), busy_ms=int(busy_ms), rwnd_limited_ms=rwnd_ms,
-             sndbuf_limited_ms=sndbuf_ms, app_limited=app_limited, rtt_ms=rtt_ms, min_rtt_ms=min_rtt_ms)
-    r = conn(ADDR[receiver], port, ADDR[sender], sport, bytes_received=nbytes, recv_q=recv_q, recv_q_min=recv_q,
+             sndbuf_limited_ms=sndbuf_ms, app_limited=app_limited, rtt_ms=rtt_ms, min_rtt_ms=min_rtt_ms,
+             snd_wnd=snd_wnd)
+    r = conn(ADDR[receiver], port, ADDR[sender], sport, bytes_received=nbytes, recv_q=recv_q, recv_q_max=recv_q,
              rtt_ms=rtt_ms, min_rtt_ms=min_rtt_ms)
     return s, r
 
@@ -60,8 +61,12 @@ def site_connections() -> dict[str, list[dict]]:
         out[receiver].append(pair[1])
 
     add(flow("st01", "wn01", 41001, 160e6, rtt_ms=10.2, min_rtt_ms=10.0, sndbuf_ms=3800), "st01", "wn01")
-    add(flow("st02", "wn02", 41002, 90e6, rtt_ms=10.1, min_rtt_ms=10.0, rwnd_ms=4200), "st02", "wn02")
+    add(flow("st02", "wn02", 41002, 90e6, rtt_ms=10.1, min_rtt_ms=10.0, rwnd_ms=4200, snd_wnd=90_000), "st02", "wn02")
     add(flow("st02", "wn03", 41003, 16e6, rwnd_ms=4700, recv_q=3_000_000), "st02", "wn03")
+    # wn03 read st01's data earlier in the window (nothing unread at either sample), at its own pace:
+    # a 300 KB window under the 3 MiB its tcp_rmem allows
+    add(flow("st01", "wn03", 41007, 20e6, rtt_ms=10.2, min_rtt_ms=10.0, rwnd_ms=2500, busy_ms=3000, snd_wnd=300_000),
+        "st01", "wn03")
     add(flow("st01", "wn04", 41004, 45e6, rtt_ms=10.3, min_rtt_ms=10.0, retrans_share=0.01), "st01", "wn04")
     add(flow("st02", "st01", 41005, 110e6, retrans_share=0.004, sport=1191, rtt_ms=0.25), "st02", "st01")
     add(flow("st02", "wn01", 41006, 940e6, busy_ms=1200), "st02", "wn01")
