@@ -128,8 +128,7 @@ class PathState:
     rtt_loaded_s: float | None = None
     #: the congestion control the test ran (per socket; None: not known, the kernel's default)
     congestion: str | None = None
-    #: the RTT the loss model uses: between the idle and the loaded RTT, where the model meets the
-    #: measurement (see _calibrate_loss_rtt)
+    #: the RTT the loss model uses: the idle or the loaded one (see _calibrate_loss_rtt)
     loss_rtt_s: float | None = None
     #: the window that held the path (bytes, measured), when it was window-bound, and which one
     window_used: float | None = None
