@@ -71,8 +71,7 @@ class PathState:
     rtt_loaded_s: float | None = None
     #: the congestion control the test ran (per socket; None: not known, the kernel's default)
     congestion: str | None = None
-    #: the RTT the loss model uses: between the idle and the loaded RTT, where the model meets the
-    #: measurement (see _calibrate_loss_rtt)
+    #: the RTT the loss model uses: the idle or the loaded one (see _calibrate_loss_rtt)
     loss_rtt_s: float | None = None
     #: the window that held the path (bytes, measured), when it was window-bound, and which one
     window_used: float | None = None
@@ -136,7 +135,7 @@ def path_state(p: PathRecord | dict, facts: dict[str, HostFacts], addresses: dic
     st.inputs = {"rtt_ms": round(st.rtt_s * 1000, 3) if st.rtt_s else None, "mss": mss,
                  "loss": round(st.loss, 5), "link_bps": st.expected_bps, "congestion": st.congestion}
     _calibrate_window(st, rec.streams)
-    _calibrate_loss_rtt(st)
+    _calibrate_loss_rtt(st, rec.shared_way)
     return st
 
 
@@ -146,18 +145,27 @@ def _loss_now(st: PathState) -> float:
     return 0.0 if st.data_policed else st.loss
 
 
-def _calibrate_loss_rtt(st: PathState) -> None:
-    """The RTT the loss model uses: the one the flow saw under load, or the idle one at its link.
+def _calibrate_loss_rtt(st: PathState, shared_way: bool) -> None:
+    """The RTT the loss model uses: the one the flow saw under load where other traffic kept a queue
+    on its way, else the idle one.
 
     A flow held by loss keeps no queue of its own, but it may sit behind one another flow keeps:
-    the reverse direction's data ahead of its ACKs, other flows on a shared port. Every round trip
-    is then longer, and the loss costs it in proportion (the lab: 0.3% loss on a 200 Mbit/s LAN
-    path with the reverse direction busy runs at 5 ms and ~45 Mbit/s, SACK or not; at the idle
-    0.07 ms the models say the link). That queue stays when a setting changes, so predictions use
-    the same RTT. A flow at its link builds its own queue, which says nothing of what the loss would
-    leave it: there, the idle RTT."""
-    at_link = st.ratio is not None and st.ratio >= AT_LINK
-    st.loss_rtt_s = st.rtt_s if at_link or not st.rtt_loaded_s else st.rtt_loaded_s
+    the reverse direction's data ahead of its ACKs (a test in both directions at once, a busy
+    production link), other flows on a shared port. Every round trip is then longer, and the loss
+    costs it in proportion (the lab: 0.3% loss on a 200 Mbit/s LAN path with the reverse direction
+    busy runs at 5 ms and ~45 Mbit/s, SACK or not; at the idle 0.07 ms the models say the link).
+    That queue stays when a setting changes, so predictions use the same RTT. At its link, the queue
+    is the flow's own: the idle RTT. Alone on a LAN (idle RTT < 1 ms), the RTT under load is the
+    flow's own doing too (its recovery without SACK, the hosts' work per packet: 0.1-0.8 ms where
+    0.05 is idle), which says nothing of what the loss leaves it once the fault is fixed: the idle
+    RTT (and a lossy LAN flow is a range, see throughput_models.lossy_lan_bound). Beyond a LAN the
+    flow's own share of its RTT is small and the RTT under load fits the lab best."""
+    if not st.rtt_loaded_s or (st.ratio is not None and st.ratio >= AT_LINK):
+        st.loss_rtt_s = st.rtt_s
+    elif st.rtt_s and st.rtt_s < m.LAN_RTT_S and not shared_way:
+        st.loss_rtt_s = st.rtt_s
+    else:
+        st.loss_rtt_s = st.rtt_loaded_s
 
 
 def _calibrate_window(st: PathState, streams: int) -> None:

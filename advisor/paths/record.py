@@ -12,6 +12,9 @@ held a path (advisor/mesh/limits.py, advisor/flows/limits.py) and the cause stag
 * the loss share: segments retransmitted / data segments sent over the measurement (the kernel
   counts both for a flow; a mesh path counts iperf3's retransmits over its sent bytes / MSS); 0
   below MIN_RETRANSMITS (one or two events are no rate);
+* whether other traffic shared the path's way while it was measured (``shared_way``): a test
+  both ways at once, or an end's NIC carrying OTHER_TRAFFIC of the path's bytes beyond them (the
+  mesh counts both ends' ``nic_other_bytes``; a flow path its sender's NIC over the window);
 * the sender's kernel view (``tcp_info``: the chronographs' shares of busy time, the rate's
   steadiness, the options) in the mesh's shape for both sources.
 
@@ -32,6 +35,8 @@ OUTSIDE = "(outside)"
 #: fewer retransmitted segments than this are below what a measurement resolves: no loss share (a
 #: production flow's window of a few seconds, a slow test; a lossy path retransmits hundreds)
 MIN_RETRANSMITS = 3
+#: other traffic on an end's NIC, as a share of the path's own bytes, that keeps a queue on its way
+OTHER_TRAFFIC = 0.1
 
 
 def _num(v: Any) -> float | None:
@@ -112,6 +117,23 @@ class PathRecord:
         if retr is None or not segs:
             return None
         return retr / max(1.0, segs) if retr >= MIN_RETRANSMITS else 0.0
+
+    @property
+    def shared_way(self) -> bool:
+        """Did other traffic share the path's way while it was measured: the reverse direction's data
+        (a test both ways at once), or other traffic on an end's NIC (OTHER_TRAFFIC of the path's own)?"""
+        d = self.data
+        if d.get("mode") == "bidir":
+            return True
+        own = _pos(d.get("test_bytes")) or self.sent_bytes
+        if not own:
+            return False
+        if self.source == "flows":
+            nic, window = _pos(d.get("sender_nic_bps")), _pos(d.get("window_s"))
+            other = [nic * window / 8 - own] if nic and window else []
+        else:
+            other = list((d.get("nic_other_bytes") or {}).values())
+        return any((v or 0) >= OTHER_TRAFFIC * own for v in other)
 
     @classmethod
     def from_mesh(cls, p: dict[str, Any]) -> "PathRecord":
