@@ -8,8 +8,14 @@ from 1 (by |log ratio|), ``outside`` how many lie outside HOLDS (0.75-1.33) and 
 a by-hand cause of the before scan still holds included: their prediction is made with that cause
 in place (Mathis at the loss and the RTT the flow saw), so a miss there is the model's. ``held``
 {n, median_ratio, worst_ratio} repeats those paths apart, for the reader; they are in n too. Only a
-measurement the CPU held is counted apart, never compared (``inconclusive``): a path the new scan
-calls cpu or contended, a production flow its application paced (``application``), an active test job whose compute phases got less than JOB_CPU_SHARE of a CPU.
+measurement that says nothing of what the network carries is counted apart, never compared
+(``inconclusive``): a path the new scan calls cpu or contended, a production flow its application
+paced or that got its share of a full link (advisor.flows.limits.says_nothing_of_the_network), an
+active test job whose compute phases got less than JOB_CPU_SHARE of a CPU.
+
+``verify_causes``: a mesh path still shows its symptom below STILL_SLOW of its expected rate; a
+production flow path whenever the new scan still names the network or a setting for it
+(advisor.flows.limits.NETWORK_CLASSES), whatever its rate: a flow's rate is what its jobs asked for.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any
 from advisor.diagnosis.report_types import Predicted
 from advisor.diagnosis.paths import INCONCLUSIVE
 from advisor.errors import StoradviseError
+from advisor.flows.limits import NETWORK_CLASSES, says_nothing_of_the_network
 from advisor.report.model import ScanReport
 from advisor.report.scan_compare import measured_paths
 
@@ -83,13 +90,16 @@ JOB_CPU_SHARE = 0.8
 
 
 def _inconclusive(metric: str, record: dict) -> bool:
-    """A measurement the CPU held: a path classed cpu/contended, a job whose computing was starved."""
+    """A measurement that says nothing of the network: a path classed cpu/contended, a production flow
+    its application paced or a full shared link shared out, a job whose computing was starved."""
     if metric == "efficiency":
         share = record.get("cpu_share_computing")
         return share is not None and share < JOB_CPU_SHARE
-    # a flow its application paced (a reader that did not read, a sender with nothing to send) says
-    # nothing of what the network would carry
-    return record.get("limited_by") in (*INCONCLUSIVE, "application")
+    # a flow its application paced (a reader that did not read, a sender with nothing to send), or that
+    # got its share of a full link, says nothing of what the network would carry
+    if record.get("source") == "flows":
+        return says_nothing_of_the_network(record)
+    return record.get("limited_by") in INCONCLUSIVE
 
 
 def calibration(predictions: list[Predicted], after: ScanReport,
@@ -149,7 +159,12 @@ def verify_causes(before: ScanReport, after: ScanReport) -> list[dict[str, Any]]
                 continue
             rows.append({"metric": pr.metric, "subject": pr.subject, "value": m[0], "unit": m[1]})
             exp = m[2].get("expected_bps") if pr.metric == "throughput" else None
-            if m[0] is not None and exp and m[0] / exp < STILL_SLOW and not _inconclusive(pr.metric, m[2]):
+            if m[2].get("source") == "flows":
+                # a production flow is still held when the network or a setting still holds it (its
+                # rate is whatever the jobs asked for)
+                if m[2].get("limited_by") in NETWORK_CLASSES and exp:
+                    still.append((pr.subject, (m[0] or 0) / exp))
+            elif m[0] is not None and exp and m[0] / exp < STILL_SLOW:
                 still.append((pr.subject, m[0] / exp))
         entry = {"id": cause.id, "title": cause.title, "kind": cause.kind,
                  "predicted": [p.model_dump() for p in cause.predicted], "measured": rows,

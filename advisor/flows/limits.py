@@ -53,6 +53,19 @@ NETWORK_CLASSES = ("receiver_window", "sender_buffer", "loss", "policer")
 CLASSES = (*ml.CLASSES, "application")
 
 
+def shared_link(p: dict[str, Any]) -> bool:
+    """The flow path's sender's NIC carried NIC_FULL of its link over the window: what the path got was
+    its share of a full link, not what it would carry."""
+    nic, link = p.get("sender_nic_bps"), p.get("sender_link_bps")
+    return bool(nic and link and nic >= ml.NIC_FULL * link)
+
+
+def says_nothing_of_the_network(p: dict[str, Any]) -> bool:
+    """A flow path whose rate the application set (``application``) or a shared link did: it tells
+    neither what the path would carry nor that anything on it holds it (verify compares no such rate)."""
+    return p.get("limited_by") == "application" or (p.get("limited_by") == "link" and shared_link(p))
+
+
 def _rate_txt(r: PathRecord) -> str:
     return f", rate while busy {r.ratio:.2f} of link" if r.ratio is not None else ""
 
@@ -75,7 +88,7 @@ def _classify(r: PathRecord, p: dict[str, Any]) -> tuple[str, str]:
             return "application", f"{r.dst}'s reader kept {recvq / 1024:.0f} KiB unread (Recv-Q): the reader did not read"
         return "unknown", "only the receiver's side was sampled (the sender is outside the site or was not scanned)"
     nic, link = p.get("sender_nic_bps"), p.get("sender_link_bps")
-    if nic and link and nic >= ml.NIC_FULL * link:
+    if shared_link(p):
         return "link", (f"{r.src}'s NIC sent {nic / 1e6:.0f} Mb/s of its {link / 1e6:.0f} Mb/s over the window: "
                         "the link is full (shared), not slow")
     ti = r.tcp_info

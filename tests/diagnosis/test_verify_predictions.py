@@ -119,3 +119,56 @@ def test_a_job_starved_of_cpu_is_not_compared(before):
     after.efficiency = {"hosts": {"wn01": {"efficiency": 0.58, "cpu_share_computing": 0.97}}}
     cal = calibration(pred, after)
     assert cal["n"] == 1 and cal["outside"] == 1 and cal["misses"][0]["subject"] == "wn01", cal
+
+
+def flows_after(before: ScanReport, limited_by, factor: float = 1.0) -> ScanReport:
+    """The site after the plan measured by production flows alone (no mesh): each path at ``factor``
+    of its predicted rate, classified ``limited_by(path)`` (else ``link``)."""
+    after = after_scan(before, sack_applied=True, factor=factor)
+    paths = [{"src": p["src"], "dst": p["dst"], "measured_bps": p["measured_bps"], "expected_bps": p["expected_bps"],
+              "limited_by": limited_by(p) or "link", "evidence": "", "sender_nic_bps": None,
+              "sender_link_bps": p["expected_bps"]} for p in after.mesh["paths"]]
+    after.mesh, after.flows = None, {"window_s": 10.0, "hosts": 1, "paths": paths}
+    return after
+
+
+def test_a_flow_its_application_paced_is_neither_compared_nor_still_held(before):
+    """Rack B's readers paced their flows (``application``): they ran at a third of the rate the
+    larger buffers were predicted to give, which says nothing of the plan. Neither a calibration
+    miss nor a symptom that remains."""
+    def paced(p):
+        return "application" if p["dst"] in RACK_B else None
+
+    after = flows_after(before, paced, factor=1 / 3)
+    cal = calibration(before.plan_prediction, after)
+    n_paced = sum(1 for p in after.flows["paths"] if paced(p))
+    assert n_paced and cal["inconclusive"] == n_paced and cal["n"] + n_paced == len(after.flows["paths"])
+    assert not any(m["subject"].endswith(tuple(RACK_B)) for m in cal["misses"])
+    rmem = next(r for r in verify_causes(before, after) if "tcp_rmem" in r["title"])
+    assert rmem["verdict"] == "the changes were applied; the symptoms are gone", rmem["verdict"]
+
+
+def test_a_flow_still_held_by_the_network_is_said_whatever_its_rate(before):
+    """A flow path the new scan still calls ``loss`` is still held, even at its predicted rate; the
+    same path classed ``link`` is not, even at half of it."""
+    rows = verify_causes(before, flows_after(before, lambda p: "loss" if p["src"] == "st01" else None))
+    sack = next(r for r in rows if "tcp_sack" in r["title"])
+    assert sack["verdict"].startswith("the changes were applied; st01->wn01"), sack["verdict"]
+    assert "the remaining cause is packet loss" in sack["verdict"]
+    sack = next(r for r in verify_causes(before, flows_after(before, lambda p: None, factor=0.5))
+                if "tcp_sack" in r["title"])
+    assert sack["verdict"] == "the changes were applied; the symptoms are gone", sack["verdict"]
+
+
+def test_a_flow_on_a_full_shared_link_is_not_compared(before):
+    """A sender whose NIC carried its link rate: each of its flows got its share of a full link, not
+    what the path would carry (``link``, shared): inconclusive. A link-bound flow on a NIC with room
+    is compared."""
+    after = flows_after(before, lambda p: None, factor=0.5)
+    for p in after.flows["paths"]:
+        if p["src"] == "st02":
+            p["sender_nic_bps"] = p["sender_link_bps"]
+    cal = calibration(before.plan_prediction, after)
+    shared = sum(1 for p in after.flows["paths"] if p["src"] == "st02")
+    assert shared and cal["inconclusive"] == shared and cal["n"] == len(after.flows["paths"]) - shared
+    assert cal["median_ratio"] == pytest.approx(0.5, abs=0.01)
