@@ -43,7 +43,7 @@ def calibration_line(result: dict) -> str | None:
     if held.get("n"):
         parts.append(f"{held['n']} of them still held by a by-hand cause (median {held['median_ratio']:.2f})")
     if cal.get("inconclusive"):
-        parts.append(f"{cal['inconclusive']} inconclusive: CPU or other traffic")
+        parts.append(f"{cal['inconclusive']} inconclusive: the CPU, other traffic or the application set their pace")
     return "calibration: " + "; ".join(parts)
 
 
