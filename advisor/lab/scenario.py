@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from advisor.errors import SiteFileError, StoradviseError
 from advisor.lab.scenario_faults import ExpectedFinding, GroupFirewall, merge_iptables
-from advisor.lab.scenario_traffic import Traffic
+from advisor.lab.scenario_traffic import Traffic, check_traffic
 from advisor.host_patterns import host_pattern
 from advisor.site import MeshSpec, Role
 from advisor.units import parse_rate_bps
@@ -332,7 +332,7 @@ class Scenario(_Strict):
                         raise ValueError(f"the {other} and {section} sections share hosts ({host}): both emulate "
                                          f"tools in {d}")
         self._expand_group_firewalls()
-        self._check_traffic()
+        check_traffic(self)
         for i, e in enumerate(self.expect):
             if e.host not in names:
                 raise ValueError(f"expect[{i}]: unknown host {e.host!r}")
@@ -357,37 +357,6 @@ class Scenario(_Strict):
                 else:
                     own.iptables = merge_iptables(own.iptables, fw.iptables_rules(i, others))
                 h.firewall = own
-
-    def _check_traffic(self) -> None:
-        served: dict[tuple[str, int], str | None] = {}
-        for i, t in enumerate(self.traffic):
-            for sel in t.src + t.dst:
-                if not self.select(sel):
-                    raise ValueError(f"traffic[{i}]: selector {sel!r} matches no host, group or role")
-            for h in self.select_all(t.dst):
-                cc = served.setdefault((h.name, t.port), t.cc)
-                if cc != t.cc:
-                    raise ValueError(f"traffic[{i}]: {h.name}'s server on port {t.port} is given congestion control "
-                                     f"{t.cc!r} and {cc!r}: one server per host and port")
-
-    def traffic_servers(self) -> dict[tuple[str, int], str | None]:
-        """(server host, port) -> its congestion control, for every server the traffic needs."""
-        out: dict[tuple[str, int], str | None] = {}
-        for t in self.traffic:
-            for h in self.select_all(t.dst):
-                out.setdefault((h.name, t.port), t.cc)
-        return out
-
-    def traffic_readers(self) -> list[tuple[str, list[str], Traffic]]:
-        """(reader host, its servers, the entry) for every reader: a host never reads from itself."""
-        out = []
-        for t in self.traffic:
-            servers = [h.name for h in self.select_all(t.dst)]
-            for h in self.select_all(t.src):
-                mine = [s for s in servers if s != h.name]
-                if mine:
-                    out.append((h.name, mine, t))
-        return out
 
     def select(self, selector: str) -> list[ScenarioHost]:
         """The hosts of a host pattern (advisor.host_patterns.HostPattern, the grammar of site files: names,

@@ -11,11 +11,14 @@ asks of a server per turn.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from advisor.units import UnitError, parse_rate_bps, parse_size_bytes
+
+if TYPE_CHECKING:
+    from advisor.lab.scenario import Scenario
 
 _BYTES_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)B/s\s*$")
 _MULT = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
@@ -81,3 +84,38 @@ class Traffic(BaseModel):
         if v is not None and not _CC.fullmatch(v):
             raise ValueError(f"{v!r} is not a congestion control name like cubic")
         return v
+
+
+def check_traffic(sc: "Scenario") -> None:
+    """Every selector names a host, group or role; one server (one congestion control) per host and port."""
+    served: dict[tuple[str, int], str | None] = {}
+    for i, t in enumerate(sc.traffic):
+        for sel in t.src + t.dst:
+            if not sc.select(sel):
+                raise ValueError(f"traffic[{i}]: selector {sel!r} matches no host, group or role")
+        for h in sc.select_all(t.dst):
+            cc = served.setdefault((h.name, t.port), t.cc)
+            if cc != t.cc:
+                raise ValueError(f"traffic[{i}]: {h.name}'s server on port {t.port} is given congestion control "
+                                 f"{t.cc!r} and {cc!r}: one server per host and port")
+
+
+def traffic_servers(sc: "Scenario") -> dict[tuple[str, int], str | None]:
+    """(server host, port) -> its congestion control, for every server the traffic needs."""
+    out: dict[tuple[str, int], str | None] = {}
+    for t in sc.traffic:
+        for h in sc.select_all(t.dst):
+            out.setdefault((h.name, t.port), t.cc)
+    return out
+
+
+def traffic_readers(sc: "Scenario") -> list[tuple[str, list[str], Traffic]]:
+    """(reader host, its servers, the entry) for every reader: a host never reads from itself."""
+    out = []
+    for t in sc.traffic:
+        servers = [h.name for h in sc.select_all(t.dst)]
+        for h in sc.select_all(t.src):
+            mine = [s for s in servers if s != h.name]
+            if mine:
+                out.append((h.name, mine, t))
+    return out

@@ -14,6 +14,7 @@ import time
 from advisor.errors import StoradviseError
 from advisor.lab.records import LabRecord
 from advisor.lab.scenario import Scenario
+from advisor.lab.scenario_traffic import traffic_readers, traffic_servers
 
 #: seconds a server has to listen
 SERVER_READY_S = 15.0
@@ -38,7 +39,7 @@ def _listening(address: str, port: int) -> bool:
 def start_traffic(rec: LabRecord, sc: Scenario) -> int:
     """Start every server, wait for each to listen, then every reader; the number of processes."""
     started = 0
-    for (host, port), cc in sorted(sc.traffic_servers().items()):
+    for (host, port), cc in sorted(traffic_servers(sc).items()):
         address = rec.hosts[host]["address"]
         p = _spawn(rec, host, ["serve", "--bind", address, "--port", str(port)] + (["--cc", cc] if cc else []),
                    f"traffic-serve-{port}.log")
@@ -53,7 +54,7 @@ def start_traffic(rec: LabRecord, sc: Scenario) -> int:
                 raise StoradviseError(f"{host}: the traffic server on port {port} is not listening after "
                                       f"{SERVER_READY_S:.0f} s")
             time.sleep(0.05)
-    for i, (host, servers, t) in enumerate(sc.traffic_readers()):
+    for i, (host, servers, t) in enumerate(traffic_readers(sc)):
         args = ["read", "--port", str(t.port), "--chunk", str(t.chunk)]
         for s in servers:
             args += ["--server", rec.hosts[s]["address"]]

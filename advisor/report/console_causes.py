@@ -186,9 +186,12 @@ def hygiene_lines(report: ScanReport) -> list[tuple[str, str]]:
             if not f.changes:
                 lines.setdefault((f.severity.value, f.rule_id, headline(f)), [])
                 continue
+            by_host: dict[str, list] = {}
+            for c in f.changes:  # one pass: a finding on 10,000 hosts holds 10,000 changes
+                by_host.setdefault(c.host, []).append(c)
             for host in hosts:
                 values = "; ".join(f"{c.key} {c.runtime if c.runtime is not None else '?'} -> {c.target}"
-                                   for c in f.changes if c.host == host)
+                                   for c in by_host.get(host, ()))
                 if values:
                     lines.setdefault((f.severity.value, f.rule_id, values), []).append(host)
     order = {s: i for i, s in enumerate(reversed(SEVERITY_ORDER))}
