@@ -40,11 +40,10 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from probes.block import VIRTUAL_NAME
-from probes.probe import NOT_APPLICABLE_MARKER, Probe, ProbeContext, ProbeParseError, section, split_sections, bounded_int
+from probes.probe import NOT_APPLICABLE_MARKER, SampledProbe, ProbeContext, ProbeParseError, section, split_sections, bounded_int
 
 WRAP_32 = 2**32
 SECTOR_BYTES = 512
-MIN_SAMPLE_SECONDS = 0.1
 SAMPLE_SECTIONS = ("uptime1", "diskstats1", "uptime2", "diskstats2")
 SYSBLOCK_SECTION = "sysblock"
 END_SECTION = "end"
@@ -248,16 +247,10 @@ def parse_uptime(text: str, label: str) -> float:
     return value
 
 
-class DiskstatsProbe(Probe):
+class DiskstatsProbe(SampledProbe):
     name = "block.diskstats"
     title = "Disk I/O utilisation over a sample interval (iostat -x figures)"
     facts_model = DiskIoFacts
-
-    def sample_seconds(self, ctx: ProbeContext) -> float:
-        return max(MIN_SAMPLE_SECONDS, float(ctx.sample_seconds))
-
-    def timeout(self, ctx: ProbeContext) -> float:
-        return self.sample_seconds(ctx) + 30.0
 
     def script(self, ctx: ProbeContext) -> str:
         seconds = f"{self.sample_seconds(ctx):.3f}".rstrip("0").rstrip(".")

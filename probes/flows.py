@@ -36,13 +36,12 @@ import shlex
 
 from pydantic import BaseModel, Field
 
-from probes.probe import NOT_APPLICABLE_MARKER, Probe, ProbeContext, ProbeParseError, section, split_sections
+from probes.probe import NOT_APPLICABLE_MARKER, SampledProbe, ProbeContext, ProbeParseError, section, split_sections
 from probes.ss_sockets import SsFormatError, SsSocket, parse_ss, split_endpoint
 
 #: the storage ports a site that names none is sampled on: XRootD, GPFS, HTTP/WebDAV, GridFTP and
 #: dCache movers (each storage kind adds its own: advisor/storage_kinds.py)
 DEFAULT_FLOW_PORTS = ("1094", "1095", "1191", "443", "2880", "8443", "8000", "2811", "20000-25000")
-MIN_SAMPLE_SECONDS = 0.1
 SECTIONS = ("ports", "uptime1", "netdev1", "ss1", "uptime2", "netdev2", "ss2", "end")
 _PORT_RE = re.compile(r"^([0-9]{1,5})(?:-([0-9]{1,5}))?$")
 #: the most connections one host's listing may hold (a bigger one is refused, not cut)
@@ -233,16 +232,10 @@ def flows_over_window(first: list[SsSocket], second: list[SsSocket], ranges: lis
     return conns, idle, sum(1 for k in before if k not in seen)
 
 
-class FlowsProbe(Probe):
+class FlowsProbe(SampledProbe):
     name = "network.flows"
     title = "Production flows on storage ports: what held each connection over the sample window (ss -tinHe)"
     facts_model = FlowFacts
-
-    def sample_seconds(self, ctx: ProbeContext) -> float:
-        return max(MIN_SAMPLE_SECONDS, float(ctx.sample_seconds))
-
-    def timeout(self, ctx: ProbeContext) -> float:
-        return self.sample_seconds(ctx) + 30.0
 
     def script(self, ctx: ProbeContext) -> str:
         ports = list(ctx.flow_ports) or list(DEFAULT_FLOW_PORTS)

@@ -202,3 +202,18 @@ def split_sections(text: str) -> dict[str, str]:
     if out.get("") == "":
         del out[""]
     return out
+
+
+#: the shortest sample window a sampled probe takes (a smaller --sample-seconds is raised to it)
+MIN_SAMPLE_SECONDS = 0.1
+
+
+class SampledProbe(Probe):
+    """A probe that reads its host twice over the scan's sample window (``--sample-seconds``): the
+    disk sample (block.diskstats) and the production flows (network.flows) share the window."""
+
+    def sample_seconds(self, ctx: ProbeContext) -> float:
+        return max(MIN_SAMPLE_SECONDS, float(ctx.sample_seconds))
+
+    def timeout(self, ctx: ProbeContext) -> float:
+        return self.sample_seconds(ctx) + 30.0

@@ -30,6 +30,7 @@ Facts relied on (ss.c and the kernel's tcp_info, include/uapi/linux/tcp.h):
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from dataclasses import dataclass, field
@@ -132,19 +133,25 @@ def _addresses(line: str, where: str) -> tuple[int, int, str, str]:
     raise SsFormatError(f"{where}: not an ss socket line (no 'Recv-Q Send-Q local:port peer:port'): {line.strip()[:80]!r}")
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _address(host: str) -> str:
+    """An address as ``ipaddress`` writes it (IPv4-mapped IPv6 as IPv4); a name or a masked address
+    as printed. Cached: a host's listing names the same few addresses on every line."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host  # a name (ss without -n) or a masked address: kept as printed
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return str(ip)
+
+
 def split_endpoint(text: str) -> tuple[str, int | None]:
     """``10.0.0.1:1094`` / ``[2001:db8::1]:1094`` / ``[::ffff:10.0.0.1]:1094`` / ``host:1094`` ->
     (address, port). An IPv4-mapped IPv6 address is given as IPv4; a zone (``%eth0``) is left out;
     the port is None when it is not a number (``*``, a service name without ``-n``)."""
     host, _, port = text.rpartition(":")
-    host = host.strip("[]").split("%", 1)[0]
-    try:
-        ip = ipaddress.ip_address(host)
-        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped
-        host = str(ip)
-    except ValueError:
-        pass  # a name (ss without -n) or a masked address: kept as printed
+    host = _address(host.strip("[]").split("%", 1)[0])
     return host, (int(port) if port.isascii() and port.isdigit() and len(port) <= 5 else None)
 
 

@@ -19,6 +19,7 @@ Then each path is classified (advisor/flows/limits.py). Pure: facts in, plain da
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import statistics
 from collections import Counter
@@ -45,6 +46,7 @@ FLOW_PATH_KEYS = (
 Endpoint = tuple[str, int | None]
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _loopback(address: str) -> bool:
     try:
         return ipaddress.ip_address(address).is_loopback

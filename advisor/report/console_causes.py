@@ -51,8 +51,9 @@ def prediction_line(preds: list[Predicted], *, after_key: str | None = None) -> 
     """``8 paths 0.02-0.06 -> 0.96 of expected (link); efficiency wn[01-04] 0.20-0.32 -> 0.90-0.94``."""
     parts = []
     together = [p for p in preds if p.metric == "throughput" and "with_the_other_causes" in p.inputs]
+    apart = {id(p) for p in together}  # by identity: comparing models field by field is quadratic
     tp = [p for p in preds if p.metric == "throughput" and p.now is not None and p.after is not None
-          and p not in together]
+          and id(p) not in apart]
     if together:
         exp = [p.inputs.get("expected_bps") for p in together]
         f2 = lambda v: f"{v:.2f}"  # noqa: E731
