@@ -10,19 +10,28 @@ lists them all. Then, in the same run, alternating, --repeat times each:
   * ``read``: ``tar -cf /dev/null DIR``: reading every file of the capture once, the floor of
     any analysis of it (the peer the ratio is against).
 
+With ``--flows`` (a capture of a lab with production traffic, e.g. ``lab up --scenario flows``),
+the whole captured site is copied instead, as cells of a larger site (``c0001-stor01``, ...) until
+it has N hosts: every host of a cell gets an address of its own (10.0.0.0/8), in its flows and
+NIC outputs too (READDRESSED), so the ``network.flows`` listings of a cell's servers and readers join into that
+cell's paths, as a real site's racks and their servers do (each server with its own few hundred
+connections, not one server with every worker's).
+
 Printed: the medians, scan/read, the scan's peak RSS (the largest process, and the sum of the
 parse workers' peaks when it used processes), the report's size, and the issue's targets
 (<= 15 s and <= 1 GB at 10,000 hosts on a 2-core machine).
 
-  .venv/bin/python bench/bench_capture.py --capture DIR --hosts 10000 --work /tmp/cap10k
+  .venv/bin/python bench/bench_capture.py --capture DIR --hosts 10000 --work /tmp/cap10k [--flows]
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import os
 import platform
+import re
 import resource
 import shutil
 import statistics
@@ -34,10 +43,32 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def build_capture(template: Path, out: Path, n: int, role: str, fmt: int = 2) -> int:
+#: the outputs a cell's copy gets its own addresses in (``--flows``): what joins the flows by
+#: address; the rest stay as captured (a firewall's rules still name the template's addresses, so
+#: every copy's ruleset is one text, as a site's firewall baseline is)
+READDRESSED = ("network.flows", "network.nic")
+
+
+def cells(site_hosts: list[dict], n: int) -> list[tuple[str, dict, dict[str, str]]]:
+    """(name, template host, template address -> the cell's) of every host of N, the site copied
+    whole as cells (``--flows``)."""
+    size = len(site_hosts)
+    count = -(-n // size)
+    width = len(str(count))
+    out = []
+    for i in range(n):
+        k, h = divmod(i, size)
+        base = 0x0A000001 + k * size
+        remap = {t["address"]: str(ipaddress.IPv4Address(base + j)) for j, t in enumerate(site_hosts)}
+        out.append((f"c{k + 1:0{width}d}-{site_hosts[h]['name']}", site_hosts[h], remap))
+    return out
+
+
+def build_capture(template: Path, out: Path, n: int, role: str, fmt: int = 2, flows: bool = False) -> int:
     """Write the N-host capture into ``out`` (reused when it already holds N hosts). Format 2 is
     written by storadvise's own writer (texts content-addressed); format 1 by copying the
-    template's per-host files."""
+    template's per-host files. ``flows``: the whole site copied as cells, each host readdressed
+    (format 2 only)."""
     sys.path.insert(0, str(ROOT))
     from advisor.transport.base import Command
     from advisor.transport.capture_objects import CaptureObjects
@@ -48,7 +79,7 @@ def build_capture(template: Path, out: Path, n: int, role: str, fmt: int = 2) ->
     site_hosts = manifest["site"]["hosts"]
     templates = [h for h in site_hosts if role in h.get("roles", [])]
     keep = [h for h in site_hosts if h not in templates]
-    if not templates:
+    if not templates and not flows:
         raise SystemExit(f"{template}: no host with role {role}")
     done = out / "manifest.json"
     if done.is_file() and len(json.loads(done.read_text())["site"]["hosts"]) == n:
@@ -60,11 +91,16 @@ def build_capture(template: Path, out: Path, n: int, role: str, fmt: int = 2) ->
     source = CaptureObjects(template)
     objects = CaptureObjects(out)
 
-    def copy(src: str, dst: str) -> None:
+    address_re = re.compile(r"(?<![\d.])(" + "|".join(re.escape(h["address"]) for h in site_hosts) + r")(?![\d])")
+
+    def copy(src: str, dst: str, remap: dict[str, str] | None = None) -> None:
         if fmt == 1:
             shutil.copytree(template / "hosts" / src, out / "hosts" / dst)
             return
         results = [r for r in CapturedTransport(template, src, source).run_batch(keys) if r.stderr != "not captured"]
+        if remap:
+            results = [r.model_copy(update={"stdout": address_re.sub(lambda m: remap[m.group(1)], r.stdout)})
+                       if r.key in READDRESSED else r for r in results]
         meta = {}
         index = template / "hosts" / src / "outputs.json"
         if index.is_file():
@@ -74,12 +110,18 @@ def build_capture(template: Path, out: Path, n: int, role: str, fmt: int = 2) ->
         write_capture(out, dst, cmds, results, objects)
 
     hosts, records = [], {}
+    if flows:
+        keep, templates = [], []
+        for name, t, remap in cells(site_hosts, n):
+            copy(t["name"], name, remap)
+            hosts.append({**t, "name": name, "address": remap[t["address"]]})
+            records[name] = manifest["hosts"].get(t["name"], {"reachable": True, "errors": []})
     for h in keep:
         copy(h["name"], h["name"])
         hosts.append(h)
         records[h["name"]] = manifest["hosts"].get(h["name"], {"reachable": True, "errors": []})
     width = len(str(n))
-    for i in range(max(0, n - len(keep))):
+    for i in range(max(0, n - len(keep)) if templates else 0):
         t = templates[i % len(templates)]
         name = f"wn{i + 1:0{width}d}"
         copy(t["name"], name)
@@ -120,11 +162,15 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--format", type=int, choices=(1, 2), default=2,
                     help="capture format written: 2 content-addressed (storadvise collect), 1 per-host files")
+    ap.add_argument("--flows", action="store_true",
+                    help="copy the whole site as cells, each host readdressed, so production flows join per cell")
     ap.add_argument("--storadvise", default=str(ROOT / ".venv" / "bin" / "storadvise"))
     args = ap.parse_args()
-    cap = args.work / f"capture-{args.hosts}-f{args.format}"
+    if args.flows and args.format != 2:
+        raise SystemExit("--flows writes format 2 only")
+    cap = args.work / f"capture-{args.hosts}-f{args.format}{'-flows' if args.flows else ''}"
     t = time.monotonic()
-    build_capture(args.capture, cap, args.hosts, args.role, args.format)
+    build_capture(args.capture, cap, args.hosts, args.role, args.format, args.flows)
     print(f"machine: {platform.machine()}, {len(os.sched_getaffinity(0))} cores, Python {platform.python_version()}; "
           f"capture (format {args.format}) of {args.hosts} hosts at {cap} ({_du(cap)}) ready in {time.monotonic() - t:.1f} s", flush=True)
     report = args.work / f"report-{args.hosts}.json"
