@@ -318,7 +318,8 @@ def _render_causes(result: dict) -> None:
 
     for i, c in enumerate(result.get("causes") or [], 1):
         preds = [Predicted.model_validate(p) for p in c["predicted"]]
-        got = {(m["metric"], m["subject"]): m["value"] for m in c["measured"]}
+        got = {(m["metric"], m["subject"]): m["value"] for m in c["measured"] if not m.get("not_compared")}
+        apart = sum(1 for m in c["measured"] if m.get("not_compared"))
         measured = [p.model_copy(update={"now": p.after if p.after is not None else p.now,
                                          "after": got.get((p.metric, p.subject))})
                     for p in preds if got.get((p.metric, p.subject)) is not None]
@@ -327,6 +328,9 @@ def _render_causes(result: dict) -> None:
             out.print(f"    predicted {m_(prediction_line(preds))}", highlight=False)
         if measured:
             out.print(f"    predicted -> measured: {m_(prediction_line(measured))}", highlight=False)
+        if apart:
+            out.print(f"    not compared: {apart} measurement(s) whose pace the CPU, other traffic or the "
+                      "application set", highlight=False)
     line = calibration_line(result)
     if line:
         out.print(line, highlight=False)

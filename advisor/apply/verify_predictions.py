@@ -13,7 +13,8 @@ measurement that says nothing of what the network carries is counted apart, neve
 paced or that got its share of a full link (advisor.flows.limits.says_nothing_of_the_network), an
 active test job whose compute phases got less than JOB_CPU_SHARE of a CPU.
 
-``verify_causes``: a mesh path still shows its symptom below STILL_SLOW of its expected rate; a
+``verify_causes``: each cause's predicted subjects as measured (``measured``: value, unit and
+``not_compared``, true for a measurement counted apart as above); a mesh path still shows its symptom below STILL_SLOW of its expected rate; a
 production flow path whenever the new scan still names the network or a setting for it
 (advisor.flows.limits.NETWORK_CLASSES), whatever its rate: a flow's rate is what its jobs asked for.
 """
@@ -157,7 +158,8 @@ def verify_causes(before: ScanReport, after: ScanReport) -> list[dict[str, Any]]
             m = measured.get((pr.metric, pr.subject))
             if m is None:
                 continue
-            rows.append({"metric": pr.metric, "subject": pr.subject, "value": m[0], "unit": m[1]})
+            rows.append({"metric": pr.metric, "subject": pr.subject, "value": m[0], "unit": m[1],
+                         "not_compared": _inconclusive(pr.metric, m[2])})
             exp = m[2].get("expected_bps") if pr.metric == "throughput" else None
             if m[2].get("source") == "flows":
                 # a production flow is still held when the network or a setting still holds it (its

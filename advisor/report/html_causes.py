@@ -73,7 +73,9 @@ def verify_causes_section(result: dict[str, Any]) -> str:
         return ""
     rows = []
     for c in causes:
-        got = {(m["metric"], m["subject"]): m["value"] for m in c.get("measured") or []}
+        measured = c.get("measured") or []
+        got = {(m["metric"], m["subject"]): m["value"] for m in measured if not m.get("not_compared")}
+        apart = sum(1 for m in measured if m.get("not_compared"))
         pairs = []
         for p in c.get("predicted") or []:
             v = got.get((p["metric"], p["subject"]))
@@ -82,7 +84,9 @@ def verify_causes_section(result: dict[str, Any]) -> str:
             scale = 1e6 if p["unit"] == "bps" else 1
             pairs.append(f"{_e(p['subject'])} {p['after'] / scale:,.2f} → {v / scale:,.2f}")
         rows.append(f"<tr><td>{_e(c['title'])}</td><td>{_e(c.get('verdict') or '')}</td>"
-                    f"<td>{'; '.join(pairs[:6])}{' …' if len(pairs) > 6 else ''}</td></tr>")
+                    f"<td>{'; '.join(pairs[:6])}{' …' if len(pairs) > 6 else ''}"
+                    f"{f' ({apart} not compared: paced by the CPU, other traffic or the application)' if apart else ''}"
+                    "</td></tr>")
     text = calibration_line(result)
     line = f"<p class='facts'>{_e(text)}</p>" if text else ""
     return ("<h3>Causes: predicted → measured</h3>" + line + "<table><thead><tr><th>cause</th><th>verdict</th>"

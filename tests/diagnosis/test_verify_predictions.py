@@ -146,6 +146,9 @@ def test_a_flow_its_application_paced_is_neither_compared_nor_still_held(before)
     assert not any(m["subject"].endswith(tuple(RACK_B)) for m in cal["misses"])
     rmem = next(r for r in verify_causes(before, after) if "tcp_rmem" in r["title"])
     assert rmem["verdict"] == "the changes were applied; the symptoms are gone", rmem["verdict"]
+    # each paced path is measured, and said not compared
+    assert rmem["measured"] and all(m["not_compared"] == m["subject"].endswith(tuple(RACK_B))
+                                    for m in rmem["measured"]), rmem["measured"]
 
 
 def test_a_flow_still_held_by_the_network_is_said_whatever_its_rate(before):
