@@ -11,14 +11,11 @@ asks of a server per turn.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from advisor.units import UnitError, parse_rate_bps, parse_size_bytes
-
-if TYPE_CHECKING:
-    from advisor.lab.scenario import Scenario
 
 _BYTES_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)B/s\s*$")
 _MULT = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
@@ -86,7 +83,18 @@ class Traffic(BaseModel):
         return v
 
 
-def check_traffic(sc: "Scenario") -> None:
+class TrafficHosts(Protocol):
+    """What the traffic reads of a scenario (advisor.lab.scenario.Scenario): its entries and its
+    host selection."""
+
+    traffic: list[Traffic]
+
+    def select(self, selector: str) -> list: ...
+
+    def select_all(self, selectors: list[str]) -> list: ...
+
+
+def check_traffic(sc: TrafficHosts) -> None:
     """Every selector names a host, group or role; one server (one congestion control) per host and port."""
     served: dict[tuple[str, int], str | None] = {}
     for i, t in enumerate(sc.traffic):
@@ -100,7 +108,7 @@ def check_traffic(sc: "Scenario") -> None:
                                  f"{t.cc!r} and {cc!r}: one server per host and port")
 
 
-def traffic_servers(sc: "Scenario") -> dict[tuple[str, int], str | None]:
+def traffic_servers(sc: TrafficHosts) -> dict[tuple[str, int], str | None]:
     """(server host, port) -> its congestion control, for every server the traffic needs."""
     out: dict[tuple[str, int], str | None] = {}
     for t in sc.traffic:
@@ -109,7 +117,7 @@ def traffic_servers(sc: "Scenario") -> dict[tuple[str, int], str | None]:
     return out
 
 
-def traffic_readers(sc: "Scenario") -> list[tuple[str, list[str], Traffic]]:
+def traffic_readers(sc: TrafficHosts) -> list[tuple[str, list[str], Traffic]]:
     """(reader host, its servers, the entry) for every reader: a host never reads from itself."""
     out = []
     for t in sc.traffic:
