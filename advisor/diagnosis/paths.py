@@ -237,6 +237,9 @@ def _limits(st: PathState, by_kind: dict[str, dict[str, Fix]]) -> list[tuple[flo
         b = m.loss_bound(st.mss, rtt_loss, loss, sack=sack, congestion=st.congestion)
         if b is None and not sack:
             b = m.bbr_nosack_bound(st.measured_bps, loss, st.congestion)
+        if not sack and st.limited_by == "loss" and (b is None or b.bps > st.measured_bps):
+            # the mesh saw the loss hold it, where the models give more: on a LAN, what it measured
+            b = m.lan_nosack_bound(st.measured_bps, loss, rtt_loss, st.congestion) or b
         if b is not None:
             limits.append((b.bps, b.model, b.inputs))
         if sack and (b is None or b.bps >= (st.link_bps or 0)):

@@ -148,6 +148,19 @@ def bbr_nosack_bound(observed_bps: float, p: float, congestion: str | None) -> B
     return Bound(float(observed_bps), "bbr-nosack", {"loss": round(p, 5), "congestion": congestion})
 
 
+def lan_nosack_bound(observed_bps: float, p: float, rtt_s: float | None, congestion: str | None) -> Bound | None:
+    """A flow without SACK that loss holds on a LAN (RTT below LAN_RTT_S): the measured rate is the
+    limit. No model holds there (docs/diagnosis.md, the characterisation): recovery without SACK
+    costs round trips the idle RTT does not show and the occasional timeout of 200 ms or more, and
+    Padhye's formula at the idle RTT gives several times what such a flow carries (the lab: 0.3%
+    loss, 0.01 ms, cubic: 0.10-0.16 of a 1 Gbit/s link where Padhye gives the link)."""
+    if not rtt_s or rtt_s >= LAN_RTT_S or not p or not observed_bps:
+        return None
+    return Bound(float(observed_bps), "lan-nosack",
+                 {"loss": round(p, 5), "rtt_ms": round(rtt_s * 1000, 3), "congestion": congestion,
+                  "basis": "without SACK on a LAN no model holds: the loss holds it at the rate measured"})
+
+
 def policer_bps(packets_per_s: float | None, mss: int | None) -> float | None:
     if not packets_per_s:
         return None
