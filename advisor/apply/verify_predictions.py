@@ -171,20 +171,26 @@ def verify_causes(before: ScanReport, after: ScanReport) -> list[dict[str, Any]]
         entry = {"id": cause.id, "title": cause.title, "kind": cause.kind,
                  "predicted": [p.model_dump() for p in cause.predicted], "measured": rows,
                  "applied": applied_of[cause.id]}
-        entry["verdict"] = _verdict(cause, entry["applied"], still, remaining)
+        entry["verdict"] = _verdict(cause, entry["applied"], still, remaining, rows)
         out.append(entry)
     return out
 
 
-def _verdict(cause, applied: bool | None, still: list[tuple[str, float]], remaining: list) -> str:
+#: a cause whose every measurement after says nothing of the network (``not_compared``)
+NOT_CONCLUDED = "not concluded: the new scan's measurements of its paths were paced by the CPU, other traffic or the application"
+
+
+def _verdict(cause, applied: bool | None, still: list[tuple[str, float]], remaining: list, rows: list[dict]) -> str:
+    unsure = bool(rows) and all(r["not_compared"] for r in rows)
     if cause.kind == "by_hand":
-        if not still:
-            return "its paths now reach their expected rate"
-        return f"still in place: {_paths(still)}"
+        if still:
+            return f"still in place: {_paths(still)}"
+        return NOT_CONCLUDED if unsure else "its paths now reach their expected rate"
     if applied is False:
         return "not applied: the new scan still sees the old value"
     if not still:
-        return "the changes were applied; the symptoms are gone" if applied else "the symptoms are gone"
+        done = "the changes were applied; " if applied else ""
+        return done + (NOT_CONCLUDED if unsure else "the symptoms are gone")
     others = [c.title for c in remaining if c.id != cause.id
               and {p.subject for p in c.predicted} & {s for s, _ in still}]
     rest = f": the remaining cause is {'; '.join(others)}" if others else ": no other cause of the scan explains them"
