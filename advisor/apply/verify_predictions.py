@@ -13,8 +13,9 @@ measurement that says nothing of what the network carries is counted apart, neve
 paced or that got its share of a full link (advisor.flows.limits.says_nothing_of_the_network), an
 active test job whose compute phases got less than JOB_CPU_SHARE of a CPU.
 
-``verify_causes``: each cause's predicted subjects as measured (``measured``: value, unit and
-``not_compared``, true for a measurement counted apart as above); a mesh path still shows its symptom below STILL_SLOW of its expected rate; a
+``verify_causes``: each cause's predicted subjects as measured (``measured``: value, unit,
+``source`` (mesh, flows or none for a job) and ``not_compared``, true for a measurement counted
+apart as above); a mesh path still shows its symptom below STILL_SLOW of its expected rate; a
 production flow path whenever the new scan still names the network or a setting for it
 (advisor.flows.limits.NETWORK_CLASSES), whatever its rate: a flow's rate is what its jobs asked for.
 """
@@ -159,7 +160,7 @@ def verify_causes(before: ScanReport, after: ScanReport) -> list[dict[str, Any]]
             if m is None:
                 continue
             rows.append({"metric": pr.metric, "subject": pr.subject, "value": m[0], "unit": m[1],
-                         "not_compared": _inconclusive(pr.metric, m[2])})
+                         "not_compared": _inconclusive(pr.metric, m[2]), "source": m[2].get("source")})
             exp = m[2].get("expected_bps") if pr.metric == "throughput" else None
             if m[2].get("source") == "flows":
                 # a production flow is still held when the network or a setting still holds it (its
@@ -185,7 +186,12 @@ def _verdict(cause, applied: bool | None, still: list[tuple[str, float]], remain
     if cause.kind == "by_hand":
         if still:
             return f"still in place: {_paths(still)}"
-        return NOT_CONCLUDED if unsure else "its paths now reach their expected rate"
+        if unsure:
+            return NOT_CONCLUDED
+        if any(r.get("source") == "flows" for r in rows if not r["not_compared"]):
+            # a production flow's rate is what its jobs asked for: only its class says the fault is gone
+            return "not seen in the new scan's flows: none of its paths was held by the network in the window"
+        return "its paths now reach their expected rate"
     if applied is False:
         return "not applied: the new scan still sees the old value"
     if not still:

@@ -189,3 +189,13 @@ def test_a_cause_whose_flows_all_say_nothing_of_the_network_is_not_concluded(bef
     assert loss["verdict"].startswith("not concluded"), loss["verdict"]
     sack = next(r for r in verify_causes(before, after) if "tcp_sack" in r["title"])
     assert sack["verdict"].startswith("the changes were applied; not concluded"), sack["verdict"]
+
+
+def test_a_by_hand_cause_whose_flows_are_no_longer_held_is_not_seen_never_repaired(before):
+    """The loss on st01's port, repaired by nobody, did not show in the new window's flows (they are
+    ``link`` at half the predicted rate): verify says it was not seen, never that the paths reach
+    their expected rate."""
+    loss = next(r for r in verify_causes(before, flows_after(before, lambda p: None, factor=0.5))
+                if r["kind"] == "by_hand")
+    assert loss["verdict"].startswith("not seen in the new scan's flows"), loss["verdict"]
+    assert {m["source"] for m in loss["measured"]} == {"flows"}
