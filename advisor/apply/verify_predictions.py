@@ -183,6 +183,10 @@ NOT_CONCLUDED = "not concluded: the new scan's measurements of its paths were pa
 
 def _verdict(cause, applied: bool | None, still: list[tuple[str, float]], remaining: list, rows: list[dict]) -> str:
     unsure = bool(rows) and all(r["not_compared"] for r in rows)
+    unmeasured = bool(cause.predicted) and not rows and applied is not False
+    if unmeasured:  # no test and no flow on its paths in the new scan (a reader between servers)
+        done = "the changes were applied; " if applied else ""
+        return done + "not measured again: the new scan measured none of its paths"
     if cause.kind == "by_hand":
         if still:
             return f"still in place: {_paths(still)}"

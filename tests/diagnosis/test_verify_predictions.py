@@ -199,3 +199,14 @@ def test_a_by_hand_cause_whose_flows_are_no_longer_held_is_not_seen_never_repair
                 if r["kind"] == "by_hand")
     assert loss["verdict"].startswith("not seen in the new scan's flows"), loss["verdict"]
     assert {m["source"] for m in loss["measured"]} == {"flows"}
+
+
+def test_a_cause_none_of_whose_paths_was_measured_again_says_so(before):
+    """The new window caught no flow on st01's paths: neither the loss nor SACK's cause is said gone."""
+    after = flows_after(before, lambda p: None)
+    after.flows["paths"] = [p for p in after.flows["paths"] if p["src"] != "st01"]
+    rows = {r["kind"] + r["title"]: r for r in verify_causes(before, after)}
+    loss = next(r for r in rows.values() if r["kind"] == "by_hand")
+    sack = next(r for r in rows.values() if "tcp_sack" in r["title"])
+    assert loss["verdict"] == "not measured again: the new scan measured none of its paths", loss["verdict"]
+    assert sack["verdict"] == "the changes were applied; not measured again: the new scan measured none of its paths"

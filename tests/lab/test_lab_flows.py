@@ -110,9 +110,9 @@ def test_scan_names_each_fault_on_its_host_from_production_flows(scanned):
     # the lossy port: by hand, on wn04, no setting promised to cure it
     loss = causes["by_hand"]
     assert loss["changes"] == [] and "wn04" in loss["hosts"] and loss["title"].startswith("packet loss")
-    # (stor01->wn04 may count too: its send buffer and the loss hold it together)
+    # the servers' paths to wn04 (each as the window caught it: a reader reads one server at a time)
     lossy = {e["subject"] for e in loss["explains"]}
-    assert "stor02->wn04" in lossy and lossy <= {"stor01->wn04", "stor02->wn04"}, loss
+    assert lossy and lossy <= {"stor01->wn04", "stor02->wn04"}, loss
 
 
 def test_the_slow_reader_is_the_application_never_a_cause(scanned):
@@ -149,9 +149,11 @@ def test_verify_from_flows_alone(verified):
     for title, c in by_title.items():
         if c["kind"] == "by_hand":
             # the loss is repaired by nobody: still seen, or not concluded where the servers' links were
-            # full in the new window (each flow its share), or not seen in that window; never said gone
+            # full in the new window (each flow its share), or not seen or not measured in that window;
+            # never said gone
             assert (c["verdict"].startswith("still in place: ") and "->wn04" in c["verdict"]
-                    or c["verdict"].startswith(("not concluded", "not seen in the new scan's flows"))), c["verdict"]
+                    or c["verdict"].startswith(("not concluded", "not seen in the new scan's flows",
+                                                "not measured again"))), c["verdict"]
         else:
             assert c["applied"] is True and c["verdict"].startswith("the changes were applied; ") \
                 and "still at" not in c["verdict"], (title, c["verdict"])
