@@ -25,6 +25,8 @@ Per interface from ``/sys/class/net/<if>``: speed (``-1``/unreadable, as on veth
 is down, gives ``None``), mtu, tx_queue_len, operstate, address; the driver from the
 ``device/driver`` symlink, else from ``ethtool -i`` (veth, bridge, bond have no device), else
 ``None``; addresses from ``ip -j addr`` (``ip -o addr`` when the iproute2 is too old for ``-j``).
+An interface with no ``device`` in sysfs (veth, bridge, docker/cni, tun, loopback: everything under
+/sys/devices/virtual) is ``virtual``: not the host's NIC, whatever speed it claims (a veth says 10000).
 """
 
 from __future__ import annotations
@@ -413,13 +415,33 @@ class InterfaceFacts(BaseModel):
     #: ``address/prefixlen``, IPv4 and IPv6, in the order ``ip addr`` prints them
     addresses: list[str] = Field(default_factory=list)
     is_loopback: bool = False
+    #: not a physical NIC: no device behind it in sysfs (``/sys/class/net/IF/device`` is missing: veth,
+    #: bridge, docker/cni, tun, loopback, everything under /sys/devices/virtual), or, where the output
+    #: does not say (an older capture), a virtual driver or name (:data:`VIRTUAL_NIC_NAME`)
+    virtual: bool = False
+
+
+#: interface names of virtual links (containers, bridges, overlays, tunnels), for outputs that do not
+#: say whether a device is behind the interface
+VIRTUAL_NIC_NAME = re.compile(r"^(lo|veth|br-|br\d|bridge|docker|cni|virbr|vnet|flannel|cali|vxlan|weave|kube-|"
+                              r"cilium|tun|tap|dummy|ifb|wg|salab)")
+VIRTUAL_NIC_DRIVERS = frozenset({"veth", "bridge", "tun", "vxlan", "dummy", "ifb", "macvlan", "ipvlan",
+                                 "wireguard", "openvswitch", "geneve", "vrf"})
+
+
+def is_virtual_nic(name: str, driver: str | None, has_device: bool | None) -> bool:
+    """Whether an interface is a virtual link rather than the host's NIC: sysfs says it when the
+    output has it (a physical NIC has a ``device``), else its driver and name."""
+    if has_device is not None:
+        return not has_device
+    return bool(VIRTUAL_NIC_NAME.match(name)) or (driver or "") in VIRTUAL_NIC_DRIVERS
 
 
 class NicFacts(BaseModel):
     interfaces: dict[str, InterfaceFacts] = Field(default_factory=dict)
 
 
-_SYS_FIELDS = ("speed", "mtu", "tx_queue_len", "operstate", "address", "type", "driver")
+_SYS_FIELDS = ("speed", "mtu", "tx_queue_len", "operstate", "address", "type", "device", "driver")
 _IF_NAME_RE = re.compile(r"[^\s/:]{1,64}")
 _ARPHRD_LOOPBACK = 772
 
@@ -434,6 +456,8 @@ for d in /sys/class/net/*; do
     # the shell's own read (no process per value): a sysfs attribute reads back whole, a byte at a time
     v=; read -r v 2>/dev/null <"$d/$f"; printf '%s\\t%s\\t%s\\n' "$i" "$f" "$v"
   done
+  # a physical NIC has a device behind it; veth, bridges, tunnels and loopback (/sys/devices/virtual) do not
+  if [ -e "$d/device" ]; then printf '%s\\tdevice\\t1\\n' "$i"; else printf '%s\\tdevice\\t0\\n' "$i"; fi
   drv=""
   if [ -e "$d/device/driver" ]; then drv=$(readlink "$d/device/driver"); drv=${drv##*/}; fi
   if [ -z "$drv" ] && command -v ethtool >/dev/null 2>&1; then
@@ -524,6 +548,8 @@ def parse_nic_output(text: str) -> NicFacts:
             mac=f.get("address") or None,
             addresses=addresses.get(ifname, []),
             is_loopback=link_type == _ARPHRD_LOOPBACK,
+            virtual=link_type == _ARPHRD_LOOPBACK or is_virtual_nic(
+                ifname, f.get("driver"), None if f.get("device") not in ("0", "1") else f["device"] == "1"),
         )
     return NicFacts(interfaces=interfaces)
 

@@ -45,8 +45,8 @@ def test_scan_uses_each_hosts_group_link_rate_and_names_the_skipped_hosts():
                 for h in f["hosts"]:
                     expected.setdefault(h, set()).add(f["expected"])
         # each host against its own group's rate (fasterdata: 512 MB at 40G and up, 64 MB below 10G)
-        assert expected["fast01"] == {">= 536870912 (fasterdata for 100.00 Gb/s)"}, expected
-        assert expected["slow01"] == {">= 67108864 (fasterdata for 1.00 Gb/s)"}, expected
+        assert expected["fast01"] == {">= 536870912 (fasterdata for 100.00 Gb/s, from the site file's link_rate)"}, expected
+        assert expected["slow01"] == {">= 67108864 (fasterdata for 1.00 Gb/s, from the site file's link_rate)"}, expected
         # the host of the unmapped group: named on stderr, nowhere in the report
         assert "mon01" not in json.dumps(report)
         assert "skipped 1 inventory host(s)" in cp.stderr and "mon01" in cp.stderr, cp.stderr[-2000:]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from advisor.link_rate import host_link_rate_bps, site_link_rates
+from advisor.link_rate import host_link_rate, physical_nics, site_link_rates
 from advisor.findings import Finding, FindingStatus
 from advisor.rules.context import RuleContext, analytic_rule
 from advisor.units import format_bps
@@ -60,6 +60,11 @@ def _mesh_rtts_by_sender(mesh: dict | None) -> dict[str, tuple[float, int | None
     return out
 
 
+#: why a rule sized by the link rate was not judged
+LINK_RATE_UNKNOWN = ("link rate unknown: no physical NIC reports its speed (virtual interfaces do not count) and "
+                     "the site file gives the host no link_rate")
+
+
 @analytic_rule("NET-TCP-BUFFER-MAX")
 def tcp_buffer_max(ctx: RuleContext) -> Iterator[Finding]:
     """tcp_rmem/tcp_wmem maxima against fasterdata for the link rate and against the BDP."""
@@ -70,12 +75,13 @@ def tcp_buffer_max(ctx: RuleContext) -> Iterator[Finding]:
         if facts is None:
             yield from ctx.unusable(host, SYSCTL)
             continue
-        rate = host_link_rate_bps(host, rates, ctx.facts(host, NIC))
-        if not rate:
-            yield ctx.finding(host.name, FindingStatus.not_applicable, message="link rate unknown")
+        link = host_link_rate(host, rates, ctx.facts(host, NIC))
+        if link is None:
+            yield ctx.finding(host.name, FindingStatus.not_applicable, message=LINK_RATE_UNKNOWN)
             continue
+        rate = link.bps
         _, tcp_needed = fasterdata_for(rate)
-        source = f"fasterdata for {format_bps(rate)}"
+        source = f"fasterdata for {format_bps(rate)}, from {link.source}"
         if host.name in rtts:
             rtt_us, path_rate = rtts[host.name]
             bdp = int((path_rate or rate) * (rtt_us / 1e6) / 8)
@@ -109,10 +115,11 @@ def core_buffer_max(ctx: RuleContext) -> Iterator[Finding]:
         if facts is None:
             yield from ctx.unusable(host, SYSCTL)
             continue
-        rate = host_link_rate_bps(host, rates, ctx.facts(host, NIC))
-        if not rate:
-            yield ctx.finding(host.name, FindingStatus.not_applicable, message="link rate unknown")
+        link = host_link_rate(host, rates, ctx.facts(host, NIC))
+        if link is None:
+            yield ctx.finding(host.name, FindingStatus.not_applicable, message=LINK_RATE_UNKNOWN)
             continue
+        rate = link.bps
         core_needed, _ = fasterdata_for(rate)
         for key in ("net.core.rmem_max", "net.core.wmem_max"):
             entry = _sysctl(facts, key)
@@ -123,7 +130,7 @@ def core_buffer_max(ctx: RuleContext) -> Iterator[Finding]:
                 host.name,
                 FindingStatus.passed if have >= core_needed else FindingStatus.fail,
                 observed=have,
-                expected=f">= {core_needed} (fasterdata for {format_bps(rate)})",
+                expected=f">= {core_needed} (fasterdata for {format_bps(rate)}, from {link.source})",
                 subject=key,
                 evidence=_sysctl_evidence(host.name, key, entry),
                 values={"target": str(core_needed)},
@@ -168,8 +175,8 @@ def txqueuelen(ctx: RuleContext) -> Iterator[Finding]:
             continue
         site_rate = rates.get(host.name)
         checked = False
-        for name, i in sorted((nic.get("interfaces") or {}).items()):
-            if i.get("is_loopback") or str(i.get("operstate", "")).lower() != "up":
+        for name, i in sorted(physical_nics(nic).items()):  # a veth's or a bridge's queue is not the link's
+            if str(i.get("operstate", "")).lower() != "up":
                 continue
             speed = site_rate or (i.get("speed_mbps") or 0) * 10**6
             if speed < 10 * 10**9 or i.get("txqueuelen") is None:
