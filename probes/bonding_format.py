@@ -30,6 +30,8 @@ class Bond(BaseModel):
     #: active-backup: the member carrying the traffic
     active: str | None = None
     members: dict[str, BondMember] = Field(default_factory=dict)
+    #: the members whose link the bond sees down
+    members_down: list[str] = Field(default_factory=list)
 
 
 def parse_bonding(text: str, name: str) -> Bond:
@@ -61,4 +63,5 @@ def parse_bonding(text: str, name: str) -> Bond:
             member.duplex = v.lower() if v.lower() in ("full", "half") else None
         elif k == "link failure count" and v.isdigit():
             member.link_failures = bounded_int(v, "bonding link failure count")
+    out.members_down = sorted(n for n, m in out.members.items() if m.mii_status not in (None, "up"))
     return out

@@ -8,12 +8,8 @@ The layouts are ethtool's own (ethtool.c and netlink/*.c of ethtool 4.x-6.x), as
   over continuation lines holding only modes. ``Speed: 1000Mb/s`` or ``Unknown!``; ``Duplex: Full``,
   ``Half`` or ``Unknown! (255)``. Lines a non-root user gets instead of some fields (``netlink error:
   Operation not permitted``, ``Cannot get wake-on-lan settings``) are not settings and are skipped.
-* ``ethtool -g IF``: ``Ring parameters for IF:``, ``Pre-set maximums:`` then ``Current hardware
-  settings:``, each with ``RX:``, ``RX Mini:``, ``RX Jumbo:``, ``TX:`` (``n/a`` where the driver has none);
-  ethtool 6 adds ``RX Buf Len:``, ``CQE Size:``, ``TX Push:``, ``TCP data split:``...
-* ``ethtool -k IF``: ``Features for IF:`` (``Offload parameters for IF:`` before ethtool 3.x) then
-  ``name: on|off`` with ``[fixed]`` (the driver cannot change it), ``[requested on]`` or
-  ``[not requested]`` after it; sub-features are indented under their group.
+* ``ethtool -g IF`` and ``ethtool -k IF``: read by playbooks/module_utils/storadvise_ethtool.py (the
+  nic_tuning role's module reads them the same way), wrapped here in models;
 * ``ethtool -S IF``: ``NIC statistics:`` then ``name: value``; some drivers' names hold ``": "``
   themselves (be2net's ``rxq0: rx_bytes: 12``): the value is after the last one.
 
@@ -109,32 +105,11 @@ class Rings(BaseModel):
     tx_max: int | None = None
 
 
-def _ring_value(v: str, what: str) -> int | None:
-    v = v.strip()
-    if not v or v.lower() == "n/a":
-        return None
-    return bounded_int(v, what)
-
-
 def parse_rings(text: str) -> Rings:
-    if "Ring parameters for" not in text:
-        raise ProbeParseError(f"ethtool -g: no 'Ring parameters for IF:' line: {(text.strip().splitlines() or [''])[0][:80]!r}")
-    out = Rings()
-    part = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        low = line.lower()
-        if low.startswith("pre-set maximums"):
-            part = "max"
-        elif low.startswith("current hardware settings"):
-            part = "now"
-        elif part and (low.startswith("rx:") or low.startswith("tx:")):
-            which = low[:2]
-            value = _ring_value(line.split(":", 1)[1], f"ethtool -g {which.upper()}")
-            setattr(out, which if part == "now" else f"{which}_max", value)
-    if part is None:
-        raise ProbeParseError("ethtool -g: no 'Pre-set maximums' or 'Current hardware settings' section")
-    return out
+    try:
+        return Rings(**_ethtool_text().ring_values(text))
+    except ValueError as exc:
+        raise ProbeParseError(str(exc)) from None
 
 
 class Feature(BaseModel):
@@ -144,21 +119,27 @@ class Feature(BaseModel):
 
 
 #: the short names ``ethtool -K`` takes for the offloads the NIC rules read
-FEATURE_ALIASES = {"generic-receive-offload": "gro", "tcp-segmentation-offload": "tso",
-                   "generic-segmentation-offload": "gso", "large-receive-offload": "lro"}
-_FEATURE = re.compile(r"^([a-z0-9][a-z0-9_-]*):\s+(on|off)\b(.*)$")
+FEATURE_ALIASES: dict[str, str] = {}
 
 
 def parse_features(text: str) -> dict[str, Feature]:
     """``ethtool -k IF``: every feature by its long name (``generic-receive-offload``)."""
-    if "Features for" not in text and "Offload parameters for" not in text:
-        raise ProbeParseError(f"ethtool -k: no 'Features for IF:' line: {(text.strip().splitlines() or [''])[0][:80]!r}")
-    out: dict[str, Feature] = {}
-    for raw in text.splitlines():
-        m = _FEATURE.match(raw.strip())
-        if m:
-            out[m.group(1)] = Feature(on=m.group(2) == "on", fixed="[fixed]" in m.group(3))
-    return out
+    try:
+        states = _ethtool_text().feature_states(text)
+    except ValueError as exc:
+        raise ProbeParseError(str(exc)) from None
+    return {name: Feature(on=on, fixed=fixed) for name, (on, fixed) in states.items()}
+
+
+def _ethtool_text():
+    """playbooks/module_utils/storadvise_ethtool.py: the one reading of ``ethtool -g``/``-k``, shared with
+    the nic_tuning role's module."""
+    from advisor.shipped_code import module_utils
+
+    return module_utils("storadvise_ethtool")
+
+
+FEATURE_ALIASES.update(_ethtool_text().FEATURE_ALIASES)
 
 
 def parse_nic_statistics(text: str) -> dict[str, int]:
