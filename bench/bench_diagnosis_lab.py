@@ -108,6 +108,7 @@ def run_site(name: str, scenario: Path | None, expect: list[dict], work: Path, k
             return {**res, "error": "apply failed"}
         cp = storadvise("verify", "--site", name, "--before", before, "--plan", plan, "--no-efficiency", "--json")
         verify = json.loads(cp.stdout) if cp.stdout.strip().startswith("{") else {}
+        (work / f"{name}-verify.json").write_text(cp.stdout)
         prediction = json.loads((plan / "plan.json").read_text()).get("plan_prediction") or []
         # every predicted path measured after, from the verify's own scan
         measured = {}

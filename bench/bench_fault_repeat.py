@@ -1,4 +1,4 @@
-"""Repeatability of the fault scan (issue 25, case 10): the 16-host lab of tests/lab/test_lab_faults.py
+"""Repeatability of the fault scan (issue 25, case 10): the 16-host lab of tests/lab/test_lab_faults.py (tests/support/lab_faults.py)
 (a host down, sshd killed mid-scan, a changed host key, 100% loss, a probe that never returns,
 a host frozen mid-scan, ...) brought up, faulted, scanned and brought down ``--runs`` times.
 
@@ -62,7 +62,8 @@ def check_run(result: dict) -> list[str]:
 
 
 def one_run(i: int, work: Path) -> tuple[float, list[str]]:
-    from tests.lab import test_lab_faults as faults
+    from tests.support import lab_faults as faults
+    from tests.support.lab import lab_cli
     from advisor.lab.records import LabRecord
 
     tmp = work / f"run{i:02d}"
@@ -72,13 +73,13 @@ def one_run(i: int, work: Path) -> tuple[float, list[str]]:
     lab = {"tmp": tmp, "stopped": []}
     t0 = time.monotonic()
     try:
-        faults.lab_cli(["up", "--scenario", str(scen), "--name", faults.NAME, "--json"], timeout=600)
+        lab_cli(["up", "--scenario", str(scen), "--name", faults.NAME, "--json"], timeout=600)
         lab["rec"] = LabRecord.load(faults.NAME)
-        result = faults._inject_and_scan(lab)
+        result = faults.inject_and_scan(lab)
         return time.monotonic() - t0, check_run(result)
     finally:
-        faults._signal(lab["stopped"], signal.SIGCONT)
-        faults.lab_cli(["down", "--name", faults.NAME], check=False)
+        faults.signal_pids(lab["stopped"], signal.SIGCONT)
+        lab_cli(["down", "--name", faults.NAME], check=False)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -162,7 +162,7 @@ def _run(args, parse_rate_bps) -> int:
         rounds, serial = measure(site, lambda h: transport_for(h, site), reqs, args)
         ok = report(rounds, serial, len(names), args)
     else:
-        from tests.mesh.conftest import NetnsSite
+        from tests.support.netns import NetnsSite
 
         with NetnsSite(args.hosts, rate=args.rate) as ns:
             site = Site.model_validate({

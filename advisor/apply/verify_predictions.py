@@ -1,14 +1,15 @@
 """verify proves the prediction: each cause's predicted metrics against what the new scan measured,
 and a calibration of the plan's prediction (docs/diagnosis.md).
 
-``calibration``: {n, median_ratio, worst_ratio, outside, inconclusive, held}: n plan predictions
-compared with a measurement, each ratio measured / predicted, the worst the one farthest from 1 (by
-|log ratio|), ``outside`` how many lie outside HOLDS (0.75-1.33). Every measured path counts, those
+``calibration``: {n, median_ratio, worst_ratio, outside, inconclusive, held, misses}: n plan
+predictions compared with a measurement, each ratio measured / predicted, the worst the one farthest
+from 1 (by |log ratio|), ``outside`` how many lie outside HOLDS (0.75-1.33) and ``misses`` which
+(metric, subject, model, predicted, measured, ratio, limited_by). Every measured path counts, those
 a by-hand cause of the before scan still holds included: their prediction is made with that cause
 in place (Mathis at the loss and the RTT the flow saw), so a miss there is the model's. ``held``
 {n, median_ratio, worst_ratio} repeats those paths apart, for the reader; they are in n too. Only a
-path the new measurement itself calls inconclusive (CPU, other traffic) is counted apart, never
-compared.
+measurement the CPU held is counted apart, never compared (``inconclusive``): a path the new scan
+calls cpu or contended, an active test job whose compute phases got less than JOB_CPU_SHARE of a CPU.
 """
 
 from __future__ import annotations
@@ -73,23 +74,40 @@ def by_hand_subjects(before: ScanReport) -> set[tuple[str, str]]:
     return {(p.metric, p.subject) for c in before.causes if c.kind == "by_hand" for p in c.predicted}
 
 
+#: an active test job whose compute phases got less than this share of a CPU ran on contended
+#: cores: its efficiency says that, not what its reads waited for
+JOB_CPU_SHARE = 0.8
+
+
+def _inconclusive(metric: str, record: dict) -> bool:
+    """A measurement the CPU held: a path classed cpu/contended, a job whose computing was starved."""
+    if metric == "efficiency":
+        share = record.get("cpu_share_computing")
+        return share is not None and share < JOB_CPU_SHARE
+    return record.get("limited_by") in INCONCLUSIVE
+
+
 def calibration(predictions: list[Predicted], after: ScanReport,
                 held_by_hand: set[tuple[str, str]] | frozenset = frozenset()) -> dict[str, Any]:
     measured = _measured(after)
-    ratios, held, inconclusive = [], [], 0
+    ratios, held, inconclusive, misses = [], [], 0, []
     for pr in predictions:
         if pr.after is None or not pr.after:
             continue
         m = measured.get((pr.metric, pr.subject))
         if m is None or m[0] is None:
             continue
-        if m[2].get("limited_by") in INCONCLUSIVE:
+        if _inconclusive(pr.metric, m[2]):
             inconclusive += 1
             continue
         ratios.append(m[0] / pr.after)
         if (pr.metric, pr.subject) in held_by_hand:
             held.append(ratios[-1])
-    return {**_ratios_summary(ratios), "inconclusive": inconclusive, "held": _ratios_summary(held)}
+        if not HOLDS[0] <= ratios[-1] <= HOLDS[1]:
+            misses.append({"metric": pr.metric, "subject": pr.subject, "model": pr.model, "predicted": pr.after,
+                           "measured": m[0], "ratio": round(ratios[-1], 3),
+                           "limited_by": m[2].get("limited_by") if pr.metric == "throughput" else None})
+    return {**_ratios_summary(ratios), "inconclusive": inconclusive, "held": _ratios_summary(held), "misses": misses}
 
 
 def _applied(change, after: ScanReport) -> bool | None:

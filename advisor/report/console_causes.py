@@ -38,7 +38,8 @@ def calibration_line(result: dict) -> str | None:
     parts = [f"{cal['n']} of {src} predictions compared, measured / predicted median "
              f"{cal['median_ratio']:.2f}, worst {cal['worst_ratio']:.2f}"]
     if cal.get("outside"):
-        parts[0] += f", {cal['outside']} outside 0.75-1.33"
+        missed = ", ".join(f"{m['subject']} {m['ratio']:.2f}" for m in (cal.get("misses") or [])[:3])
+        parts[0] += f", {cal['outside']} outside 0.75-1.33" + (f" ({missed})" if missed else "")
     if held.get("n"):
         parts.append(f"{held['n']} of them still held by a by-hand cause (median {held['median_ratio']:.2f})")
     if cal.get("inconclusive"):

@@ -8,8 +8,8 @@ from advisor.findings import Change, ChangeScope
 from probes.firewall import FirewallProbe
 from probes.network import NetworkSysctlProbe
 from probes.xcache import parse_xrootd_files
-from tests.probes.conftest import FIXTURES
-from tests.probes.test_firewall import FULL
+from tests.support.paths import FIXTURES
+from tests.support.firewall_outputs import FULL
 
 
 def change(adapter, key, target, host="h1", scope=ChangeScope.both, runtime=None, persisted=None):

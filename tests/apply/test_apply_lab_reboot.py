@@ -26,10 +26,10 @@ import yaml
 from advisor.apply.ansible_data import dump_data
 from advisor.lab.hosts import HOST_DIR_IN_HOST
 from advisor.lab.records import host_ns
-from tests.apply.conftest import plan_vars
-from tests.lab.conftest import lab_cli, lab_registry, require_root  # noqa: F401 (fixture)
+from tests.support.lab import lab_cli, require_root
+from tests.support.plan_files import plan_vars
 
-pytestmark = [pytest.mark.root]
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 BIN = Path(sys.executable).parent
 PLAYBOOK = shutil.which("ansible-playbook", path=str(BIN))

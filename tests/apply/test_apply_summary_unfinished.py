@@ -10,9 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from advisor.resources import playbooks_dir
+
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 BIN = Path(sys.executable).parent
 

@@ -14,10 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.apply.conftest import ANSIBLE_PLAYBOOK
+from tests.support.ansible import ANSIBLE_PLAYBOOK
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(not ANSIBLE_PLAYBOOK, reason="ansible-playbook not installed")
+pytestmark = [
+    pytest.mark.skipif(not ANSIBLE_PLAYBOOK, reason="ansible-playbook not installed"),
+    pytest.mark.usefixtures("ansible_playbook"),
+]
 
 PLAY = """---
 - name: Block queue

@@ -145,6 +145,7 @@ def test_scratch_namespace_pairs_each_rule_read_back_with_its_file_line() -> Non
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv") or not scratch_works(),
                     reason="needs root to drop to an unprivileged user")
+@pytest.mark.root  # drops to another user
 def test_scratch_namespace_also_works_as_a_plain_user() -> None:
     """`scan --from` as a plain user: unshare -rn needs no privilege where user namespaces are allowed."""
     cp = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "unshare", "-rn", "sh", "-c",

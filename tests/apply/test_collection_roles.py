@@ -11,16 +11,20 @@ import subprocess
 
 import pytest
 
-from tests.apply.conftest import ANSIBLE_PLAYBOOK, VENV_BIN, play_recap, requirements_missing, start_ns_host
+from tests.support.ansible import ANSIBLE_PLAYBOOK, VENV_BIN, play_recap
+from tests.support.ns_host import requirements_missing
 
-pytestmark = pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing()))
+pytestmark = [
+    pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing())),
+    pytest.mark.usefixtures("ansible_playbook"),
+]
 
 ROLES = ["firewall", "network_tuning", "block_tuning", "gpfs_tuning", "san_cache", "xcache", "xrootd_tuning",
          "dcache_tuning", "lustre_tuning", "ceph_client", "beegfs_client", "hdfs_balancer"]
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def world(tmp_path_factory, ns_hosts):
     from advisor.resources import playbooks_dir
 
     tmp = tmp_path_factory.mktemp("collection")
@@ -31,7 +35,7 @@ def world(tmp_path_factory):
         cp = subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", *argv], capture_output=True, text=True,
                             timeout=300, cwd=tmp, env={"PATH": f"{VENV_BIN}:/usr/bin:/bin", "HOME": str(tmp)})
         assert cp.returncode == 0, cp.stdout[-2000:] + cp.stderr[-2000:]
-    host, cleanup = start_ns_host("co01", {})
+    host, cleanup = ns_hosts("co01", {})
     try:
         # GPFS and SMcli as the lab emulates them (advisor/lab/emulators), so those roles' modules run too
         from advisor.lab.emulators import gpfs, san

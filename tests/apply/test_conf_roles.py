@@ -10,9 +10,13 @@ import json
 
 import pytest
 
-from tests.apply.conftest import ANSIBLE_PLAYBOOK, play_recap, requirements_missing, start_ns_host
+from tests.support.ansible import ANSIBLE_PLAYBOOK, play_recap
+from tests.support.ns_host import requirements_missing
 
-pytestmark = pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing()))
+pytestmark = [
+    pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing())),
+    pytest.mark.usefixtures("ansible_playbook"),
+]
 
 PLAY = """---
 - name: Roles
@@ -33,12 +37,12 @@ CEPH = "[global]\n\tfsid = 1\n\n[client]\n\tclient_oc = false\n"
 
 
 @pytest.fixture(scope="module")
-def world():
+def world(ns_hosts):
     from advisor.apply.planner import Plan
     from advisor.apply.project import write_project
     from advisor.site_file import load_site
 
-    host, cleanup = start_ns_host("cr01", {})
+    host, cleanup = ns_hosts("cr01", {})
     try:
         site = load_site(str(host.site_file(host.dir / "site.yml", ["worker"])))
         plan = Plan(site="rolestest", scan_started_at="-")

@@ -7,9 +7,13 @@ import json
 
 import pytest
 
-from tests.apply.conftest import ANSIBLE_PLAYBOOK, STORADVISE, play_recap, requirements_missing, start_ns_host
+from tests.support.ansible import ANSIBLE_PLAYBOOK, play_recap
+from tests.support.ns_host import STORADVISE, requirements_missing
 
-pytestmark = pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing()))
+pytestmark = [
+    pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing())),
+    pytest.mark.usefixtures("ansible_playbook"),
+]
 
 NFT = """table inet sa_test {
   chain input {
@@ -38,8 +42,8 @@ def ipt_rules(host) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def world():
-    host, cleanup = start_ns_host("fw01", {})
+def world(ns_hosts):
+    host, cleanup = ns_hosts("fw01", {})
     try:
         host.on_host("nft -f -  <<'EOF'\n" + NFT + "EOF\n" + "".join(f"iptables -w {r}\n" for r in IPT))
         site = host.site_file(host.dir / "site.yml", ["storage"],

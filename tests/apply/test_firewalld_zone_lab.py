@@ -16,13 +16,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+
 import pytest
 
 from advisor.lab.hosts import HOST_DIR_IN_HOST
 from advisor.lab.records import host_ns
-from tests.lab.conftest import lab_cli, lab_registry, require_root  # noqa: F401 (fixture)
+from tests.support.lab import lab_cli, require_root
 
-pytestmark = [pytest.mark.root]
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 BIN = Path(sys.executable).parent
 PLAYBOOK = shutil.which("ansible-playbook", path=str(BIN))

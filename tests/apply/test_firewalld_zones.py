@@ -169,6 +169,7 @@ def test_zone_names() -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("nft") or not shutil.which("unshare"),
                     reason="needs root, nft and unshare (a network namespace of the test's own)")
+@pytest.mark.root  # unshare -n
 def test_translation_loads_into_real_nft_and_lists_as_predicted() -> None:
     """The script the lab loads is valid nft; each rule, listed back and rendered by the scan's
     probe, equals the predicted text under the role's normalisation, in the predicted chain."""

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.apply.conftest import STORADVISE, requirements_missing, start_ns_host
+from tests.support.ns_host import STORADVISE, requirements_missing
 
 pytestmark = pytest.mark.skipif(requirements_missing() is not None or STORADVISE is None,
                                 reason=str(requirements_missing() or "storadvise not installed in the venv"))
@@ -20,8 +20,8 @@ def incomplete_parts(report: dict) -> list:
             + [h for h in report.get("hosts", []) if isinstance(h, dict) and not h.get("reachable", True)])
 
 
-def test_scan_uses_each_hosts_group_link_rate_and_names_the_skipped_hosts():
-    host, cleanup = start_ns_host("iv01", {})
+def test_scan_uses_each_hosts_group_link_rate_and_names_the_skipped_hosts(ns_hosts):
+    host, cleanup = ns_hosts("iv01", {})
     try:
         inv = host.dir / "inventory"
         (inv / "group_vars").mkdir(parents=True)

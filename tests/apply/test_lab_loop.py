@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
-pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,13 +99,13 @@ def console_lines(scan: Path) -> int:
 
 
 def report_schema_errors(report: dict) -> list[str]:
-    from tests.report.test_report_schema import errors
+    from tests.support.report_checks import errors
 
     return errors(report)
 
 
 def ndjson_key_types(docs: list[dict]) -> dict[str, set[str]]:
-    from tests.report.test_ndjson import key_types
+    from tests.support.report_checks import key_types
 
     return key_types(docs)
 
@@ -128,7 +128,7 @@ def check_calibration(result: dict) -> None:
     assert all(c["measured"] for c in by_id.values() if c["kind"] == "change"), result["causes"]
 
 
-def test_ifca_loop(tmp_path):
+def test_ifca_loop(lab_registry, tmp_path):
     name = f"apply{os.getpid()}"
     run(BIN / "storadvise", "lab", "up", "--scenario", "ifca", "--name", name)
     try:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.root, pytest.mark.slow]
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 BIN = Path(sys.executable).parent
 
@@ -66,7 +66,7 @@ def run(*argv, cwd=None, ok=(0, 2, 3)):
     return cp
 
 
-def test_issue12_shape_plan_and_apply(tmp_path):
+def test_issue12_shape_plan_and_apply(lab_registry, tmp_path):
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces)")
     playbook = shutil.which("ansible-playbook", path=str(BIN)) or shutil.which("ansible-playbook")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.apply.conftest import STORADVISE, requirements_missing, start_ns_host
+from tests.support.ns_host import STORADVISE, requirements_missing
 
 pytestmark = pytest.mark.skipif(requirements_missing() is not None or STORADVISE is None or not shutil.which("sudo"),
                                 reason=str(requirements_missing() or "storadvise or sudo not installed"))
@@ -58,8 +58,8 @@ def _probe_states(host, site: Path) -> dict:
     return {p: (s, h["probe_messages"].get(p, "")) for p, s in h["probes"].items()}
 
 
-def test_a_plain_user_scans_with_the_generated_sudoers_and_helper_only():
-    host, cleanup = start_ns_host("lp01", {}, prepare=_private_user)
+def test_a_plain_user_scans_with_the_generated_sudoers_and_helper_only(ns_hosts):
+    host, cleanup = ns_hosts("lp01", {}, prepare=_private_user)
     try:
         helper = host.dir / "sbin" / "storadvise-probe"  # the host sees it at HELPER
         site = host.site_file(host.dir / "site.yml", ["storage"],

@@ -13,6 +13,9 @@ import pytest
 
 from advisor.resources import playbooks_dir
 
+# ansible-lint runs ansible-playbook --syntax-check on every playbook
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
+
 BIN = Path(sys.executable).parent
 ANSIBLE_LINT = shutil.which("ansible-lint", path=str(BIN)) or shutil.which("ansible-lint")
 

@@ -8,9 +8,13 @@ import json
 
 import pytest
 
-from tests.apply.conftest import ANSIBLE_PLAYBOOK, play_recap, requirements_missing, start_ns_host
+from tests.support.ansible import ANSIBLE_PLAYBOOK, play_recap
+from tests.support.ns_host import requirements_missing
 
-pytestmark = pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing()))
+pytestmark = [
+    pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing())),
+    pytest.mark.usefixtures("ansible_playbook"),
+]
 
 PLAYS = """---
 - name: Lustre
@@ -24,14 +28,14 @@ PLAYS = """---
 
 
 @pytest.fixture(scope="module")
-def world():
+def world(ns_hosts):
     from advisor.apply.planner import Plan
     from advisor.apply.project import write_project
     from advisor.lab.emulators import lustre
     from advisor.lab.emulators.lustre_lab import EMULATION
     from advisor.site_file import load_site
 
-    host, cleanup = start_ns_host("wn01", {})
+    host, cleanup = ns_hosts("wn01", {})
     try:
         state = host.dir / "emu-state"
         lustre.setup_state(state, ["wn01"], "atlas", 2, 1, {"llite.max_read_ahead_mb": 40})

@@ -11,10 +11,13 @@ from pathlib import Path
 import pytest
 from advisor.apply.ansible_data import dump_data, load_data
 
-from tests.apply.conftest import (ANSIBLE_PLAYBOOK, STORADVISE, file_digests, load_json, play_recap,
-                                  requirements_missing, root_sysctls, start_ns_host)
+from tests.support.ansible import ANSIBLE_PLAYBOOK, play_recap
+from tests.support.ns_host import STORADVISE, file_digests, load_json, requirements_missing, root_sysctls
 
-pytestmark = pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing()))
+pytestmark = [
+    pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing())),
+    pytest.mark.usefixtures("ansible_playbook"),
+]
 
 OLD_GUIDE = "# old GPFS tuning guide: network settings for NSD servers\nnet.ipv4.tcp_sack = 0\n"
 REAL_ETC = ["/etc/sysctl.conf", "/etc/sysctl.d"]
@@ -26,8 +29,8 @@ WAIVERS = [{"rule": "NET-CORE-BUFFER-MAX", "justification": "read-only inside a 
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    host, cleanup = start_ns_host("st01", {"60-gpfs-tuning.conf": OLD_GUIDE})
+def world(tmp_path_factory, ns_hosts):
+    host, cleanup = ns_hosts("st01", {"60-gpfs-tuning.conf": OLD_GUIDE})
     try:
         host.on_host("sysctl -q -w net.ipv4.tcp_sack=0")
         root_before = root_sysctls(KEYS)

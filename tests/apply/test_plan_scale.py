@@ -25,7 +25,7 @@ from advisor.findings import ChangeScope
 from advisor.report.model import build_report, load_report
 from advisor.rules.engine import evaluate
 from advisor.site import Site
-from tests.apply.test_planner import TODAY, healthy, host, sysctl
+from tests.support.planner_facts import TODAY, healthy, host, sysctl
 
 ANSIBLE_INVENTORY = shutil.which("ansible-inventory", path=str(Path(sys.executable).parent))
 

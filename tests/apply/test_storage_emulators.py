@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.apply.conftest import ANSIBLE_PLAYBOOK, play_recap, requirements_missing, start_ns_host
+from tests.support.ansible import ANSIBLE_PLAYBOOK, play_recap
+from tests.support.ns_host import requirements_missing
 
-pytestmark = pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing()))
+pytestmark = [
+    pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing())),
+    pytest.mark.usefixtures("ansible_playbook"),
+]
 
 emulators = pytest.importorskip("advisor.lab.emulators.gpfs")
 
@@ -39,7 +43,7 @@ PLAYS = """---
 
 
 @pytest.fixture(scope="module")
-def world():
+def world(ns_hosts):
     from advisor.apply.planner import Plan
     from advisor.apply.project import write_project
     from advisor.lab.emulators import gpfs, san
@@ -47,7 +51,7 @@ def world():
     from advisor.lab.emulators.san_lab import EMULATION as SAN_LAB
     from advisor.site_file import load_site
 
-    host, cleanup = start_ns_host("st01", {})
+    host, cleanup = ns_hosts("st01", {})
     try:
         state = host.dir / "emu-state"
         gpfs.setup_state(state, gpfs.initial_cluster("gpfs.test.lab", "1", ["st01", "st02"], {},

@@ -49,7 +49,6 @@ def netns():
         subprocess.run(["ip", "netns", "delete", name], check=False)
 
 
-@pytest.mark.root
 @pytest.mark.skipif(not ANSIBLE.exists(), reason="ansible-core not installed")
 def test_module_and_probe_agree_on_a_dotted_interface_key(netns, tmp_path):
     def in_ns(*argv: str, **kw) -> subprocess.CompletedProcess:

@@ -15,9 +15,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
-pytestmark = [pytest.mark.root]
 
-
+@pytest.mark.root  # unshare -n
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a network namespace)")
 def test_a_runtime_only_key_is_set_now_and_not_persisted(tmp_path: Path) -> None:
     conf = tmp_path / "conf"

@@ -12,6 +12,10 @@ import sys
 from pathlib import Path
 
 import ansible_runner
+import pytest
+
+# ansible-runner runs ansible-playbook
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

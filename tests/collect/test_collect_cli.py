@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
-SA = str(Path(sys.executable).parent / "storadvise")
-
+from tests.support.cli import storadvise
 
 def _site(tmp: Path) -> Path:
     p = tmp / "site.yml"
@@ -22,13 +19,9 @@ def _site(tmp: Path) -> Path:
     return p
 
 
-def _run(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([SA, "collect", *argv], capture_output=True, text=True, timeout=120)
-
-
 def test_vars_file_holds_each_hosts_batch_as_unsafe_data(tmp_path):
     vars_file = tmp_path / "v.yml"
-    r = _run("--site", str(_site(tmp_path)), "--ansible-vars", str(vars_file), "--json")
+    r = storadvise("collect", "--site", str(_site(tmp_path)), "--ansible-vars", str(vars_file), "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["hosts"] == ["n1"]
     text = vars_file.read_text()
@@ -43,10 +36,10 @@ def test_vars_file_holds_each_hosts_batch_as_unsafe_data(tmp_path):
 
 def test_unreached_host_is_unreachable_and_bad_vars_refused(tmp_path):
     vars_file = tmp_path / "v.yml"
-    assert _run("--site", str(_site(tmp_path)), "--ansible-vars", str(vars_file)).returncode == 0
+    assert storadvise("collect", "--site", str(_site(tmp_path)), "--ansible-vars", str(vars_file)).returncode == 0
     capture = tmp_path / "cap"
     capture.mkdir()
-    r = _run("--from-ansible", str(capture), "--ansible-vars", str(vars_file), "--json")
+    r = storadvise("collect", "--from-ansible", str(capture), "--ansible-vars", str(vars_file), "--json")
     assert r.returncode == 3, r.stderr
     manifest = json.loads((capture / "manifest.json").read_text())
     assert manifest["hosts"]["n1"]["reachable"] is False
@@ -55,11 +48,11 @@ def test_unreached_host_is_unreachable_and_bad_vars_refused(tmp_path):
 
     bad = tmp_path / "bad.yml"
     bad.write_text("just: text\n")
-    r = _run("--from-ansible", str(capture), "--ansible-vars", str(bad))
+    r = storadvise("collect", "--from-ansible", str(capture), "--ansible-vars", str(bad))
     assert r.returncode == 1
     assert "not a storadvise collect vars file" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
-    r = _run("--from-ansible", str(capture))
+    r = storadvise("collect", "--from-ansible", str(capture))
     assert r.returncode == 1 and "--ansible-vars" in r.stderr
 
 
@@ -76,9 +69,9 @@ def test_hosts_with_the_same_commands_share_one_batch_and_the_script_holds_each_
     vars_small, vars_big = tmp_path / "small.yml", tmp_path / "big.yml"  # each with its .batch.sh, .batches.json
     roles = {"st": ["storage"], "wn": ["worker"]}
     small = _sites_hosts(tmp_path, ["st01", "wn001"], roles)
-    assert _run("--site", str(small), "--ansible-vars", str(vars_small)).returncode == 0
+    assert storadvise("collect", "--site", str(small), "--ansible-vars", str(vars_small)).returncode == 0
     big = _sites_hosts(tmp_path, ["st01", *(f"wn{i:03d}" for i in range(1, 500))], roles)
-    assert _run("--site", str(big), "--ansible-vars", str(vars_big)).returncode == 0
+    assert storadvise("collect", "--site", str(big), "--ansible-vars", str(vars_big)).returncode == 0
     data = json.loads((tmp_path / "big.batches.json").read_text())
     assert len(data["batches"]) == 2 and len(data["hosts"]) == 500
     assert {spec["batch"] for spec in data["hosts"].values()} == {0, 1}

@@ -13,12 +13,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.apply.conftest import requirements_missing, start_ns_host
+from tests.support.ns_host import requirements_missing
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
-pytestmark = pytest.mark.skipif(bool(requirements_missing()), reason=str(requirements_missing()))
+pytestmark = [
+    pytest.mark.skipif(bool(requirements_missing()), reason=str(requirements_missing())),
+    pytest.mark.usefixtures("ansible_playbook"),
+]
 
 #: sections of probe outputs that are live readings and differ between any two collections by
 #: nature: kernel counters, the clock, free memory. In them, the same lines must name the same
@@ -81,10 +84,10 @@ def _window(text: bytes) -> float:
 
 
 @pytest.mark.parametrize("transfer", ["raw", "script"])
-def test_collect_playbook_writes_the_same_capture_as_storadvise_collect(tmp_path, transfer):
+def test_collect_playbook_writes_the_same_capture_as_storadvise_collect(tmp_path, transfer, ns_hosts):
     """Both ways of getting the script to the host: in the command line (``raw``, what a script that
     fits in one gets) and copied by the ``script`` module (a script too long for one command line)."""
-    host, cleanup = start_ns_host("co01", {}, own_sysfs=True)
+    host, cleanup = ns_hosts("co01", {}, own_sysfs=True)
     try:
         _compare(host, tmp_path, transfer)
     finally:

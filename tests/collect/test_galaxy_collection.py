@@ -14,7 +14,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
-pytestmark = pytest.mark.skipif(not (BIN / "ansible-galaxy").exists(), reason="ansible-core not installed")
+pytestmark = [
+    pytest.mark.skipif(not (BIN / "ansible-galaxy").exists(), reason="ansible-core not installed"),
+    pytest.mark.usefixtures("ansible_playbook"),
+]
 
 
 def _run(argv: list[str], tmp: Path, **extra: str) -> subprocess.CompletedProcess:

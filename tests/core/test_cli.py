@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.cli import storadvise
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "tests" / "fixtures" / "samples"
 
 
-def run(*args, cwd=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *args], capture_output=True, text=True,
-                          cwd=cwd or REPO, timeout=timeout)
-
-
 @pytest.fixture(scope="module")
 def local_scan():
-    r = run("scan", "--json", "--sample-seconds", "0.3", "--fail-on", "critical")
+    r = storadvise("scan", "--json", "--sample-seconds", "0.3", "--fail-on", "critical")
     assert r.returncode in (0, 3), r.stderr
     return json.loads(r.stdout)
 
@@ -49,19 +44,19 @@ def test_local_scan_json_schema(local_scan):
 def test_exit_code_follows_fail_on(local_scan):
     failed = [f for f in local_scan["findings"] if f["status"] == "fail"]
     assert failed, "this machine has at least an info-level failure (e.g. qdisc) to test the threshold"
-    r = run("scan", "--json", "--sample-seconds", "0.2", "--fail-on", "info")
+    r = storadvise("scan", "--json", "--sample-seconds", "0.2", "--fail-on", "info")
     assert r.returncode == 2
 
 
 def test_collect_then_scan_from_capture(tmp_path):
     out = tmp_path / "cap"
-    r = run("collect", "--out", str(out), "--sample-seconds", "0.2", "--json")
+    r = storadvise("collect", "--out", str(out), "--sample-seconds", "0.2", "--json")
     assert r.returncode == 0, r.stderr
     assert (out / "manifest.json").is_file()
     host_dirs = list((out / "hosts").iterdir())
     assert len(host_dirs) == 1 and "network.sysctl" in json.loads((host_dirs[0] / "outputs.json").read_text())["outputs"]
     assert json.loads((out / "manifest.json").read_text())["capture_format"] == 2
-    r2 = run("scan", "--from", str(out), "--json", "--fail-on", "critical")
+    r2 = storadvise("scan", "--from", str(out), "--json", "--fail-on", "critical")
     assert r2.returncode == 0, r2.stderr
     d = json.loads(r2.stdout)
     assert d["hosts"][0]["probes"]["network.sysctl"] == "ok"
@@ -70,22 +65,22 @@ def test_collect_then_scan_from_capture(tmp_path):
     # a capture of a format this version does not know is refused in one line
     m = json.loads((out / "manifest.json").read_text())
     (out / "manifest.json").write_text(json.dumps({**m, "capture_format": 9}))
-    r4 = run("scan", "--from", str(out))
+    r4 = storadvise("scan", "--from", str(out))
     assert r4.returncode == 1 and "capture_format 9" in r4.stderr and "Traceback" not in r4.stderr
     (out / "manifest.json").write_text(json.dumps(m))
     # collect refuses to overwrite
-    r3 = run("collect", "--out", str(out))
+    r3 = storadvise("collect", "--out", str(out))
     assert r3.returncode == 1 and "not empty" in r3.stderr and "Traceback" not in r3.stderr
 
 
 def test_probe_list_and_parse():
-    r = run("probe", "list", "--json")
+    r = storadvise("probe", "list", "--json")
     names = {p["name"] for p in json.loads(r.stdout)}
     assert {"host", "network.sysctl", "network.nic", "firewall", "block.queue", "block.diskstats"} <= names
-    r = run("probe", "parse", "block.diskstats", str(SAMPLES / "proc-diskstats-sysstat-tests-root6.txt"))
+    r = storadvise("probe", "parse", "block.diskstats", str(SAMPLES / "proc-diskstats-sysstat-tests-root6.txt"))
     # a single snapshot is not a sample pair: a clear one-line error, exit 1
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
-    r = run("probe", "parse", "nope", "x")
+    r = storadvise("probe", "parse", "nope", "x")
     assert r.returncode == 1 and "unknown probe 'nope'" in r.stderr
 
 
@@ -99,21 +94,21 @@ def test_probe_list_and_parse():
     ],
 )
 def test_bad_input_is_one_line(args, needle):
-    r = run(*args)
+    r = storadvise(*args)
     assert r.returncode == 1
     assert needle in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
 
 
 def test_usage_error_exit_1():
-    r = run("scan", "--no-such-option")
+    r = storadvise("scan", "--no-such-option")
     assert r.returncode == 1 and "No such option" in r.stderr
 
 
 def test_rules_lint_and_list():
-    r = run("rules", "lint")
+    r = storadvise("rules", "lint")
     assert r.returncode == 0, r.stderr
-    r = run("rules", "list", "--json")
+    r = storadvise("rules", "list", "--json")
     assert any(x["id"] == "FW-STORAGE-NETWORK" and x["roles"] == ["storage"] for x in json.loads(r.stdout))
 
 
@@ -127,7 +122,7 @@ def test_unreachable_host_is_incomplete(tmp_path):
     s.close()
     site = tmp_path / "dead.yml"
     site.write_text(f"name: dead\nhosts:\n  - {{name: ghost, address: 127.0.0.1, port: {port}, user: root}}\n")
-    r = run("scan", "--site", str(site), "--json", "--connect-timeout", "2")
+    r = storadvise("scan", "--site", str(site), "--json", "--connect-timeout", "2")
     assert r.returncode == 3, r.stderr
     d = json.loads(r.stdout)
     assert d["hosts"][0]["reachable"] is False and d["hosts"][0]["errors"]

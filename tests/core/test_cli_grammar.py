@@ -14,14 +14,10 @@ from typer.testing import CliRunner
 
 from advisor.cli import app
 
-from .test_cli_manners import _commands
+from tests.support.cli import every_command
+from tests.support.cli import storadvise
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def run(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=REPO, timeout=timeout)
 
 
 def _options(cmd):
@@ -35,7 +31,7 @@ def _squeeze(text: str) -> str:
 def test_every_help_at_80_columns_shows_every_option_whole_with_its_help():
     runner = CliRunner()
     problems, seen = [], 0
-    for path, cmd, _ctx in _commands():
+    for path, cmd, _ctx in every_command():
         r = runner.invoke(app, [*path[1:], "--help"], prog_name="storadvise", env={"COLUMNS": "80"})
         assert r.exit_code == 0, (path, r.output)
         seen += 1
@@ -62,7 +58,7 @@ def test_every_help_at_80_columns_shows_every_option_whole_with_its_help():
 
 def test_option_names_mean_one_thing():
     outputs, out_dirs, profiles, fail_on = [], [], [], set()
-    for path, cmd, _ in _commands():
+    for path, cmd, _ in every_command():
         name = " ".join(path)
         for p in _options(cmd):
             if p.hidden:
@@ -87,24 +83,24 @@ def test_option_names_mean_one_thing():
     assert profiles and all(set(p.opts) == {"--profile", "-p"} and "rofile" in p.help for _, p in profiles)
     assert {"storadvise scan", "storadvise verify", "storadvise audit", "storadvise history diff"} <= fail_on
     # one what-if: the old spelling is there, hidden
-    group = dict((" ".join(p), c) for p, c, _ in _commands())["storadvise efficiency"]
+    group = dict((" ".join(p), c) for p, c, _ in every_command())["storadvise efficiency"]
     assert group.commands["whatif"].hidden and not group.commands["what-if"].hidden
 
 
 def test_what_if_takes_rtts_or_a_scan_and_the_old_spellings_still_work(tmp_path):
     fjr = REPO / "tests" / "fixtures" / "samples" / "cmssw-fjr-performance-WMCore-XrdSiteStatistics.xml"
-    new = run("efficiency", "what-if", "--rtt-ms", "150", "--job-report", fjr, "--json")
-    old = run("efficiency", "whatif", "--rtt-ms", "150", "--profile", fjr, "--json")
+    new = storadvise("efficiency", "what-if", "--rtt-ms", "150", "--job-report", fjr, "--json")
+    old = storadvise("efficiency", "whatif", "--rtt-ms", "150", "--profile", fjr, "--json")
     assert new.returncode == 0 and old.returncode == 0, new.stderr + old.stderr
     assert json.loads(new.stdout) == json.loads(old.stdout)
     assert json.loads(new.stdout)["profile"]["origin"] == "fjr"
-    r = run("efficiency", "what-if", "--json")
+    r = storadvise("efficiency", "what-if", "--json")
     assert r.returncode == 1 and "--rtt-ms MS (typed) or --scan FILE" in r.stderr and r.stderr.count("\n") == 1
-    r = run("efficiency", "what-if", "--rtt-ms", "9", "--scan", tmp_path / "s.json")
+    r = storadvise("efficiency", "what-if", "--rtt-ms", "9", "--scan", tmp_path / "s.json")
     assert r.returncode == 1 and "one of the two" in r.stderr
-    r = run("efficiency", "what-if", "--rtt-ms", "9", "--job-report", fjr, "--profile", tmp_path / "other.xml")
+    r = storadvise("efficiency", "what-if", "--rtt-ms", "9", "--job-report", fjr, "--profile", tmp_path / "other.xml")
     assert r.returncode == 1 and "--profile is the old name of --job-report" in r.stderr
-    r = run("efficiency", "what-if", "--rtt-ms", "9", "--source", "se01")
+    r = storadvise("efficiency", "what-if", "--rtt-ms", "9", "--source", "se01")
     assert r.returncode == 1 and "--source selects data sources of --scan" in r.stderr
 
 
@@ -112,40 +108,40 @@ def test_renamed_file_and_directory_options_keep_their_old_names(tmp_path):
     site = tmp_path / "here.yml"
     site.write_text("name: here\ntransport: local\nhosts:\n  - {name: box, address: localhost, roles: [worker]}\n")
     cap_new, cap_old = tmp_path / "cap", tmp_path / "cap-old"
-    assert run("collect", "--site", site, "--out-dir", cap_new, "--sample-seconds", "0.2").returncode == 0
-    assert run("collect", "--site", site, "--out", cap_old, "--sample-seconds", "0.2").returncode == 0  # the README's
+    assert storadvise("collect", "--site", site, "--out-dir", cap_new, "--sample-seconds", "0.2").returncode == 0
+    assert storadvise("collect", "--site", site, "--out", cap_old, "--sample-seconds", "0.2").returncode == 0  # the README's
     assert sorted(p.name for p in cap_new.iterdir()) == sorted(p.name for p in cap_old.iterdir())
-    r = run("collect", "--site", site, "--out-dir", tmp_path / "a", "--out", tmp_path / "b")
+    r = storadvise("collect", "--site", site, "--out-dir", tmp_path / "a", "--out", tmp_path / "b")
     assert r.returncode == 1 and "--out is the old name of --out-dir" in r.stderr and r.stderr.count("\n") == 1
-    r = run("collect", "--site", site)
+    r = storadvise("collect", "--site", site)
     assert r.returncode == 1 and "--out-dir DIR" in r.stderr
 
     scan = tmp_path / "scan.json"
-    r = run("scan", "--from", cap_new, "-o", scan, "--no-history", "--fail-on", "critical")
+    r = storadvise("scan", "--from", cap_new, "-o", scan, "--no-history", "--fail-on", "critical")
     assert r.returncode in (0, 2) and json.loads(scan.read_text())["site"] == "here", r.stderr
     for flag, where in (("--out-dir", "fix-new"), ("--out", "fix"), ("--output", "fix-output"), ("-o", "fix-o")):
-        r = run("plan", "--site", site, "--scan", scan, flag, tmp_path / where, "--min-severity", "info", "--json")
+        r = storadvise("plan", "--site", site, "--scan", scan, flag, tmp_path / where, "--min-severity", "info", "--json")
         assert r.returncode in (0, 3), (flag, r.stderr)
         assert json.loads(r.stdout)["directory"] == str(tmp_path / where) and (tmp_path / where / "PLAN.md").is_file()
-    r = run("plan", "--site", site, "--scan", scan)
+    r = storadvise("plan", "--site", site, "--scan", scan)
     assert r.returncode == 1 and "--out-dir DIR" in r.stderr and "Traceback" not in r.stderr
 
     after = tmp_path / "after.json"
-    r = run("verify", "--site", site, "--from", cap_new, "--before", scan, "-o", after, "--no-history",
+    r = storadvise("verify", "--site", site, "--from", cap_new, "--before", scan, "-o", after, "--no-history",
             "--fail-on", "critical", "--json")
     assert r.returncode in (0, 2), r.stderr
     assert json.loads(after.read_text())["site"] == "here"
 
-    r = run("audit", "--site", site, "--from", cap_new, "--fail-on", "critical", "--no-history", "--json")
+    r = storadvise("audit", "--site", site, "--from", cap_new, "--fail-on", "critical", "--no-history", "--json")
     by_new = json.loads(r.stdout)
-    r_old = run("audit", "--site", site, "--from", cap_new, "--threshold", "critical", "--no-history", "--json")
+    r_old = storadvise("audit", "--site", site, "--from", cap_new, "--threshold", "critical", "--no-history", "--json")
     assert r_old.returncode == r.returncode and json.loads(r_old.stdout)["checks"] == by_new["checks"]
-    r = run("audit", "--site", site, "--from", cap_new, "--fail-on", "low", "--threshold", "high")
+    r = storadvise("audit", "--site", site, "--from", cap_new, "--fail-on", "low", "--threshold", "high")
     assert r.returncode == 1 and "--threshold is the old name of --fail-on" in r.stderr
 
     for flag in ("-o", "--output", "--out"):
         out = tmp_path / f"gen{flag.strip('-')}.yml"
-        r = run("lab", "generate", "--seed", "3", flag, out)
+        r = storadvise("lab", "generate", "--seed", "3", flag, out)
         assert r.returncode == 0 and out.read_text().startswith(("name:", "#")), (flag, r.stderr)
 
 
@@ -153,9 +149,9 @@ def test_plan_table_never_cuts_a_cell_at_80_or_100_columns(tmp_path):
     site = tmp_path / "here.yml"
     site.write_text("name: here\ntransport: local\nhosts:\n  - {name: box, address: localhost, roles: [storage]}\n")
     cap, scan = tmp_path / "cap", tmp_path / "scan.json"
-    assert run("collect", "--site", site, "--out-dir", cap, "--sample-seconds", "0.2").returncode == 0
-    run("scan", "--from", cap, "--no-history", "-o", scan)
-    r = run("plan", "--site", site, "--scan", scan, "--out-dir", tmp_path / "j", "--min-severity", "info", "--json")
+    assert storadvise("collect", "--site", site, "--out-dir", cap, "--sample-seconds", "0.2").returncode == 0
+    storadvise("scan", "--from", cap, "--no-history", "-o", scan)
+    r = storadvise("plan", "--site", site, "--scan", scan, "--out-dir", tmp_path / "j", "--min-severity", "info", "--json")
     changes = json.loads((tmp_path / "j" / "plan.json").read_text())["changes"]
     assert changes, "the local host has settings a plan changes (e.g. the TCP buffer maxima)"
     for columns in ("80", "100"):

@@ -9,23 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import typer.main
 
 from advisor.cli import app
+from tests.support.cli import every_command
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _commands():
-    """(path, click command, context) for every command, groups included."""
-    root = typer.main.get_command(app)
-    todo = [(("storadvise",), root, None)]
-    while todo:
-        path, cmd, parent = todo.pop()
-        ctx = cmd.make_context(path[-1], [], parent=parent, resilient_parsing=True)
-        yield path, cmd, ctx
-        for name, sub in sorted(getattr(cmd, "commands", {}).items()):
-            todo.append((path + (name,), sub, ctx))
 
 
 def test_every_help_has_an_example():
@@ -33,7 +21,7 @@ def test_every_help_has_an_example():
 
     runner = CliRunner()
     missing, seen = [], 0
-    for path, _cmd, _ctx in _commands():
+    for path, _cmd, _ctx in every_command():
         r = runner.invoke(app, [*path[1:], "--help"], prog_name="storadvise", env={"COLUMNS": "120"})
         assert r.exit_code == 0, (path, r.output)
         seen += 1
@@ -44,7 +32,7 @@ def test_every_help_has_an_example():
 
 def test_a_short_option_means_one_thing_everywhere():
     meaning: dict[str, set[str]] = {}
-    for path, cmd, _ in _commands():
+    for path, cmd, _ in every_command():
         for p in cmd.params:
             shorts = [o for o in p.opts if len(o) == 2 and o[0] == "-" and o[1] != "-"]
             longs = [o for o in p.opts if o.startswith("--")]

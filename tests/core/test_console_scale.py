@@ -17,7 +17,7 @@ from advisor.report.json_stream import write_report_json
 from advisor.report.model import build_report
 from advisor.rules.engine import evaluate
 from advisor.rules.specs import load_catalog
-from tests.core.test_rule_engine import SACK_PACK, write_rules
+from tests.support.rule_packs import SACK_PACK, write_rules
 
 
 @pytest.mark.parametrize("names,folded", [
@@ -102,7 +102,7 @@ def test_hosts_table_at_80_columns_folds_long_cells_and_never_cuts_them():
     """At 80 columns the hosts table cut its last header to "failed (crit/high/me…" and a host's roles to
     "storage,san-c…" (the ifca lab's gpfs01); a cell too wide now folds onto more lines, whole."""
     from advisor.report.console import render_hosts
-    from tests.report.conftest import make_report
+    from tests.support.reports import make_report
 
     report = make_report()
     report.hosts[0].roles = ["storage", "san-controller", "cache"]

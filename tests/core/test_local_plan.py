@@ -9,20 +9,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.support.cli import storadvise
+
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run(*args, cwd=REPO, timeout=300):
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=timeout)
-
-
+@pytest.mark.usefixtures("ansible_playbook")
 def test_plan_site_local_with_role(tmp_path):
     out = tmp_path / "plan"
     # --min-severity info: on a well-tuned machine the only failed findings may be info ones (the
     # default qdisc, tcp_no_metrics_save); the plan must still name this host for the check below
-    r = run("plan", "--site", "local", "--role", "storage", "--out", out, "--sample-seconds", "0.2",
+    r = storadvise("plan", "--site", "local", "--role", "storage", "--out", out, "--sample-seconds", "0.2",
             "--min-severity", "info", "--json")
     assert r.returncode == 0, r.stderr
     before = json.loads((out / "scan-before.json").read_text())
@@ -39,9 +39,9 @@ def test_plan_site_local_with_role(tmp_path):
 
 
 def test_role_refusals(tmp_path):
-    r = run("scan", "--role", "nosuch", "--no-history")
+    r = storadvise("scan", "--role", "nosuch", "--no-history")
     assert r.returncode == 1 and "'nosuch' is not a role" in r.stderr and r.stderr.count("\n") == 1
     site = tmp_path / "s.yml"
     site.write_text("name: remote\nhosts:\n  - {name: a, address: 192.0.2.1, roles: [worker]}\n")
-    r = run("scan", "--site", site, "--role", "storage", "--no-history")
+    r = storadvise("scan", "--site", site, "--role", "storage", "--no-history")
     assert r.returncode == 1 and "--role gives the local host its roles" in r.stderr

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,13 +12,9 @@ import pytest
 from advisor.probe_selection import SKIPPED, selected_probes
 from advisor.errors import UsageError
 from advisor.rules.specs import load_catalog
+from tests.support.cli import storadvise
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def run(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=REPO, timeout=timeout)
 
 
 def test_selection_by_names_and_globs():
@@ -41,7 +35,7 @@ def local(tmp_path_factory):
     site = d / "here.yml"
     site.write_text("name: here\ntransport: local\nhosts:\n  - {name: box, address: localhost, roles: [worker]}\n")
     full = d / "full"
-    r = run("collect", "--site", site, "--out-dir", full, "--sample-seconds", "0.2")
+    r = storadvise("collect", "--site", site, "--out-dir", full, "--sample-seconds", "0.2")
     assert r.returncode == 0, r.stderr
     return d, site, full
 
@@ -54,14 +48,14 @@ def _skipped(report: dict) -> dict[str, str]:
 def test_collect_and_scan_leave_out_probes_and_say_why(local):
     d, site, full = local
     cap = d / "no-disk"
-    r = run("collect", "--site", site, "--out-dir", cap, "--sample-seconds", "0.2", "--skip-probes", "disk.smart,block.*")
+    r = storadvise("collect", "--site", site, "--out-dir", cap, "--sample-seconds", "0.2", "--skip-probes", "disk.smart,block.*")
     assert r.returncode == 0, r.stderr
     index = json.loads((cap / "hosts" / "box" / "outputs.json").read_text())["outputs"]
     not_run = hashlib.sha256(f"# {SKIPPED}".encode()).hexdigest()
     assert index["disk.smart"]["script"] == not_run and index["block.queue"]["script"] == not_run
     assert index["network.sysctl"]["script"] != not_run
     # the capture keeps the reason: a scan of it says so without being told again
-    r = run("scan", "--from", cap, "--no-history", "--json", "--fail-on", "critical")
+    r = storadvise("scan", "--from", cap, "--no-history", "--json", "--fail-on", "critical")
     assert r.returncode in (0, 2), r.stderr
     rep = json.loads(r.stdout)
     skipped = _skipped(rep)
@@ -70,20 +64,20 @@ def test_collect_and_scan_leave_out_probes_and_say_why(local):
     assert rep["hosts"][0]["probes"]["disk.smart"] == "not_applicable"
     assert rep["hosts"][0]["probes"]["network.sysctl"] == "ok"
     # --probes on a scan of the full capture: only those probes' rules are checked
-    r = run("scan", "--from", full, "--no-history", "--json", "--fail-on", "critical", "--probes", "network.sysctl")
+    r = storadvise("scan", "--from", full, "--no-history", "--json", "--fail-on", "critical", "--probes", "network.sysctl")
     rep = json.loads(r.stdout)
     catalog = load_catalog()
     checked = {f["rule_id"] for f in rep["findings"] if f["status"] in ("pass", "fail")}
     assert checked and all(catalog.rules[rid].probe in ("network.sysctl", None) for rid in checked)
     assert "DISK-FAILING" in _skipped(rep) and not any(rid.startswith("NET-") for rid in _skipped(rep))
-    r = run("scan", "--from", full, "--no-history", "--probes", "network.sysctl,nosuch")
+    r = storadvise("scan", "--from", full, "--no-history", "--probes", "network.sysctl,nosuch")
     assert r.returncode == 1 and "--probes 'nosuch' matches no probe" in r.stderr and r.stderr.count("\n") == 1
 
 
 def test_plan_and_verify_say_what_was_not_checked(local):
     d, site, full = local
     before = d / "before.json"
-    r = run("scan", "--from", full, "--no-history", "-o", before, "--fail-on", "critical")
+    r = storadvise("scan", "--from", full, "--no-history", "-o", before, "--fail-on", "critical")
     assert r.returncode in (0, 2), r.stderr
     catalog = load_catalog()
     failed = [f for f in json.loads(before.read_text())["findings"]
@@ -91,20 +85,20 @@ def test_plan_and_verify_say_what_was_not_checked(local):
     assert failed, "the local host has at least one failed finding read from a probe (e.g. qdisc, tcp settings)"
     rule = failed[0]["rule_id"]
     probe = catalog.rules[rule].probe
-    r = run("verify", "--site", site, "--from", full, "--before", before, "--no-history", "--json",
+    r = storadvise("verify", "--site", site, "--from", full, "--before", before, "--no-history", "--json",
             "--fail-on", "critical", "--skip-probes", probe)
     assert r.returncode in (0, 2), r.stderr
     v = json.loads(r.stdout)
     outcome = {(x["rule_id"], x["host"]): x["outcome"] for x in v["findings"]}
     assert outcome[(rule, "box")] == "not_checked"  # not "fixed": it was not looked at
     assert v["summary"]["not_checked"] >= 1 and v["summary"]["fixed"] == 0
-    r = run("verify", "--site", site, "--from", full, "--before", before, "--no-history",
+    r = storadvise("verify", "--site", site, "--from", full, "--before", before, "--no-history",
             "--fail-on", "critical", "--skip-probes", probe)
     assert "not checked" in r.stdout and "left out by --probes/--skip-probes" in r.stdout
 
     skipped_scan = d / "skipped.json"
-    run("scan", "--from", full, "--no-history", "-o", skipped_scan, "--skip-probes", probe)
-    r = run("plan", "--site", site, "--scan", skipped_scan, "--out-dir", d / "fix", "--min-severity", "info")
+    storadvise("scan", "--from", full, "--no-history", "-o", skipped_scan, "--skip-probes", probe)
+    r = storadvise("plan", "--site", site, "--scan", skipped_scan, "--out-dir", d / "fix", "--min-severity", "info")
     assert r.returncode in (0, 3), r.stderr
     plan_md = (d / "fix" / "PLAN.md").read_text()
     assert "not checked" in plan_md and rule in plan_md.split("not checked", 1)[1]
@@ -114,7 +108,7 @@ def test_plan_and_verify_say_what_was_not_checked(local):
 def test_collect_through_ansible_sends_only_the_chosen_probes(local):
     d, site, _full = local
     vars_file = d / "collect-vars.yml"
-    r = run("collect", "--site", site, "--ansible-vars", vars_file, "--skip-probes", "disk.smart,block.*")
+    r = storadvise("collect", "--site", site, "--ansible-vars", vars_file, "--skip-probes", "disk.smart,block.*")
     assert r.returncode == 0, r.stderr
     collect = json.loads((d / "collect-vars.batches.json").read_text())  # the batches beside the vars file
     keys = {c["key"] for c in collect["batches"][collect["hosts"]["box"]["batch"]]["commands"]}

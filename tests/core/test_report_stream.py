@@ -11,7 +11,7 @@ from advisor.report.json_stream import write_report_json
 from advisor.report.model import build_report, report_from_data
 from advisor.rules.engine import evaluate
 from advisor.rules.specs import load_catalog
-from tests.core.test_rule_engine import SACK_PACK, write_rules
+from tests.support.rule_packs import SACK_PACK, write_rules
 
 
 def _report(tmp_path, n):

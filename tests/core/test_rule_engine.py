@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -17,6 +15,7 @@ from advisor.rules.waivers import apply_waivers
 from advisor.rules.fact_paths import MISSING, get_path, split_path
 from advisor.rules.specs import load_catalog, resolve_profiles
 from advisor.site import Host, Site, Waiver
+from tests.support.rule_packs import SACK_PACK, write_rules
 
 
 def sysctl_facts(**values):
@@ -29,32 +28,6 @@ def host(name, roles=("storage",), probes=None, reachable=True, errors=()):
 
 def ok(probe, facts):
     return ProbeResult(probe=probe, status=ProbeStatus.ok, facts=facts)
-
-
-def write_rules(tmp_path: Path, pack: str, profiles: dict[str, str] | None = None) -> Path:
-    (tmp_path / "profiles").mkdir(exist_ok=True)
-    (tmp_path / "test.yml").write_text(textwrap.dedent(pack))
-    (tmp_path / "profiles" / "generic.yml").write_text("name: generic\nselect: ['*']\n")
-    for name, text in (profiles or {}).items():
-        (tmp_path / "profiles" / f"{name}.yml").write_text(textwrap.dedent(text))
-    return tmp_path
-
-
-SACK_PACK = """
-vars:
-  sack_expected: 1
-rules:
-  - id: T-SACK
-    title: sack on
-    roles: [storage, worker]
-    probe: network.sysctl
-    fact: sysctls."net.ipv4.tcp_sack".runtime
-    operator: eq
-    expected: "${sack_expected}"
-    severity: high
-    rationale: IFCA
-    remediation: {text: set it, changes: [{adapter: sysctl, key: net.ipv4.tcp_sack, target: "1"}]}
-"""
 
 
 @pytest.mark.parametrize(

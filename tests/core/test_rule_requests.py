@@ -9,9 +9,6 @@ half (a lab host) is tests/lab/test_lab_rule_requests.py.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -23,53 +20,13 @@ from advisor.rules.specs import load_catalog, resolve_profiles
 from advisor.scan import open_scan, run_scan
 from advisor.scan_options import ScanOptions
 from advisor.site_file import load_site
+from tests.support.cli import storadvise
+from tests.support.rule_packs import NEW_KEY, rules_copy, site_pack
 
 REPO = Path(__file__).resolve().parents[2]
 #: outputs of the network.sysctl probe of an older storadvise (tests/fixtures/network/capture.py):
 #: no 'requested' section, a runtime section from the key list of its day
 OLDER_SYSCTL_OUTPUT = (REPO / "tests" / "fixtures" / "network" / "sysctl-netns-gpfs-server.txt").read_text()
-
-NEW_KEY = "net.ipv4.tcp_slow_start_after_idle"
-NEW_RULE = """\
-  - id: NET-TCP-SLOW-START-IDLE
-    title: TCP keeps its window across idle periods
-    probe: network.sysctl
-    fact: sysctls."net.ipv4.tcp_slow_start_after_idle".runtime
-    operator: eq
-    expected: 0
-    severity: low
-    rationale: >-
-      With tcp_slow_start_after_idle=1 a connection idle for one retransmission timeout restarts from
-      the initial window, so a long-lived data connection that pauses between files ramps up again.
-    references: ["man 7 tcp: tcp_slow_start_after_idle", "RFC 2861 (TCP congestion window validation)"]
-    remediation:
-      text: Set net.ipv4.tcp_slow_start_after_idle = 0 and persist it.
-      changes:
-        - {adapter: sysctl, key: net.ipv4.tcp_slow_start_after_idle, target: "0"}
-"""
-
-
-def run(*args, cwd=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *args], capture_output=True, text=True,
-                          cwd=cwd or REPO, timeout=timeout)
-
-
-def site_pack(tmp_path: Path) -> Path:
-    """A site-local rules directory holding the new rule, and nothing else."""
-    d = tmp_path / "site-rules"
-    d.mkdir()
-    (d / "local.yml").write_text("rules:\n" + NEW_RULE)
-    return d
-
-
-def rules_copy(tmp_path: Path) -> Path:
-    """A copy of the shipped rules/ with the new rule appended to network.yml (no other edit)."""
-    d = tmp_path / "rules"
-    shutil.copytree(REPO / "rules", d)
-    net = d / "network.yml"
-    net.write_text(net.read_text().rstrip("\n") + "\n\n" + NEW_RULE)
-    return d
-
 
 def older_capture(tmp_path: Path) -> Path:
     """A capture (format 1, as older storadvise wrote) of one storage server's sysctls."""
@@ -127,7 +84,7 @@ def test_keys_come_from_fact_paths_evidence_and_change_keys_not_templates(tmp_pa
 
 def test_an_older_capture_replays_with_the_site_rule_not_collected(tmp_path):
     cap = older_capture(tmp_path)
-    r = run("scan", "--from", cap, "--rules", site_pack(tmp_path), "--json", "--fail-on", "critical")
+    r = storadvise("scan", "--from", cap, "--rules", site_pack(tmp_path), "--json", "--fail-on", "critical")
     assert r.returncode in (0, 3), r.stderr
     report = json.loads(r.stdout)
     f = finding(report, "NET-TCP-SLOW-START-IDLE")
@@ -175,11 +132,11 @@ def test_site_file_rules_dirs_are_relative_to_the_site_file_and_loaded_like_ship
     assert catalog.rules["NET-TCP-SLOW-START-IDLE"].pack == str(pack / "local.yml")
     resolved = resolve_profiles(site.profiles, catalog)  # a site profile, found in the site's directory
     assert "NET-TCP-SLOW-START-IDLE" in resolved.rule_ids and resolved.severity["NET-TCP-SLOW-START-IDLE"] == "high"
-    r = run("rules", "lint", "--site", site_file, "--json")
+    r = storadvise("rules", "lint", "--site", site_file, "--json")
     assert r.returncode == 0, r.stdout + r.stderr
     lint = json.loads(r.stdout)
     assert not [w for w in lint["warnings"] if "waivers[0]" in w and "matches no rule" in w]
-    r = run("rules", "list", "--rules", pack, "--json")
+    r = storadvise("rules", "list", "--rules", pack, "--json")
     assert r.returncode == 0, r.stderr
     assert any(row["id"] == "NET-TCP-SLOW-START-IDLE" for row in json.loads(r.stdout))
 
@@ -198,7 +155,7 @@ def test_a_site_directory_holds_data_rules_only(tmp_path):
         """))
     with pytest.raises(RuleDefinitionError, match=r"py.yml:4: rule SITE-PY-RULE: .*data rules only"):
         load_catalog(site_dirs=[d])
-    r = run("scan", "--rules", d, "--json")
+    r = storadvise("scan", "--rules", d, "--json")
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert "data rules only" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
@@ -214,7 +171,7 @@ def test_bad_site_rules_are_one_line_errors(tmp_path, content, message):
         d.mkdir()
         (d / "bad.yml").write_text(content)
     for args in (("scan", "--rules", d, "--json"), ("rules", "lint", "--rules", d), ("rules", "list", "--rules", d)):
-        r = run(*args)
+        r = storadvise(*args)
         out = r.stderr + r.stdout
         assert r.returncode == 1 and message in out and "Traceback" not in out, (args, out)
 

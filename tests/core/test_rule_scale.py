@@ -12,7 +12,7 @@ from advisor.findings import Finding, FindingStatus, Severity
 from advisor.rules.engine import evaluate
 from advisor.rules.waivers import apply_waivers
 from advisor.site import Waiver
-from tests.core.test_rule_engine import SACK_PACK, write_rules
+from tests.support.rule_packs import SACK_PACK, write_rules
 
 from advisor.rules.specs import load_catalog
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -14,13 +12,9 @@ import pytest
 
 from advisor.collector import probe_context, probes_for
 from advisor.site_file import load_site
+from tests.support.cli import storadvise
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def run(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=REPO, timeout=timeout)
 
 
 class CountingListener:
@@ -73,7 +67,7 @@ def site(tmp_path):
 
 def test_dry_run_lists_every_command_per_host_and_contacts_none(site):
     path, listener = site
-    r = run("scan", "--site", path, "--dry-run", "--json", "--skip-probes", "disk.smart")
+    r = storadvise("scan", "--site", path, "--dry-run", "--json", "--skip-probes", "disk.smart")
     assert r.returncode == 0, r.stderr
     plan = json.loads(r.stdout)
     the_site = load_site(str(path))
@@ -97,7 +91,7 @@ def test_dry_run_lists_every_command_per_host_and_contacts_none(site):
     assert f"iperf3 -c 127.0.0.1 -p {t['port']}" in t["on_src"] and f"iperf3 -s -1 -p {t['port']}" in t["on_dst"]
     assert plan["efficiency"]["workers"] == ["wn01", "wn02"]
 
-    r = run("scan", "--site", path, "--dry-run", "--no-mesh")
+    r = storadvise("scan", "--site", path, "--dry-run", "--no-mesh")
     assert r.returncode == 0, r.stderr
     assert all(f"== {h.name} " in r.stdout for h in the_site.hosts)
     assert "-- disk.smart: sudo -n, timeout 120 s (needs root)" in r.stdout and "smartctl" in r.stdout
@@ -105,7 +99,7 @@ def test_dry_run_lists_every_command_per_host_and_contacts_none(site):
     assert listener.accepted == 0  # nothing connected to any host
 
     # the control: a real scan of the same site does connect (the listener sees it)
-    r = run("scan", "--site", path, "--hosts", "wn01", "--no-mesh", "--no-efficiency", "--no-history",
+    r = storadvise("scan", "--site", path, "--hosts", "wn01", "--no-mesh", "--no-efficiency", "--no-history",
             "--connect-timeout", "3")
     assert r.returncode == 3, r.stdout + r.stderr
     assert listener.accepted >= 1

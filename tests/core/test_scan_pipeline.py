@@ -7,19 +7,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import socket
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import storadvise
+
 REPO = Path(__file__).resolve().parents[2]
-
-
-def run(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=REPO, timeout=timeout)
 
 
 class Listener:
@@ -87,7 +82,7 @@ def test_unknown_profile_refused_before_any_host_is_probed(tmp_path, listener, c
                           site_file=str(site))
     (tmp_path / "before.json").write_text(before.model_dump_json())
     args = [a.format(site=site, tmp=tmp_path) for a in command]
-    r = run(*args, "--profile", "no-such-profile", "--connect-timeout", "2")
+    r = storadvise(*args, "--profile", "no-such-profile", "--connect-timeout", "2")
     assert listener.connections == 0, "a host was contacted before the profile was checked"
     assert r.returncode == 1, (r.stdout, r.stderr)
     assert "unknown profile 'no-such-profile'" in r.stderr and r.stderr.count("\n") == 1, r.stderr
@@ -120,14 +115,14 @@ def test_every_scanning_command_offers_the_same_scan_options():
 def test_verify_takes_the_scan_options(tmp_path):
     site = local_site(tmp_path)
     cap = tmp_path / "cap"
-    r = run("collect", "--site", site, "--out", cap, "--sample-seconds", "0.2", "--json")
+    r = storadvise("collect", "--site", site, "--out", cap, "--sample-seconds", "0.2", "--json")
     assert r.returncode == 0, r.stderr
-    r = run("scan", "--from", cap, "--json", "-o", tmp_path / "before.json", "--fail-on", "critical")
+    r = storadvise("scan", "--from", cap, "--json", "-o", tmp_path / "before.json", "--fail-on", "critical")
     assert r.returncode in (0, 2), r.stderr
     before = json.loads((tmp_path / "before.json").read_text())
     assert before["profiles"] == ["generic"]
     # re-scan from the same capture: nothing changed, so nothing is fixed, still failing is the same
-    r = run("verify", "--site", site, "--before", tmp_path / "before.json", "--from", cap, "--hosts", "box",
+    r = storadvise("verify", "--site", site, "--before", tmp_path / "before.json", "--from", cap, "--hosts", "box",
             "--json", "--fail-on", "critical", "--output", tmp_path / "after.json")
     assert r.returncode == 0, r.stderr
     v = json.loads(r.stdout)
@@ -140,28 +135,28 @@ def test_verify_takes_the_scan_options(tmp_path):
     # a selection that matches nothing, an unknown profile: refused, one line, exit 1
     for extra, text in ((["--hosts", "nothing-here"], "matches no host"),
                         (["--profile", "nope"], "unknown profile 'nope'")):
-        r = run("verify", "--site", site, "--before", tmp_path / "before.json", "--from", cap, *extra)
+        r = storadvise("verify", "--site", site, "--before", tmp_path / "before.json", "--from", cap, *extra)
         assert r.returncode == 1 and text in r.stderr and r.stderr.count("\n") == 1, r.stderr
     # a capture of another site is refused
     other = tmp_path / "other.yml"
     other.write_text(site.read_text().replace("name: here", "name: there"))
-    r = run("verify", "--site", other, "--before", tmp_path / "before.json", "--from", cap)
+    r = storadvise("verify", "--site", other, "--before", tmp_path / "before.json", "--from", cap)
     assert r.returncode == 1 and "Traceback" not in r.stderr
 
 
 def test_plan_with_a_scan_refuses_scan_options(tmp_path):
     site = local_site(tmp_path)
-    r = run("scan", "--site", site, "--json", "-o", tmp_path / "s.json", "--sample-seconds", "0.2",
+    r = storadvise("scan", "--site", site, "--json", "-o", tmp_path / "s.json", "--sample-seconds", "0.2",
             "--fail-on", "critical")
     assert r.returncode in (0, 3), r.stderr
-    r = run("plan", "--site", site, "--scan", tmp_path / "s.json", "--out", tmp_path / "p", "--hosts", "box",
+    r = storadvise("plan", "--site", site, "--scan", tmp_path / "s.json", "--out", tmp_path / "p", "--hosts", "box",
             "--no-mesh")
     assert r.returncode == 1 and "--hosts, --no-mesh go(es) with a scan made now" in r.stderr, r.stderr
-    r = run("plan", "--site", site, "--scan", tmp_path / "s.json", "--out", tmp_path / "p", "--json")
+    r = storadvise("plan", "--site", site, "--scan", tmp_path / "s.json", "--out", tmp_path / "p", "--json")
     assert r.returncode == 0, r.stderr
 
 
 def test_scan_hosts_selection(tmp_path):
     site = local_site(tmp_path)
-    r = run("scan", "--site", site, "--hosts", "nobody", "--json")
+    r = storadvise("scan", "--site", site, "--hosts", "nobody", "--json")
     assert r.returncode == 1 and "--hosts 'nobody' matches no host of site here" in r.stderr

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
+
+from tests.support.cli import storadvise
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -64,9 +65,7 @@ def distribution(root: Path, dist: str, entry: str, modules: dict[str, str]) -> 
 
 
 def cli(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(path), str(REPO)])}
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *args], capture_output=True, text=True,
-                          cwd=str(REPO), env=env, timeout=120)
+    return storadvise(*args, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(path), str(REPO)])}, timeout=120)
 
 
 def one_line_error(cp: subprocess.CompletedProcess[str]) -> str:

@@ -128,6 +128,7 @@ def scan(site, collect_site_facts, transport_for):
                         site_file=None)
 
 
+@pytest.mark.usefixtures("ansible_playbook")
 @pytest.mark.skipif(ANSIBLE_PLAYBOOK is None, reason="ansible-playbook not found")
 def test_a_new_storage_kind_is_scanned_planned_applied_and_verified(fakefs, tmp_path):
     from advisor.apply.planner import build_plan

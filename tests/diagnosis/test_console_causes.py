@@ -7,7 +7,7 @@ from rich.console import Console
 
 from advisor.diagnosis.model import FindingRef
 from advisor.report.console_causes import render_causes
-from tests.report.conftest import make_report
+from tests.support.reports import make_report
 
 
 def _text(report) -> str:

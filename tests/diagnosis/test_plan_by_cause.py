@@ -8,8 +8,7 @@ from advisor.apply.planner import build_plan
 from advisor.diagnosis import DiagnosisInput, diagnose
 from advisor.site import Site
 
-from tests.diagnosis.test_causes import ADDR, RACK_A, RACK_B, SERVERS, TAGS, findings, mesh, site_facts
-from tests.diagnosis.test_verify_predictions import report
+from tests.support.diagnosis_site import ADDR, RACK_A, RACK_B, SERVERS, TAGS, findings, mesh, report, site_facts
 
 
 def test_plan_md_is_ordered_by_cause_and_predicts_each():

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -112,6 +111,7 @@ def cpu_bound_run(source: str, mb: float, netns: str | None = None) -> dict:
 # ------------------------------------------------------------------ loopback
 
 
+@pytest.mark.quiet  # measures CPU efficiency: beside other work it reads contention
 def test_job_cpu_bound_on_loopback(tmp_path):
     srv = Server(tmp_path, "127.0.0.1")
     try:
@@ -146,37 +146,8 @@ def test_job_reports_an_unreachable_server():
 
 # ------------------------------------------------------------------ namespaces + tbf
 
-NETNS_OK = os.geteuid() == 0 and shutil.which("ip") and shutil.which("tc")
-
-
 def _sh(*cmd: str) -> None:
     subprocess.run(cmd, check=True, capture_output=True, timeout=30)
-
-
-@pytest.fixture
-def netns_pair():
-    """Two namespaces joined by a veth pair: server 198.18.210.1 (sa-effs-PID), client .2."""
-    if not NETNS_OK:
-        pytest.skip("needs root, ip and tc")
-    tag = f"{os.getpid() % 100000}"
-    a, b = f"sa-effs-{tag}", f"sa-effc-{tag}"
-    va, vb = f"vefs{tag}", f"vefc{tag}"
-    try:
-        _sh("ip", "netns", "add", a)
-        _sh("ip", "netns", "add", b)
-        _sh("ip", "link", "add", va, "type", "veth", "peer", "name", vb)
-        _sh("ip", "link", "set", va, "netns", a)
-        _sh("ip", "link", "set", vb, "netns", b)
-        for ns, dev, addr in ((a, va, "198.18.210.1/24"), (b, vb, "198.18.210.2/24")):
-            _sh("ip", "-n", ns, "addr", "add", addr, "dev", dev)
-            _sh("ip", "-n", ns, "link", "set", dev, "up")
-            _sh("ip", "-n", ns, "link", "set", "lo", "up")
-        yield {"server_ns": a, "client_ns": b, "server_dev": va}
-    finally:
-        for ns in (a, b):  # deleting a namespace removes its end of the veth (and the pair)
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
-        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-        assert a not in left and b not in left
 
 
 def test_job_io_bound_through_a_shaped_veth(netns_pair, tmp_path):
@@ -208,7 +179,7 @@ def test_job_io_bound_through_a_shaped_veth(netns_pair, tmp_path):
 
 @pytest.fixture
 def ssh_site(tmp_path):
-    from tests.sshd_fixture import running_sshd, sshd_available
+    from tests.support.sshd import running_sshd, sshd_available
 
     if not sshd_available():
         pytest.skip("needs /usr/sbin/sshd")

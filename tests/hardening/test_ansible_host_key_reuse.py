@@ -15,7 +15,7 @@ import pytest
 
 from advisor.apply.ansible_data import dump_data
 from advisor.apply.project import ANSIBLE_CFG, connection_vars
-from tests.sshd_fixture import generate_key, running_sshd, sshd_available
+from tests.support.sshd import generate_key, running_sshd, sshd_available
 
 ANSIBLE = str(Path(sys.executable).parent / "ansible")
 

@@ -5,8 +5,6 @@ and host text cannot add a heading, a link or a cell to PLAN.md."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,11 +12,7 @@ import pytest
 from advisor.apply.plan_model import Plan
 from advisor.apply.project import plan_markdown
 from advisor.atomic_files import write_atomic
-
-
-def _run(tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *args], capture_output=True, text=True, timeout=120,
-                          cwd=tmp)
+from tests.support.cli import storadvise
 
 
 def _scan_json(tmp: Path) -> Path:
@@ -28,7 +22,7 @@ def _scan_json(tmp: Path) -> Path:
         {"capture_format": 2, "site": {"name": "t", "hosts": [{"name": "node1", "address": "node1"}]}}))
     (cap / "hosts" / "node1" / "firewall.err").write_text("boom\n")
     (cap / "hosts" / "node1" / "firewall.json").write_text('{"rc": 1}')
-    r = _run(tmp, "scan", "--from", "cap", "--no-history", "-o", "scan.json")
+    r = storadvise("scan", "--from", "cap", "--no-history", "-o", "scan.json", cwd=tmp)
     assert r.returncode == 3, r.stderr
     return tmp / "scan.json"
 
@@ -41,8 +35,8 @@ def test_lone_surrogate_in_a_scan_leaves_no_stray_temp_file(tmp_path):
     scan.write_text(json.dumps(d))
     out = tmp_path / "prom"
     out.mkdir()
-    r = _run(tmp_path, "report", str(scan), "--prometheus", str(out / "s.prom"), "--junit", str(out / "s.xml"),
-             "--html", str(out / "s.html"))
+    r = storadvise("report", str(scan), "--prometheus", str(out / "s.prom"), "--junit", str(out / "s.xml"),
+             "--html", str(out / "s.html"), cwd=tmp_path)
     assert "Traceback" not in r.stderr and "internal error" not in r.stderr
     assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []
     if r.returncode == 0:

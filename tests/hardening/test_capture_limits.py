@@ -20,11 +20,7 @@ import pytest
 from advisor.transport.base import MAX_OUTPUT_BYTES
 from advisor.transport.capture_files import CaptureFileRefused, read_captured
 from advisor.transport.capture_objects import CaptureObjects
-
-
-def _run(tmp: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=tmp)
+from tests.support.cli import storadvise
 
 
 def _capture(tmp: Path, hosts=("node1",)) -> Path:
@@ -58,8 +54,8 @@ def test_symlinks_out_of_the_capture_are_refused(tmp_path):
     os.symlink(elsewhere, cap / "hosts" / "node3")
     # the root itself may be a symlink the user gave
     os.symlink(cap, tmp_path / "cap-link")
-    r = _run(tmp_path, "scan", "--from", "cap-link", "--json", "--no-history", "-o", "scan.json",
-             "--html", "scan.html", "--junit", "junit.xml")
+    r = storadvise("scan", "--from", "cap-link", "--json", "--no-history", "-o", "scan.json",
+             "--html", "scan.html", "--junit", "junit.xml", cwd=tmp_path)
     assert r.returncode == 3, r.stderr
     assert "Traceback" not in r.stderr and "internal error" not in r.stderr
     for out in (r.stdout, *(p.read_text() for p in (tmp_path / "scan.json", tmp_path / "scan.html",
@@ -115,7 +111,7 @@ def test_a_fifo_neither_hangs_the_scan_nor_outlives_sigterm(tmp_path):
 
 
 def test_sigterm_ends_scan_from_within_5_s(tmp_path):
-    r = _run(tmp_path, "collect", "--out", "one", "--sample-seconds", "0.2")
+    r = storadvise("collect", "--out", "one", "--sample-seconds", "0.2", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     one = tmp_path / "one"
     (only,) = [p.name for p in (one / "hosts").iterdir()]
@@ -154,7 +150,7 @@ def test_an_output_past_8_mib_is_cut_and_said_in_the_finding(tmp_path):
     cap = _capture(tmp_path)
     line = b"net.ipv4.tcp_sack = " + b"9" * (MAX_OUTPUT_BYTES + 4096) + b"\n"  # one line past the cap
     (cap / "hosts" / "node1" / "mounts.out").write_bytes(line)
-    r = _run(tmp_path, "scan", "--from", "cap", "--json", "--no-history")
+    r = storadvise("scan", "--from", "cap", "--json", "--no-history", cwd=tmp_path)
     assert r.returncode == 3, r.stderr
     status, msg = _probe(json.loads(r.stdout), "node1", "mounts")
     assert status == "error" and "truncated" in msg, msg

@@ -7,17 +7,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from advisor.report.svg import line_plot
-
-
-def _run(tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *args], capture_output=True, text=True, timeout=300,
-                          cwd=tmp)
+from tests.support.cli import storadvise
 
 
 def _one_line_error(r: subprocess.CompletedProcess, needle: str) -> None:
@@ -34,7 +29,7 @@ def test_csv_byte_counts_out_of_range_are_bad_lines(tmp_path):
                                     f"1700000002,/c,{2**63}\n"
                                     f"1700000003,/d,{2**63 - 1}\n"
                                     "1700000004,/e,100\n")
-    r = _run(tmp_path, "cache", "simulate", "t.csv", "-c", "1G", "--json")
+    r = storadvise("cache", "simulate", "t.csv", "-c", "1G", "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     (inp,) = json.loads(r.stdout)["inputs"]
     assert inp["requests"] == 2 and inp["bad_lines"] == 3, inp
@@ -51,24 +46,24 @@ def test_csv_byte_counts_out_of_range_are_bad_lines(tmp_path):
 def test_cache_simulate_non_finite_or_nested_is_one_line(tmp_path, record):
     text = json.dumps(record).replace("Infinity", "1e999")
     (tmp_path / "r.json").write_text(text + "\n")
-    r = _run(tmp_path, "cache", "simulate", "r.json", "-c", "1G", "--format", "wlcg-json")
+    r = storadvise("cache", "simulate", "r.json", "-c", "1G", "--format", "wlcg-json", cwd=tmp_path)
     _one_line_error(r, "no read requests found (1 bad lines)")
 
 
 def test_cache_simulate_csv_on_a_binary_file(tmp_path):
     # a lone CR in the first line is what Python's csv module raises on
     (tmp_path / "b.dat").write_bytes(b"\x7fELF\x02\x01\r\x00,\x03\n" + bytes(range(256)) * 8)
-    r = _run(tmp_path, "cache", "simulate", "b.dat", "-c", "1G", "--format", "csv")
+    r = storadvise("cache", "simulate", "b.dat", "-c", "1G", "--format", "csv", cwd=tmp_path)
     _one_line_error(r, "b.dat:1: not a CSV header row")
     # a first line that parses: its bytes are named, never sent raw to the terminal
     (tmp_path / "c.dat").write_bytes(bytes(range(256)) * 8)
-    r = _run(tmp_path, "cache", "simulate", "c.dat", "-c", "1G", "--format", "csv")
+    r = storadvise("cache", "simulate", "c.dat", "-c", "1G", "--format", "csv", cwd=tmp_path)
     _one_line_error(r, "c.dat:1: no column 'timestamp', 'file', 'size' in the header (\\x00\\x01")
 
 
 def _sim(tmp: Path) -> dict:
     (tmp / "ok.csv").write_text("timestamp,file,size\n1700000000,/a,100\n1700000001,/b,200\n1700000003,/a,100\n")
-    r = _run(tmp, "cache", "simulate", "ok.csv", "-c", "1K,1M", "--curve", "--output", "sim.json", "--json")
+    r = storadvise("cache", "simulate", "ok.csv", "-c", "1K,1M", "--curve", "--output", "sim.json", "--json", cwd=tmp)
     assert r.returncode == 0, r.stderr
     return json.loads((tmp / "sim.json").read_text())
 
@@ -79,7 +74,7 @@ def test_report_with_a_malformed_cache_simulation(tmp_path):
     (cap / "hosts" / "n1").mkdir(parents=True)
     (cap / "manifest.json").write_text(json.dumps(
         {"capture_format": 2, "site": {"name": "t", "hosts": [{"name": "n1", "address": "n1"}]}}))
-    assert _run(tmp_path, "scan", "--from", "cap", "--no-history", "-o", "s.json").returncode == 3
+    assert storadvise("scan", "--from", "cap", "--no-history", "-o", "s.json", cwd=tmp_path).returncode == 3
     cases = {
         "nan": (("configurations", 0, "hit_efficiency"), float("nan"), "finite numbers"),
         "str": (("curve", "capacities_bytes"), ["a", None], "capacities_bytes[0]: 'a' is not a finite number"),
@@ -93,7 +88,7 @@ def test_report_with_a_malformed_cache_simulation(tmp_path):
             at = at[k]
         at[where[-1]] = value
         (tmp_path / f"{name}.json").write_text(json.dumps(bad))
-        r = _run(tmp_path, "report", "s.json", "--html", f"{name}.html", "--cache-simulation", f"{name}.json")
+        r = storadvise("report", "s.json", "--html", f"{name}.html", "--cache-simulation", f"{name}.json", cwd=tmp_path)
         _one_line_error(r, needle)
         assert not (tmp_path / f"{name}.html").exists()
 
@@ -112,7 +107,7 @@ def test_history_prune_on_a_damaged_database(tmp_path):
     (cap / "manifest.json").write_text(json.dumps(
         {"capture_format": 2, "site": {"name": "t", "hosts": [{"name": "n1", "address": "n1"}]}}))
     for _ in range(2):
-        assert _run(tmp_path, "scan", "--from", "cap", "--history", str(db)).returncode == 3
+        assert storadvise("scan", "--from", "cap", "--history", str(db), cwd=tmp_path).returncode == 3
     with sqlite3.connect(db) as c:
         c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         pages = c.execute("PRAGMA page_count").fetchone()[0]
@@ -120,5 +115,5 @@ def test_history_prune_on_a_damaged_database(tmp_path):
     with open(db, "r+b") as f:  # overwrite the pages after the schema: the b-trees are garbage
         f.seek(4096 * 2)
         f.write(b"\xde\xad" * 3000)
-    r = _run(tmp_path, "history", "prune", "--history", str(db), "--keep", "1")
+    r = storadvise("history", "prune", "--history", str(db), "--keep", "1", cwd=tmp_path)
     _one_line_error(r, "the scan history is unusable: database disk image is malformed")

@@ -8,10 +8,11 @@ import io
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from rich.console import Console
+
+from tests.support.cli import storadvise
 
 HOSTILE = "boom [/red] after \x1b[2J\x1b]0;pwned\x07 [bold red blink]ALL CLEAR[/] [link=http://e.vil]x[/link]"
 SHOWN = ("boom [/red] after", "\\x1b[2J\\x1b]0;pwned\\x07", "[bold red blink]ALL CLEAR[/]",
@@ -19,9 +20,8 @@ SHOWN = ("boom [/red] after", "\\x1b[2J\\x1b]0;pwned\\x07", "[bold red blink]ALL
 
 
 def _run(tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "400", "TERM": "xterm-256color", "FORCE_COLOR": "1"}
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *args], capture_output=True, text=True, timeout=300,
-                          cwd=tmp, env=env)
+    """storadvise in a wide colour terminal."""
+    return storadvise(*args, cwd=tmp, env={**os.environ, "COLUMNS": "400", "TERM": "xterm-256color", "FORCE_COLOR": "1"})
 
 
 def _capture(tmp: Path) -> Path:

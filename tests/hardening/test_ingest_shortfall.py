@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.support.cli import storadvise
 
 HEADER = "JobID|State|AllocCPUS|Elapsed|TotalCPU|ExitCode|NodeList\n"
 
@@ -18,8 +19,7 @@ BAD = "garbage|row\n"
 
 
 def _ingest(path: Path, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "advisor.cli", "efficiency", "ingest", "--json", *extra, str(path)],
-                          capture_output=True, text=True, timeout=60)
+    return storadvise("efficiency", "ingest", "--json", *extra, path, timeout=60)
 
 
 def test_no_record_parsed_is_exit_1(tmp_path):

@@ -4,29 +4,20 @@ the collect vars file is refused in one line, and nothing is written outside the
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
 from advisor.apply.ansible_data import as_data, dump_data, load_data
 from advisor.path_component import PathComponentError, path_component
-
-SA = str(Path(sys.executable).parent / "storadvise")
-
-
-def _run(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([SA, "collect", *argv], capture_output=True, text=True, timeout=120)
-
+from tests.support.cli import storadvise
 
 def test_vars_file_host_key_cannot_leave_the_capture(tmp_path):
     site = tmp_path / "site.yml"
     site.write_text(yaml.safe_dump({"name": "trav", "hosts": [
         {"name": "n1", "address": "127.0.0.1", "port": 1, "roles": ["storage"]}]}))
     vars_file = tmp_path / "v.yml"
-    assert _run("--site", str(site), "--ansible-vars", str(vars_file)).returncode == 0
+    assert storadvise("collect", "--site", str(site), "--ansible-vars", str(vars_file)).returncode == 0
     data = load_data(vars_file.read_text())["storadvise_collect"]
     escape_to = tmp_path / "outside"
     escape_to.mkdir()
@@ -39,7 +30,7 @@ def test_vars_file_host_key_cannot_leave_the_capture(tmp_path):
     batches_file.write_text(json.dumps(batches))
     capture = tmp_path / "a" / "cap"
     capture.mkdir(parents=True)
-    r = _run("--from-ansible", str(capture), "--ansible-vars", str(vars_file))
+    r = storadvise("collect", "--from-ansible", str(capture), "--ansible-vars", str(vars_file))
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert "host name '../../outside/x': not usable as a file name" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr

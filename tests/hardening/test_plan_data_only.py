@@ -1,6 +1,6 @@
 """What a host or a site file says reaches Ansible as data, never as a template.
 
-A real host (a namespace of this test's own with sshd, tests/apply/conftest.py) carries iptables rules
+A real host (a namespace of this test's own with sshd, tests/support/ns_host.py) carries iptables rules
 and nft rules whose comments are Jinja2 (``x{{ 7*7 }}`` and a ``lookup('pipe', 'touch ...')``; the nft
 ones also in the host's persisted ruleset) and a site file
 whose host vars hold ``lookup('pipe', ...)`` (one of them an XCache config path). ``scan``, ``plan`` and a real
@@ -17,9 +17,13 @@ import json
 import pytest
 
 from advisor.apply.ansible_data import load_data
-from tests.apply.conftest import ANSIBLE_PLAYBOOK, STORADVISE, play_recap, requirements_missing, start_ns_host
+from tests.support.ansible import ANSIBLE_PLAYBOOK, play_recap
+from tests.support.ns_host import STORADVISE, requirements_missing
 
-pytestmark = [pytest.mark.root, pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing()))]
+pytestmark = [
+    pytest.mark.skipif(requirements_missing() is not None, reason=str(requirements_missing())),
+    pytest.mark.usefixtures("ansible_playbook"),
+]
 
 
 def _pipe(mark) -> str:
@@ -46,8 +50,8 @@ def _nft_rules(host) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def world():
-    host, cleanup = start_ns_host("inj01", {})
+def world(ns_hosts):
+    host, cleanup = ns_hosts("inj01", {})
     try:
         marks = {k: host.dir / f"pwned-{k}" for k in ("comment", "hostvar", "xcache", "nft")}
         nft = _nft_ruleset(marks["nft"])

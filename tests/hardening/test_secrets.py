@@ -4,11 +4,9 @@ inventory.yml, which is 0600; every report, capture, stdout/stderr and plan.json
 from __future__ import annotations
 
 import stat
-import subprocess
-import sys
-from pathlib import Path
 
 from advisor.secret_vars import is_secret_name, redact_vars
+from tests.support.cli import storadvise
 
 SECRET = "PLANTED-s3cr3t-7f1d"
 SITE_SECRET = "PLANTED-token-99ab"
@@ -16,11 +14,6 @@ SITE_SECRET = "PLANTED-token-99ab"
 PW_SECRET = "PLANTED-pw-41c2"
 KEY_SECRET = "PLANTED-privkey-5e0b"
 ALL = (SECRET, SITE_SECRET, PW_SECRET, KEY_SECRET)
-
-
-def _run(tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *args], capture_output=True, text=True, timeout=300,
-                          cwd=tmp)
 
 
 def test_planted_secret_only_in_the_0600_inventory(tmp_path):
@@ -32,12 +25,12 @@ def test_planted_secret_only_in_the_0600_inventory(tmp_path):
         "  - name: me\n    address: localhost\n    roles: [storage]\n    link_rate: 100gbit\n    vars:\n"
         "      ansible_become_password: " + SECRET + "\n      ansible_ssh_pass: " + SECRET + "\n")
     outs = [
-        _run(tmp_path, "scan", "--site", "site.yml", "--sample-seconds", "0.2", "-o", "scan.json", "--junit", "junit.xml",
-             "--json", "--history", "h.db"),
-        _run(tmp_path, "collect", "--site", "site.yml", "--sample-seconds", "0.2", "--out", "cap"),
-        _run(tmp_path, "scan", "--from", "cap", "--json", "--history", "h.db"),
-        _run(tmp_path, "plan", "--site", "site.yml", "--scan", "scan.json", "--out", "plan", "--json"),
-        _run(tmp_path, "plan", "--site", "site.yml", "--scan", "scan.json", "--out", "plan"),
+        storadvise("scan", "--site", "site.yml", "--sample-seconds", "0.2", "-o", "scan.json", "--junit", "junit.xml",
+             "--json", "--history", "h.db", cwd=tmp_path),
+        storadvise("collect", "--site", "site.yml", "--sample-seconds", "0.2", "--out", "cap", cwd=tmp_path),
+        storadvise("scan", "--from", "cap", "--json", "--history", "h.db", cwd=tmp_path),
+        storadvise("plan", "--site", "site.yml", "--scan", "scan.json", "--out", "plan", "--json", cwd=tmp_path),
+        storadvise("plan", "--site", "site.yml", "--scan", "scan.json", "--out", "plan", cwd=tmp_path),
     ]
     assert all(cp.returncode in (0, 2, 3) for cp in outs), [cp.stderr for cp in outs]
     assert (tmp_path / "plan" / "inventory.yml").exists() and (tmp_path / "cap" / "manifest.json").exists()

@@ -20,7 +20,7 @@ from advisor.apply.project import connection_vars
 from advisor.efficiency.active import EfficiencyTestError, job_script, python_command, server_start_script
 from advisor.transport.factory import SshOptions
 from advisor.transport.ssh import SshTransport
-from tests.sshd_fixture import sshd, sshd_available  # noqa: F401  (sshd is a fixture)
+from tests.support.sshd import sshd_available
 
 
 def hostile(mark: Path) -> list[str]:

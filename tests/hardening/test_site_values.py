@@ -4,19 +4,16 @@ line and field, before any host is contacted (exit 1, no traceback)."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-STORADVISE = [sys.executable, "-m", "advisor.cli"]
-
+from tests.support.cli import storadvise
 
 def _scan(tmp_path: Path, host_yaml: str) -> subprocess.CompletedProcess:
     site = tmp_path / "site.yml"
     site.write_text("name: t\nhosts:\n  - name: a\n" + host_yaml)
-    return subprocess.run([*STORADVISE, "scan", "--site", str(site), "--json"], capture_output=True, text=True,
-                          timeout=60, cwd=tmp_path)
+    return storadvise("scan", "--site", site, "--json", cwd=tmp_path, timeout=60)
 
 
 @pytest.mark.parametrize("host_yaml, field, why", [

@@ -182,7 +182,7 @@ def test_efficiency_data_server_stopped_when_the_controller_is_interrupted(tmp_p
 
     import yaml
 
-    from tests.sshd_fixture import running_sshd, sshd_available
+    from tests.support.sshd import running_sshd, sshd_available
 
     if not sshd_available():
         pytest.skip("needs /usr/sbin/sshd")

@@ -10,7 +10,7 @@ from advisor.transport.base import MAX_OUTPUT_BYTES, Command, CommandResult, Tra
 from advisor.transport.factory import SshOptions
 from advisor.transport.ssh import BatchScript, SshTransport
 from probes import all_probes
-from tests.sshd_fixture import sshd, sshd_available  # noqa: F401  (sshd is a fixture)
+from tests.support.sshd import sshd_available
 
 
 @pytest.mark.skipif(not sshd_available(), reason="needs /usr/sbin/sshd")

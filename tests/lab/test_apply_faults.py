@@ -14,9 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab.conftest import REPO, lab_cli, lab_registry, require_root  # noqa: F401 (fixture)
-
-pytestmark = [pytest.mark.root, pytest.mark.slow]
+from tests.support.lab import REPO, lab_cli, require_root
 
 
 def _bench():
@@ -35,6 +33,7 @@ def test_duplicates_helper() -> None:
     assert bench.new_duplicates(before, {Path("/x"): "a = 1\na = 1\n"}) == ["/x: 'a = 1' x2"]
 
 
+@pytest.mark.usefixtures("ansible_playbook")
 def test_apply_killed_mid_play_and_a_host_down(lab_registry: Path, tmp_path: Path) -> None:  # noqa: F811
     require_root()
     bench = _bench()

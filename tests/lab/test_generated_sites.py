@@ -26,7 +26,9 @@ from advisor.lab.expect_check import measurement_faults, symptom_named, unplaced
 from advisor.lab.generate import fault_kinds, fault_kinds_of, generate_scenario, scenario_yaml
 from advisor.lab.scenario import Scenario
 
-from tests.lab.conftest import lab_cli, require_root
+from tests.support.lab import lab_cli, require_root
+
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 BIN = Path(sys.executable).parent
 SEEDS = [int(s) for s in os.environ.get("STORADVISE_GEN_SEEDS", "1,2,3,4,5").split(",") if s.strip()]
@@ -100,8 +102,6 @@ def test_lab_generate_cli(tmp_path):
     assert out.read_text() == scenario_yaml(generate_scenario(3))
 
 
-@pytest.mark.root
-@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 def test_generated_site_loop(seed, lab_registry, tmp_path):
     require_root()

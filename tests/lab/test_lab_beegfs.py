@@ -15,16 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.apply.conftest import plan_vars_text
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, run_playbook, storadvise_cli
+from tests.support.ansible import run_playbook
+from tests.support.cli import storadvise
+from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root
+from tests.support.plan_files import plan_vars_text
+
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "beegfs.yml"
 BIN = Path(sys.executable).parent
 RULES = {"BEEGFS-FILE-CACHE", "BEEGFS-CONN-MAX-INTERNODE"}
 
 
-@pytest.mark.root
-@pytest.mark.slow
 def test_beegfs_loop(lab_registry: Path, tmp_path: Path) -> None:
     require_root()
     name = f"t-bgf{os.getpid() % 10000}"
@@ -33,7 +35,7 @@ def test_beegfs_loop(lab_registry: Path, tmp_path: Path) -> None:
         hosts = Path(os.environ["STORADVISE_LAB_DIR"]) / name / "hosts"
         conf = {h: hosts / h / "emu" / "beegfs" / "etc" / "beegfs-client.conf" for h in ("wn01", "wn02")}
         original = conf["wn01"].read_text()
-        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise("scan", "--site", name, "--json", "--no-history")
         assert cp.returncode in (0, 2), cp.stderr[-2000:]
         scan_file = tmp_path / "scan.json"
         scan_file.write_text(cp.stdout)
@@ -43,7 +45,7 @@ def test_beegfs_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert "wn01: tuneFileCacheType             = none" in json.dumps(failed)
 
         plan = tmp_path / "plan"
-        cp = storadvise_cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
+        cp = storadvise("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
         hv = plan_vars_text(plan, "wn01")
         assert "'tuneFileCacheType': !unsafe 'buffered'" in hv and "'connMaxInternodeNum': !unsafe '12'" in hv
@@ -59,7 +61,7 @@ def test_beegfs_loop(lab_registry: Path, tmp_path: Path) -> None:
         again = run_playbook(plan, "apply-tuning.yml")
         assert "changed=0" in again.stdout.split("PLAY RECAP", 1)[1], again.stdout[-2000:]
 
-        cp = storadvise_cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
+        cp = storadvise("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
         outcome = {(f["rule_id"], f["host"]): f["outcome"] for f in json.loads(cp.stdout)["findings"]
                    if f["rule_id"] in RULES}
         assert outcome == {(r, h): "fixed" for r in RULES for h in ("wn01", "wn02")}, outcome

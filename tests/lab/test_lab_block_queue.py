@@ -15,8 +15,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.apply.conftest import plan_vars_text
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, run_playbook, storadvise_cli
+from tests.support.ansible import run_playbook
+from tests.support.cli import storadvise
+from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root
+from tests.support.plan_files import plan_vars_text
+
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 BIN = Path(sys.executable).parent
 RULES = {"BLOCK-NR-REQUESTS", "BLOCK-QUEUE-DEPTH"}
@@ -30,7 +34,6 @@ def _failing(scan: dict) -> set[tuple[str, str, str]]:
             if f["rule_id"] in RULES and f["status"] == "fail" for h in f["hosts"]}
 
 
-@pytest.mark.root
 def test_nr_requests_and_queue_depth_fixed_on_emulated_disks(lab_registry: Path, tmp_path: Path) -> None:
     require_root()
     had_real_rule = REAL_UDEV.exists()
@@ -40,7 +43,7 @@ def test_nr_requests_and_queue_depth_fixed_on_emulated_disks(lab_registry: Path,
     try:
         up = json.loads(lab_cli(["up", "--scenario", str(scenario), "--name", name, "--json"]).stdout)
         state = Path(up.get("state_dir") or (lab_registry / name))
-        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise("scan", "--site", name, "--json", "--no-history")
         assert cp.returncode in (0, 2), cp.stderr[-2000:]
         before = tmp_path / "before.json"
         before.write_text(cp.stdout)
@@ -48,7 +51,7 @@ def test_nr_requests_and_queue_depth_fixed_on_emulated_disks(lab_registry: Path,
         assert _failing(json.loads(cp.stdout)) == want
 
         plan = tmp_path / "plan"
-        cp = storadvise_cli("plan", "--site", name, "--scan", str(before), "--out", str(plan), "--json")
+        cp = storadvise("plan", "--site", name, "--scan", str(before), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
         hv = plan_vars_text(plan, "st01")
         assert "block_tuning_devices" in hv and "nr_requests" in hv and "queue_depth" in hv, hv
@@ -62,13 +65,13 @@ def test_nr_requests_and_queue_depth_fixed_on_emulated_disks(lab_registry: Path,
         again = run_playbook(plan, "apply-tuning.yml")
         assert "changed=0" in again.stdout.split("PLAY RECAP", 1)[1], again.stdout[-2000:]
 
-        cp = storadvise_cli("verify", "--site", name, "--before", str(before), "--json", "--no-history")
+        cp = storadvise("verify", "--site", name, "--before", str(before), "--json", "--no-history")
         result = json.loads(cp.stdout)
         outcomes = {(f["rule_id"], f["host"], f["subject"]): f["outcome"] for f in result["findings"] if f["rule_id"] in RULES}
         assert outcomes == {k: "fixed" for k in want}, outcomes
 
         run_playbook(plan, "rollback.yml")
-        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise("scan", "--site", name, "--json", "--no-history")
         assert _failing(json.loads(cp.stdout)) == want
         assert (sysfs / "sdb" / "queue" / "nr_requests").read_text().strip() == "64"
     finally:

@@ -15,8 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.apply.conftest import plan_vars_text
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, run_playbook, storadvise_cli
+from tests.support.ansible import run_playbook
+from tests.support.cli import storadvise
+from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root
+from tests.support.plan_files import plan_vars_text
+
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "cephfs.yml"
 BIN = Path(sys.executable).parent
@@ -32,8 +36,6 @@ def _failing(scan: dict) -> dict[str, list[dict]]:
     return out
 
 
-@pytest.mark.root
-@pytest.mark.slow
 def test_cephfs_loop(lab_registry: Path, tmp_path: Path) -> None:
     require_root()
     name = f"t-cph{os.getpid() % 10000}"
@@ -41,7 +43,7 @@ def test_cephfs_loop(lab_registry: Path, tmp_path: Path) -> None:
         up = json.loads(lab_cli(["up", "--scenario", str(SCENARIO), "--name", name, "--json"]).stdout)
         conf = Path(os.environ["STORADVISE_LAB_DIR"]) / name / "hosts" / "wn01" / "emu" / "ceph" / "etc" / "ceph.conf"
         original = conf.read_text()
-        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise("scan", "--site", name, "--json", "--no-history")
         assert cp.returncode == 2, cp.stderr[-2000:]
         scan_file = tmp_path / "scan.json"
         scan_file.write_text(cp.stdout)
@@ -63,7 +65,7 @@ def test_cephfs_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert "wn01: client_oc = false" in oc["evidence"]
 
         plan = tmp_path / "plan"
-        cp = storadvise_cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
+        cp = storadvise("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
         planned = json.loads(cp.stdout)
         assert {m["rule"] for m in planned["manual"]} == MANUAL
@@ -81,7 +83,7 @@ def test_cephfs_loop(lab_registry: Path, tmp_path: Path) -> None:
         again = run_playbook(plan, "apply-tuning.yml")
         assert "changed=0" in again.stdout.split("PLAY RECAP", 1)[1], again.stdout[-2000:]
 
-        cp = storadvise_cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
+        cp = storadvise("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
         result = json.loads(cp.stdout)
         outcome = {(f["rule_id"], f["host"], f.get("subject")): f["outcome"] for f in result["findings"]
                    if f["rule_id"] in MANUAL | FIXABLE}

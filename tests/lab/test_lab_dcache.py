@@ -13,11 +13,16 @@ import os
 import sys
 from pathlib import Path
 
+
 import pytest
 
 from advisor.lab.emulators.dcache import domain_state, runs_current_files
-from tests.apply.conftest import plan_vars_text
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, run_playbook, ssh, storadvise_cli
+from tests.support.ansible import run_playbook
+from tests.support.cli import storadvise
+from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root, ssh
+from tests.support.plan_files import plan_vars_text
+
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "dcache.yml"
 BIN = Path(sys.executable).parent
@@ -32,8 +37,6 @@ def _fails(scan: dict) -> dict[str, list[dict]]:
     return out
 
 
-@pytest.mark.root
-@pytest.mark.slow
 def test_dcache_loop(lab_registry: Path, tmp_path: Path) -> None:
     require_root()
     name = f"t-dc{os.getpid() % 10000}"
@@ -48,7 +51,7 @@ def test_dcache_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert ssh(lab_dir, pool01, "/opt/d-cache/bin/dcache status").stdout.startswith("DOMAIN ")
         assert not Path("/etc/dcache").exists() or not (Path("/etc/dcache") / "layouts" / "pool01.conf").exists()
         restarts0 = {h: len(domain_state(emu, h)["restarts"]) for h in ("pool01", "pool02", "door01")}
-        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise("scan", "--site", name, "--json", "--no-history")
         assert cp.returncode in (0, 2), cp.stderr[-2000:]
         scan_file = tmp_path / "scan.json"
         scan_file.write_text(cp.stdout)
@@ -69,7 +72,7 @@ def test_dcache_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert [(f["hosts"], f["subject"], f["observed"]) for f in srm] == [(["door01"], "doorsDomain", "1048576")]
 
         plan = tmp_path / "plan"
-        cp = storadvise_cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
+        cp = storadvise("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
         hv = plan_vars_text(plan, "pool01")
         assert "dcache_layout_settings" in hv and "dcache_setup_settings" in hv and "dcache_restart: false" in hv
@@ -92,13 +95,13 @@ def test_dcache_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert {h: len(domain_state(emu, h)["restarts"]) for h in restarts0} == restarts0
         assert not runs_current_files(emu, "pool01", "pool01_poolsDomain")
 
-        cp = storadvise_cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
+        cp = storadvise("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
         result = json.loads(cp.stdout)
         dc = [f for f in result["findings"] if f["rule_id"] in DCACHE_FAILS]
         assert dc and all(f["outcome"] == "fixed" for f in dc), dc
 
         run_playbook(plan, "rollback.yml")
-        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise("scan", "--site", name, "--json", "--no-history")
         assert set(_fails(json.loads(cp.stdout))) == DCACHE_FAILS
         assert "-queue=regular 20" in (emu / "dcache" / "pool02" / "lib" / "pools" / "pool02_1" / "setup").read_text()
 
@@ -111,7 +114,7 @@ def test_dcache_loop(lab_registry: Path, tmp_path: Path) -> None:
 
         # a stopped domain: dcache status (the emulator prints dCache's table) says so, the scan fails it
         ssh(lab_dir, pool01, "/opt/d-cache/bin/dcache stop pool01_poolsDomain")
-        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise("scan", "--site", name, "--json", "--no-history")
         down = [f for f in json.loads(cp.stdout)["findings"] if f["rule_id"] == "DCACHE-DOMAIN-RUNNING" and f["status"] == "fail"]
         assert [(f["hosts"], f["subject"]) for f in down] == [(["pool01"], "pool01_poolsDomain")]
         assert "pool01_poolsDomain stopped dcache /var/log/dcache/pool01_poolsDomain.log" in json.dumps(down[0]["evidence"])

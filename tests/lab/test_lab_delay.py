@@ -24,7 +24,7 @@ from advisor.lab.path_faults import delay_queues
 from advisor.lab.netns import Capabilities
 from advisor.lab.records import switch_ns
 from advisor.lab.scenario import Scenario
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, root_snapshot
+from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root, root_snapshot
 
 DELAY_SCENARIO = """
 name: dly
@@ -150,7 +150,6 @@ def _path(scan: dict, src: str, dst: str) -> dict:
     return next(p for p in scan["mesh"]["paths"] if p["src"] == src and p["dst"] == dst)
 
 
-@pytest.mark.root
 def test_forwarder_runs_in_the_edge_switch_only(delay_lab: dict) -> None:
     labs = json.loads(lab_cli(["status", "--json"]).stdout)
     lab = next(x for x in labs if x["name"] == "t-dly")
@@ -172,7 +171,6 @@ def _min_rtt(p: dict) -> float:
     return (p.get("tcp_info") or {}).get("min_rtt_us") or p.get("min_rtt_us") or p["rtt_us"]
 
 
-@pytest.mark.root
 def test_rtt_carries_the_configured_delay_only_where_configured(delay_lab: dict) -> None:
     scan = delay_lab["scan"]
     assert scan["mesh"]["rounds"] >= 2
@@ -189,7 +187,6 @@ def test_rtt_carries_the_configured_delay_only_where_configured(delay_lab: dict)
         assert p["measured_bps"] >= 0.85 * p["expected_bps"], p
 
 
-@pytest.mark.root
 def test_delay_is_exact_at_a_low_rate(delay_lab: dict) -> None:
     from advisor.lab.records import host_ns
 
@@ -220,7 +217,6 @@ def test_delay_is_exact_at_a_low_rate(delay_lab: dict) -> None:
         assert ms * 1000 <= s["min_rtt"] and s["mean_rtt"] <= ms * 1000 + 2500, (src, dst, s)
 
 
-@pytest.mark.root
 def test_window_limit_diagnosed_on_the_delayed_paths(delay_lab: dict) -> None:
     scan = delay_lab["scan"]
     # 262144 B receive buffer: about half is advertised, so ~130 KB / 20 ms ~ 50-60 Mbit/s
@@ -235,7 +231,6 @@ def test_window_limit_diagnosed_on_the_delayed_paths(delay_lab: dict) -> None:
     assert any("net.ipv4.tcp_rmem" in (f.get("message") or "") for f in limited)
 
 
-@pytest.mark.root
 def test_zz_down_removes_the_forwarder(delay_lab: dict) -> None:
     pids = [int(l.split()[0]) for l in (delay_lab["dir"] / "pids").read_text().splitlines() if "delayq" in l]
     assert pids

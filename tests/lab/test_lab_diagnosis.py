@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root
+from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root
 
 SCENARIO = """
 name: trd
@@ -104,7 +104,6 @@ def _limited(scan: dict) -> list[dict]:
     return [f for f in scan["findings"] if f["rule_id"] == "MESH-BUFFER-LIMITED" and f["status"] == "fail"]
 
 
-@pytest.mark.root
 def test_window_scaling_off_names_the_worker(diag_lab: dict) -> None:
     scan = diag_lab["scan"]
     for src, dst in (("stor01", "wn01"), ("wn01", "stor01")):
@@ -121,7 +120,6 @@ def test_window_scaling_off_names_the_worker(diag_lab: dict) -> None:
     assert not any(f["hosts"] == ["stor01"] for f in limited), limited
 
 
-@pytest.mark.root
 def test_deep_queue_yields_no_buffer_finding(diag_lab: dict) -> None:
     scan = diag_lab["scan"]
     p = _path(scan, "stor01", "wn03")
@@ -135,7 +133,6 @@ def test_deep_queue_yields_no_buffer_finding(diag_lab: dict) -> None:
     assert slow and any("queueing delay" in e for f in slow for e in f.get("evidence") or []), slow
 
 
-@pytest.mark.root
 def test_limited_by_names_loss_window_and_link(diag_lab: dict) -> None:
     scan = diag_lab["scan"]
     lossy = _path(scan, "stor02", "wn04")
@@ -188,7 +185,6 @@ def mesh_beside_busy_loops(site: dict, tmp_path: Path, ns: str | None = None) ->
     return json.loads(cp.stdout)
 
 
-@pytest.mark.root
 def test_cpu_contention_is_reported_as_cpu(diag_lab: dict, tmp_path: Path) -> None:
     """wn04->stor02 (10 Gbit/s links, no delay forwarder on the way: a starved forwarder would
     queue like a slow link) measured again while busy loops, pinned one to each core, run in
@@ -209,7 +205,6 @@ def test_cpu_contention_is_reported_as_cpu(diag_lab: dict, tmp_path: Path) -> No
     assert p["mode"] == "alone" and p["retest"]["limited_by"] == "cpu" and mesh["retested"] == 1, p
 
 
-@pytest.mark.root
 def test_a_mesh_beside_a_cpu_burner_holds_or_says_cpu(diag_lab: dict, tmp_path: Path) -> None:
     """The storage -> worker paths measured again while busy loops, one pinned to each core, run
     beside the lab (the machine's other work: in the root namespace, no lab host's). Each path

@@ -10,9 +10,8 @@ import json
 import os
 from pathlib import Path
 
-import pytest
-
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, ssh, storadvise_cli
+from tests.support.cli import storadvise
+from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root, ssh
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "eos.yml"
 COMMANDS = {  # rule -> (subject, the exact command its remediation names)
@@ -23,15 +22,13 @@ COMMANDS = {  # rule -> (subject, the exact command its remediation names)
 }
 
 
-@pytest.mark.root
-@pytest.mark.slow
 def test_eos_manual_loop(lab_registry: Path, tmp_path: Path) -> None:
     require_root()
     name = f"t-eos{os.getpid() % 10000}"
     try:
         up = json.loads(lab_cli(["up", "--scenario", str(SCENARIO), "--name", name, "--json"]).stdout)
         lab_dir = Path(os.environ["STORADVISE_LAB_DIR"]) / name
-        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise("scan", "--site", name, "--json", "--no-history")
         assert cp.returncode == 2, cp.stderr[-2000:]  # EOS-FS-ONLINE is high
         scan_file = tmp_path / "scan.json"
         scan_file.write_text(cp.stdout)
@@ -44,7 +41,7 @@ def test_eos_manual_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert by_rule["EOS-SPACE-BALANCER-NTX"]["evidence"] == ["st01: balancer.node.ntx                := 40"]
 
         plan = tmp_path / "plan"
-        cp = storadvise_cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
+        cp = storadvise("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
         planned = json.loads(cp.stdout)
         assert not [c for c in planned["changes"] if any(r.startswith("EOS-") for r in c.get("rules", []))]
@@ -56,7 +53,7 @@ def test_eos_manual_loop(lab_registry: Path, tmp_path: Path) -> None:
             # the exact command, run by hand on the MGM
             ssh(lab_dir, mgm, "/opt/eos/bin/" + command)
 
-        cp = storadvise_cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
+        cp = storadvise("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
         outcome = {(f["rule_id"], f.get("subject")): f["outcome"] for f in json.loads(cp.stdout)["findings"]
                    if f["rule_id"] in COMMANDS}
         assert outcome == {(r, s): "fixed" for r, (s, _) in COMMANDS.items()}, outcome

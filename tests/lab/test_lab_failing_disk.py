@@ -9,20 +9,18 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
-
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, storadvise_cli
+from tests.support.cli import storadvise
+from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "failing-disk.yml"
 
 
-@pytest.mark.root
 def test_scan_names_the_failing_disk_and_its_service(lab_registry, tmp_path) -> None:
     require_root()
     name = f"t-dsk{os.getpid() % 10000}"
     try:
         lab_cli(["up", "--scenario", str(SCENARIO), "--name", name, "--json"])
-        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise("scan", "--site", name, "--json", "--no-history")
         assert cp.returncode == 2, cp.stderr[-2000:]
         scan = json.loads(cp.stdout)
         by_rule: dict[str, list[dict]] = {}
@@ -48,7 +46,7 @@ def test_scan_names_the_failing_disk_and_its_service(lab_registry, tmp_path) -> 
         # nothing to plan: a disk is replaced by hand
         scan_file = tmp_path / "scan.json"
         scan_file.write_text(cp.stdout)
-        cp = storadvise_cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(tmp_path / "plan"), "--json")
+        cp = storadvise("plan", "--site", name, "--scan", str(scan_file), "--out", str(tmp_path / "plan"), "--json")
         assert cp.returncode in (0, 2), cp.stderr[-2000:]
         assert "DISK-FAILING" not in json.dumps(json.loads(cp.stdout).get("changes", []))
     finally:

@@ -13,19 +13,22 @@ import os
 import sys
 from pathlib import Path
 
+
 import pytest
 
 from probes.hdfs import parse_balancer_log
-from tests.apply.conftest import plan_vars_text
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, run_playbook, ssh, storadvise_cli
+from tests.support.ansible import run_playbook
+from tests.support.cli import storadvise
+from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root, ssh
+from tests.support.plan_files import plan_vars_text
+
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "hdfs.yml"
 BIN = Path(sys.executable).parent
 RULES = {"HDFS-BALANCER-CONCURRENT-MOVES", "HDFS-BALANCER-DISPATCHER-THREADS"}
 
 
-@pytest.mark.root
-@pytest.mark.slow
 def test_hdfs_balancer_loop(lab_registry: Path, tmp_path: Path) -> None:
     require_root()
     name = f"t-hdf{os.getpid() % 10000}"
@@ -34,7 +37,7 @@ def test_hdfs_balancer_loop(lab_registry: Path, tmp_path: Path) -> None:
         lab_dir = Path(os.environ["STORADVISE_LAB_DIR"]) / name
         xml = lab_dir / "hosts" / "dn01" / "emu" / "hdfs" / "conf" / "hdfs-site.xml"
         original = xml.read_text()
-        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise("scan", "--site", name, "--json", "--no-history")
         assert cp.returncode in (0, 2), cp.stderr[-2000:]
         scan_file = tmp_path / "scan.json"
         scan_file.write_text(cp.stdout)
@@ -45,7 +48,7 @@ def test_hdfs_balancer_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert "dn01: hdfs getconf -confKey dfs.datanode.balance.max.concurrent.moves: 200" in json.dumps(failed)
 
         plan = tmp_path / "plan"
-        cp = storadvise_cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
+        cp = storadvise("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
         hv = plan_vars_text(plan, "dn01")
         assert "'dfs.datanode.balance.max.concurrent.moves': !unsafe '50'" in hv
@@ -60,7 +63,7 @@ def test_hdfs_balancer_loop(lab_registry: Path, tmp_path: Path) -> None:
         again = run_playbook(plan, "apply-tuning.yml")
         assert "changed=0" in again.stdout.split("PLAY RECAP", 1)[1], again.stdout[-2000:]
 
-        cp = storadvise_cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
+        cp = storadvise("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
         outcome = {(f["rule_id"], f["host"]): f["outcome"] for f in json.loads(cp.stdout)["findings"]
                    if f["rule_id"] in RULES}
         assert outcome == {(r, h): "fixed" for r in RULES for h in ("dn01", "dn02")}, outcome

@@ -15,22 +15,24 @@ from pathlib import Path
 
 import pytest
 
-from tests.apply.conftest import plan_vars_text
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, run_playbook, storadvise_cli
+from tests.support.ansible import run_playbook
+from tests.support.cli import storadvise
+from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root
+from tests.support.plan_files import plan_vars_text
+
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "lustre.yml"
 BIN = Path(sys.executable).parent
 LUSTRE_FAILS = {"LUSTRE-OSC-RPCS-IN-FLIGHT", "LUSTRE-OSC-MAX-DIRTY", "LUSTRE-MDC-RPCS-IN-FLIGHT", "LUSTRE-READ-AHEAD"}
 
 
-@pytest.mark.root
-@pytest.mark.slow
 def test_lustre_loop(lab_registry: Path, tmp_path: Path) -> None:
     require_root()
     name = f"t-lus{os.getpid() % 10000}"
     try:
         lab_cli(["up", "--scenario", str(SCENARIO), "--name", name, "--json"])
-        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise("scan", "--site", name, "--json", "--no-history")
         assert cp.returncode in (0, 2), cp.stderr[-2000:]
         scan_file = tmp_path / "scan.json"
         scan_file.write_text(cp.stdout)
@@ -46,7 +48,7 @@ def test_lustre_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert ok and all(f["status"] == "pass" for f in ok)
 
         plan = tmp_path / "plan"
-        cp = storadvise_cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
+        cp = storadvise("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
         hv = plan_vars_text(plan, "wn02")
         assert "lustre_params" in hv and ".max_read_ahead_mb': !unsafe '256'" in hv
@@ -60,13 +62,13 @@ def test_lustre_loop(lab_registry: Path, tmp_path: Path) -> None:
         again = run_playbook(plan, "apply-tuning.yml")
         assert "changed=0" in again.stdout.split("PLAY RECAP", 1)[1], again.stdout[-2000:]
 
-        cp = storadvise_cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
+        cp = storadvise("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
         result = json.loads(cp.stdout)
         lus = [f for f in result["findings"] if f["rule_id"] in LUSTRE_FAILS]
         assert lus and all(f["outcome"] == "fixed" for f in lus), lus
 
         run_playbook(plan, "rollback.yml")
-        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise("scan", "--site", name, "--json", "--no-history")
         back = json.loads(cp.stdout)
         assert {f["rule_id"] for f in back["findings"]
                 if f["rule_id"].startswith("LUSTRE-") and f["status"] == "fail"} == LUSTRE_FAILS
@@ -75,7 +77,7 @@ def test_lustre_loop(lab_registry: Path, tmp_path: Path) -> None:
         # as the persisted values (no finding returns)
         run_playbook(plan, "apply-tuning.yml")
         lab_cli(["reboot", "wn01", "--name", name])
-        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise("scan", "--site", name, "--json", "--no-history")
         after = json.loads(cp.stdout)
         assert not [f for f in after["findings"] if f["rule_id"].startswith("LUSTRE-") and f["status"] == "fail"]
         mgs = next(h for h in after["hosts"] if h["name"] == "mgs01")
@@ -84,7 +86,7 @@ def test_lustre_loop(lab_registry: Path, tmp_path: Path) -> None:
         # rollback removes the MGS's records too: after a reboot the clients are back at the before values
         run_playbook(plan, "rollback.yml")
         lab_cli(["reboot", "wn01", "--name", name])
-        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise("scan", "--site", name, "--json", "--no-history")
         back = json.loads(cp.stdout)
         by_rule = {}
         for f in back["findings"]:

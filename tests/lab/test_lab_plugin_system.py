@@ -21,8 +21,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.apply.conftest import plan_vars
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, storadvise_cli
+from tests.support.cli import storadvise
+from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root
+from tests.support.plan_files import plan_vars
+
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 BIN = Path(sys.executable).parent
 PKG = "stripefs_storadvise"
@@ -210,8 +213,6 @@ def tracked_state() -> tuple[str, str]:
     return status, diff
 
 
-@pytest.mark.root
-@pytest.mark.slow
 def test_a_storage_system_added_in_its_own_files(lab_registry: Path, tmp_path: Path, monkeypatch) -> None:
     require_root()
     # compared with the tree as it was before the test, so a developer's uncommitted work does not fail it
@@ -244,7 +245,7 @@ def test_a_storage_system_added_in_its_own_files(lab_registry: Path, tmp_path: P
     name = f"t-plg{os.getpid() % 10000}"
     try:
         lab_cli(["up", "--scenario", str(scenario), "--name", name, "--json"])
-        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise("scan", "--site", name, "--json", "--no-history")
         assert cp.returncode in (0, 2), cp.stderr[-2000:]
         scan_file = tmp_path / "scan.json"
         scan_file.write_text(cp.stdout)
@@ -260,7 +261,7 @@ def test_a_storage_system_added_in_its_own_files(lab_registry: Path, tmp_path: P
         assert failed[0]["evidence"] == ["st01: settings.stripe_kb = 256", "st02: settings.stripe_kb = 256"], failed
 
         plan = tmp_path / "plan"
-        cp = storadvise_cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
+        cp = storadvise("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
         for host in ("st01", "st02"):
             assert plan_vars(plan, host)["stripefs_settings"] == {"stripe_kb": "1024"}
@@ -287,7 +288,7 @@ def test_a_storage_system_added_in_its_own_files(lab_registry: Path, tmp_path: P
 
         # st02's file is back (unchanged): verify says st01 is fixed and st02 still fails
         gone.write_text(old)
-        cp = storadvise_cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
+        cp = storadvise("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
         result = json.loads(cp.stdout)
         outcomes = sorted((f["host"], f["outcome"]) for f in result["findings"] if f["rule_id"] == "STRIPEFS-STRIPE")
         assert outcomes == [("st01", "fixed"), ("st02", "still_failing")], result["findings"]

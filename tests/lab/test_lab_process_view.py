@@ -15,9 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, ssh
+from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root, ssh
 
 SCENARIO = """
 name: procview
@@ -46,7 +44,6 @@ def _comm(pid: int) -> str:
         return ""
 
 
-@pytest.mark.root
 def test_each_host_sees_only_its_processes(lab_registry: Path, tmp_path: Path) -> None:
     require_root()
     name = f"t-pv{os.getpid() % 10000}"

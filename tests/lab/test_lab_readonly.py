@@ -29,11 +29,8 @@ import pytest
 import yaml
 
 from advisor.lab.hosts import HOST_DIR_IN_HOST
-from tests.lab.conftest import SMALL_SCENARIO, lab_cli, require_root
+from tests.support.lab import SMALL_SCENARIO
 
-pytestmark = [pytest.mark.root, pytest.mark.slow]
-
-NAME = "t-readonly"
 _VOLATILE_SYSCTL = re.compile(r"(count|random|entropy|stat|_seq|hash|boot_id|uuid|inotify)", re.I)
 _SKIP_DIRS = ("/var/log", "/var/cache", "/var/lib/apt", "/var/tmp", "/var/lib/dpkg", "/var/lib/systemd",
               "/var/spool", "/var/mail", "/var/backups", "/run/storadvise-test-labs", "/var/lib/docker",
@@ -148,20 +145,12 @@ class ListenerWatch(threading.Thread):
 
 
 @pytest.fixture(scope="module")
-def readonly_lab(lab_registry: Path, tmp_path_factory: pytest.TempPathFactory):
-    require_root()
-    from advisor.lab.records import LabRecord
-
+def readonly_lab(shared_labs, tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("readonly")
     scen = yaml.safe_load(SMALL_SCENARIO)
     scen["site"]["extensions"] = {"efficiency": {"source": {"host": "st1"}, "hosts": ["worker"], "mb": 16}}
     scen["site"]["mesh"].update({"duration": 2, "omit": 0, "parallel": 1})
-    (tmp / "scen.yml").write_text(yaml.safe_dump(scen, sort_keys=False))
-    try:
-        lab_cli(["up", "--scenario", str(tmp / "scen.yml"), "--name", NAME, "--json"], timeout=600)
-        yield {"rec": LabRecord.load(NAME), "tmp": tmp}
-    finally:
-        lab_cli(["down", "--name", NAME], check=False)
+    return {"rec": shared_labs.up(yaml.safe_dump(scen, sort_keys=False)), "tmp": tmp}
 
 
 def test_full_scan_changes_nothing_on_any_host(readonly_lab: dict) -> None:

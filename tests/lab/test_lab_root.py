@@ -14,18 +14,7 @@ from pathlib import Path
 import pytest
 
 from advisor.lab.records import host_ns, switch_ns
-from tests.lab.conftest import (
-    REPO,
-    SMALL_SCENARIO,
-    lab_cli,
-    lab_traces,
-    no_traces,
-    require_root,
-    root_snapshot,
-    ssh,
-)
-
-pytestmark = [pytest.mark.root]
+from tests.support.lab import REPO, SMALL_SCENARIO, lab_cli, lab_traces, no_traces, require_root, root_snapshot, ssh
 
 
 @pytest.fixture(scope="module")

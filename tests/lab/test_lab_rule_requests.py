@@ -13,12 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.core.test_rule_requests import NEW_KEY, rules_copy, site_pack
-from tests.lab.conftest import REPO, lab_cli, require_root, ssh
+from tests.support.lab import REPO, ssh
+from tests.support.rule_packs import NEW_KEY, rules_copy, site_pack
 
-pytestmark = [pytest.mark.root]
-
-NAME = "t-rulereq"
 SCENARIO = f"""
 name: rulereq
 description: two hosts; h2 keeps its TCP window across idle periods
@@ -34,17 +31,8 @@ site:
 
 
 @pytest.fixture(scope="module")
-def lab(lab_registry: Path, tmp_path_factory: pytest.TempPathFactory):
-    require_root()
-    from advisor.lab.records import LabRecord
-
-    tmp = tmp_path_factory.mktemp("rulereq")
-    (tmp / "scen.yml").write_text(SCENARIO)
-    try:
-        lab_cli(["up", "--scenario", str(tmp / "scen.yml"), "--name", NAME, "--json"], timeout=600)
-        yield {"rec": LabRecord.load(NAME), "tmp": tmp}
-    finally:
-        lab_cli(["down", "--name", NAME], check=False)
+def lab(shared_labs, tmp_path_factory: pytest.TempPathFactory):
+    return {"rec": shared_labs.up(SCENARIO), "tmp": tmp_path_factory.mktemp("rulereq")}
 
 
 def _scan(*args: str) -> dict:

@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
-from tests.lab.conftest import lab_cli, lab_traces, no_traces, require_root, storadvise_cli
+from tests.support.cli import storadvise
+from tests.support.lab import lab_cli, lab_traces, no_traces, require_root
 
 SCENARIO = """
 name: trsan
@@ -36,7 +35,6 @@ site:
 """
 
 
-@pytest.mark.root
 def test_mirroring_off_gets_no_write_cache_change(lab_registry: Path, tmp_path: Path) -> None:
     require_root()
     scen = tmp_path / "trsan.yml"
@@ -45,7 +43,7 @@ def test_mirroring_off_gets_no_write_cache_change(lab_registry: Path, tmp_path: 
     try:
         lab_cli(["up", "--scenario", str(scen), "--name", name, "--json"])
         scan_file = tmp_path / "scan.json"
-        cp = storadvise_cli("scan", "--site", name, "--json")
+        cp = storadvise("scan", "--site", name, "--json")
         assert cp.returncode in (0, 1, 2), cp.stderr[-2000:]
         scan_file.write_text(cp.stdout)
         scan = json.loads(cp.stdout)
@@ -56,7 +54,7 @@ def test_mirroring_off_gets_no_write_cache_change(lab_registry: Path, tmp_path: 
             assert "acknowledged writes" in f["message"] and "controller fails" in f["message"], f
             assert f["changes"] == [], f
         out = tmp_path / "plan"
-        cp = storadvise_cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(out), "--json")
+        cp = storadvise("plan", "--site", name, "--scan", str(scan_file), "--out", str(out), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
         # the variables the plan hands to the roles (the roles' own defaults document every keyword)
         written = "\n".join(p.read_text() for d in ("host_vars", "group_vars") for p in (out / d).rglob("*") if p.is_file())

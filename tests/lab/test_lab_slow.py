@@ -13,9 +13,7 @@ from pathlib import Path
 import pytest
 
 from advisor.lab.records import host_ns
-from tests.lab.conftest import lab_cli, lab_traces, no_traces, require_root, root_snapshot, ssh
-
-pytestmark = [pytest.mark.root, pytest.mark.slow]
+from tests.support.lab import lab_cli, lab_traces, no_traces, require_root, root_snapshot, ssh
 
 BIG = """
 name: big

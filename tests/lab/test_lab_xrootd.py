@@ -15,8 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.apply.conftest import plan_vars_text
-from tests.lab.conftest import REPO, lab_cli, lab_traces, no_traces, require_root, run_playbook, storadvise_cli
+from tests.support.ansible import run_playbook
+from tests.support.cli import storadvise
+from tests.support.lab import REPO, lab_cli, lab_traces, no_traces, require_root
+from tests.support.plan_files import plan_vars_text
+
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 SCENARIO = REPO / "advisor" / "lab" / "scenarios" / "xrootd.yml"
 BIN = Path(sys.executable).parent
@@ -26,8 +30,6 @@ def _xrootd(scan: dict, host: str = "xrd01") -> dict[str, dict]:
     return {f["rule_id"]: f for f in scan["findings"] if f["rule_id"].startswith("XROOTD-") and host in f["hosts"]}
 
 
-@pytest.mark.root
-@pytest.mark.slow
 def test_xrootd_server_loop(lab_registry: Path, tmp_path: Path) -> None:
     require_root()
     name = f"t-xrd{os.getpid() % 10000}"
@@ -36,7 +38,7 @@ def test_xrootd_server_loop(lab_registry: Path, tmp_path: Path) -> None:
         cfg = Path(up["state_dir"]) / "hosts" / "xrd01" / "xrootd" / "origin.cfg"
         pidfile = cfg.parent / "adm" / "instance.pid"
         pid0 = pidfile.read_text().strip()
-        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise("scan", "--site", name, "--json", "--no-history")
         assert cp.returncode in (0, 2), cp.stderr[-2000:]
         scan_file = tmp_path / "scan.json"
         scan_file.write_text(cp.stdout)
@@ -50,7 +52,7 @@ def test_xrootd_server_loop(lab_registry: Path, tmp_path: Path) -> None:
         assert found["XROOTD-EXPORT-SET"]["status"] == "pass" and found["XROOTD-OPEN-FILES-USE"]["status"] == "pass"
 
         plan = tmp_path / "plan"
-        cp = storadvise_cli("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
+        cp = storadvise("plan", "--site", name, "--scan", str(scan_file), "--out", str(plan), "--json")
         assert cp.returncode == 0, cp.stderr[-2000:]
         hv = plan_vars_text(plan, "xrd01")
         assert "xrootd_instances" in hv and "mint 4 maxt 2048 avlt 8 idle 60" in hv and "restart.sh" in hv
@@ -63,14 +65,14 @@ def test_xrootd_server_loop(lab_registry: Path, tmp_path: Path) -> None:
         again = run_playbook(plan, "apply-tuning.yml")
         assert "changed=0" in again.stdout.split("PLAY RECAP", 1)[1], again.stdout[-2000:]
 
-        cp = storadvise_cli("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
+        cp = storadvise("verify", "--site", name, "--before", str(scan_file), "--json", "--no-history")
         outcome = {f["rule_id"]: f["outcome"] for f in json.loads(cp.stdout)["findings"] if f["host"] == "xrd01"}
         assert outcome["XROOTD-SCHED-MAXT"] == "fixed", outcome
         assert outcome["XROOTD-OPEN-FILES-LIMIT"] != "fixed"   # by hand: the plan did not touch it
 
         run_playbook(plan, "rollback.yml")
         assert "xrd.sched mint 4 maxt 64 avlt 8 idle 60" in cfg.read_text()
-        cp = storadvise_cli("scan", "--site", name, "--json", "--no-history")
+        cp = storadvise("scan", "--site", name, "--json", "--no-history")
         assert _xrootd(json.loads(cp.stdout))["XROOTD-SCHED-MAXT"]["status"] == "fail"
     finally:
         lab_cli(["down", "--name", name], check=False)

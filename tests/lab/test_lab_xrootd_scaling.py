@@ -13,15 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
 from advisor.efficiency.scaling_curve import find_knee
 from advisor.lab import netns as nx
 
-from .conftest import REPO, lab_cli, require_root, ssh
-
-pytestmark = [pytest.mark.root]
+from tests.support.lab import REPO, lab_cli, require_root, ssh
 
 BIN = Path(sys.executable).parent
 SCENARIO = (REPO / "advisor/lab/scenarios/xcache.yml").read_text()

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab.conftest import REPO, lab_cli, lab_registry, require_root  # noqa: F401 (fixture)
+from tests.support.lab import REPO, lab_cli, require_root
 
-pytestmark = [pytest.mark.root]
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 
 def _bench():

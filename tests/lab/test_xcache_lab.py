@@ -20,9 +20,9 @@ import yaml
 
 from advisor.lab import netns as nx
 
-from .conftest import lab_cli, require_root, ssh
+from tests.support.lab import lab_cli, require_root, ssh
 
-pytestmark = [pytest.mark.root]
+pytestmark = pytest.mark.usefixtures("ansible_playbook")
 
 BIN = Path(sys.executable).parent
 

@@ -30,7 +30,7 @@ import pytest
 from advisor.cache.simulate import SimulateOptions, simulate
 from advisor.lab import xrootd_service as xs
 
-from .conftest import require_root
+from tests.support.lab import require_root
 
 MIB = 1 << 20
 DISK = 61 * MIB
@@ -79,8 +79,7 @@ def _probes_read_the_live_cache(cache: xs.XrootdProcess) -> None:
     assert usage.total_bytes == DISK and usage.used_fraction is not None and usage.used_fraction < LOW
 
 
-@pytest.mark.root
-@pytest.mark.slow
+@pytest.mark.netns
 def test_real_xcache_matches_simulated_xcache():
     require_root()
     ns = f"saxc{os.getpid() % 100000}"
@@ -163,17 +162,18 @@ PLAY = """---
 """
 
 
-@pytest.mark.root
+@pytest.mark.netns
+@pytest.mark.usefixtures("ansible_playbook")
 def test_xcache_role_on_a_real_instance():
     """The xcache Ansible role (real ansible-playbook) changes a live XCache's configuration; after a
     restart the instance runs with it (read back by the xcache.log probe from its own log);
     rollback restores it."""
     require_root()
-    from tests.apply.conftest import ANSIBLE_PLAYBOOK
+    from tests.support.ansible import ANSIBLE_PLAYBOOK
     from probes.probe import ProbeContext
     from probes.xcache import XCacheLogProbe
 
-    from .conftest import REPO
+    from tests.support.lab import REPO
 
     ns = f"saxr{os.getpid() % 100000}"
     tmp = Path(tempfile.mkdtemp(prefix="storadvise-xcache-role-"))

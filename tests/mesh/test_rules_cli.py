@@ -8,7 +8,7 @@ from advisor.cli import main
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.rules.engine import evaluate
 from advisor.site import Site
-from tests.mesh.test_diagnosis import GPFS, WN, ifca_facts, ifca_paths
+from tests.support.ifca_mesh import GPFS, WN, ifca_facts, ifca_paths
 
 
 def ifca_factset(paths=None) -> tuple[FactSet, Site]:
@@ -112,7 +112,7 @@ def test_ifca_lab_shape_rate_limited_gpfs_pair():
     """The lab's IFCA firewall is a hashlimit DROP on gpfs02 for packets from gpfs01: that path is
     slow rather than cut; gpfs01 is then blamed for 5 slow paths, and the slow gpfs01->gpfs02
     finding names gpfs02's limiting rule."""
-    from tests.mesh.test_diagnosis import path
+    from tests.support.ifca_mesh import path
     from advisor.mesh.results import judge_paths
 
     paths = [p for p in ifca_paths() if {p["src"], p["dst"]} != set(GPFS)]

@@ -15,7 +15,8 @@ from advisor.mesh import diagnosis as dg
 from advisor.mesh.runner import MeshProgress, run_mesh
 from advisor.site import Site
 from advisor.transport.local import LocalTransport
-from tests.mesh.conftest import NetnsSite, SubprocessTransport, needs_netns
+from tests.support.netns import NetnsSite
+from tests.support.subprocess_transport import SubprocessTransport
 
 pytestmark = pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 not installed")
 
@@ -47,7 +48,6 @@ def loopback_site(n=3, port_base=5801, **mesh) -> Site:
     })
 
 
-@pytest.mark.slow
 def test_loopback_full_mesh_with_local_transport():
     site = loopback_site(3)
     events: list[MeshProgress] = []
@@ -73,7 +73,6 @@ def test_loopback_full_mesh_with_local_transport():
     assert _our_servers(5801, 5830) == []
 
 
-@pytest.mark.slow
 def test_loopback_without_bidir_runs_both_directions_in_the_slot():
     site = loopback_site(2, port_base=5831)
     res = run_mesh(site, {"h1": LocalTransport(), "h2": LocalTransport()}, bidir=False)
@@ -82,7 +81,6 @@ def test_loopback_without_bidir_runs_both_directions_in_the_slot():
     assert all(p["status"] == "ok" for p in res["paths"])
 
 
-@pytest.mark.slow
 def test_missing_iperf3_is_a_failed_test_not_zero():
     class NoIperf(SubprocessTransport):
         def run_batch(self, commands):
@@ -98,7 +96,6 @@ def test_missing_iperf3_is_a_failed_test_not_zero():
     assert res["hosts"]["h2"]["error"]
 
 
-@pytest.mark.slow
 def test_port_in_use_moves_to_another_port():
     # something else listens on the first port of the round: the runner must pick another
     blocker = subprocess.Popen(["iperf3", "-s", "-p", "5851"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -114,7 +111,6 @@ def test_port_in_use_moves_to_another_port():
     assert _our_servers(5852, 5870) == []
 
 
-@pytest.mark.slow
 def test_refused_is_retried_then_reported(monkeypatch):
     """A server that never listens on the port the client is sent to: refused, retried, failed."""
     from advisor.mesh import runner as runner_mod
@@ -143,13 +139,10 @@ def _netns_site(ns: NetnsSite, rates: dict[str, str], **mesh) -> Site:
     })
 
 
-@pytest.mark.root
-@pytest.mark.slow
-@needs_netns
-def test_namespace_mesh_finds_slow_sender_and_firewall_cut():
+def test_namespace_mesh_finds_slow_sender_and_firewall_cut(netns_site):
     """4 hosts: h1's egress shaped to 100 Mbit/s (its sends are slow, its receives fine), h4 rejects
     iperf3 from h3 with an nft rule (the h3<->h4 tests fail), all else 400 Mbit/s."""
-    with NetnsSite(4, rate="400mbit") as ns:
+    with netns_site(4, rate="400mbit") as ns:
         h1, h2, h3, h4 = ns.hosts
         subprocess.run(["ip", "netns", "exec", h1, "tc", "qdisc", "replace", "dev", "eth0", "root", "tbf",
                         "rate", "100mbit", "burst", "64kb", "latency", "10ms"], check=True)
@@ -192,15 +185,12 @@ def _factset_from(res: dict, site: Site, facts: dict[str, dict]) -> FactSet:
     return fs
 
 
-@pytest.mark.root
-@pytest.mark.slow
-@needs_netns
-def test_namespace_mesh_rules_through_engine():
+def test_namespace_mesh_rules_through_engine(netns_site):
     """The rule engine over a real namespace mesh: slow sender with tcp_sack=0 named as the cause."""
     from advisor.rules.engine import evaluate
-    from tests.mesh.test_diagnosis import sysctl_facts
+    from tests.support.ifca_mesh import sysctl_facts
 
-    with NetnsSite(3, rate="300mbit") as ns:
+    with netns_site(3, rate="300mbit") as ns:
         h1, h2, h3 = ns.hosts
         subprocess.run(["ip", "netns", "exec", h1, "tc", "qdisc", "replace", "dev", "eth0", "root", "tbf",
                         "rate", "80mbit", "burst", "64kb", "latency", "10ms"], check=True)
@@ -224,14 +214,11 @@ def test_namespace_mesh_rules_through_engine():
     assert not [f for f in fails if f.rule_id == "MESH-TEST-FAILED"]
 
 
-@pytest.mark.root
-@pytest.mark.slow
-@needs_netns
-def test_slow_paths_are_measured_again_alone():
+def test_slow_paths_are_measured_again_alone(netns_site):
     """retest_below: h1's sends (egress shaped to 100 Mbit/s of 400) are measured again one at a
     time after the rounds and stay slow (a real path fault, not contention); the record keeps what
     the round measured; paths at their rate are not retested."""
-    with NetnsSite(3, rate="400mbit") as ns:
+    with netns_site(3, rate="400mbit") as ns:
         h1, h2, h3 = ns.hosts
         subprocess.run(["ip", "netns", "exec", h1, "tc", "qdisc", "replace", "dev", "eth0", "root", "tbf",
                         "rate", "100mbit", "burst", "64kb", "latency", "10ms"], check=True)

@@ -319,6 +319,7 @@ def restricted_kernel_log() -> bool:
     os.geteuid() != 0 or not restricted_kernel_log() or not Path("/usr/bin/setpriv").exists(),
     reason="needs root, setpriv and kernel.dmesg_restrict=1 to run the script as an unprivileged user",
 )
+@pytest.mark.root  # drops to another user
 def test_script_as_unprivileged_user_is_an_error():
     run = subprocess.run(
         ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c", IOERRORS.script(CTX)],

@@ -12,22 +12,11 @@ from probes import get_probe
 from probes.firewall import FirewallProbe, normalize_network
 from probes.probe import ProbeContext, ProbeParseError, not_applicable_reason
 
-from tests.probes.conftest import FIXTURES, run_in_namespace
+from tests.support.firewall_outputs import FULL, FW, IPT_LEGACY, IPT_NFT, NFT_JSON, probe_output
+from tests.support.netns import run_in_namespace
+from tests.support.paths import FIXTURES
 
-FW = FIXTURES / "firewall"
-IPT_NFT = (FW / "iptables-save-nft-backend.txt").read_text()
-IP6T_NFT = (FW / "ip6tables-save-nft-backend.txt").read_text()
-IPT_LEGACY = (FW / "iptables-save-legacy-backend.txt").read_text()
-NFT_JSON = (FW / "nft-j-list-ruleset.json").read_text()
 CTX = ProbeContext(host="gpfs01", storage_prefixes=["198.18.0.0/24"])
-
-
-def probe_output(**tools: str) -> str:
-    """The script's output format: a section per tool, its stdout, then ``@@exit 0``."""
-    return "".join(f"@@section {name.replace('_', '-')}\n{text.rstrip()}\n@@exit 0\n" for name, text in tools.items())
-
-
-FULL = probe_output(iptables_save=IPT_NFT, ip6tables_save=IP6T_NFT, nft=NFT_JSON)
 
 
 def test_registered_and_needs_root():
@@ -205,7 +194,6 @@ def test_not_applicable_without_any_tool():
     assert not_applicable_reason(out.stdout) == "neither iptables-save nor nft found"
 
 
-@pytest.mark.root
 def test_script_in_a_namespace_with_iptables_and_nft(netns):
     for cmd in (
         "iptables -P INPUT DROP",

@@ -5,14 +5,14 @@ Fixtures from a real kernel, iptables-nft 1.8.9 and nft 1.0.6 (tests/fixtures/fi
 
 from __future__ import annotations
 
-import pytest
 
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.findings import FindingStatus
 from advisor.rules.engine import evaluate
 from probes.firewall import FirewallProbe
 
-from tests.probes.conftest import FIXTURES, run_in_namespace
+from tests.support.netns import run_in_namespace
+from tests.support.paths import FIXTURES
 
 FW = FIXTURES / "firewall"
 IPT = (FW / "negations-iptables-save.txt").read_text()
@@ -96,7 +96,6 @@ def test_excluding_the_storage_network_leaves_it_alone():
     assert judge(facts).status == FindingStatus.fail
 
 
-@pytest.mark.root
 def test_negations_and_vmap_read_from_a_live_namespace(netns):
     for cmd in ("ip link add stor0 type veth peer name docker0",
                 "iptables -A OUTPUT ! -d 127.0.0.0/8 -j DROP",

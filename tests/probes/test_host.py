@@ -15,7 +15,7 @@ from probes import get_probe
 from probes.host import HostProbe, parse_os_release
 from probes.probe import ProbeContext, ProbeParseError
 
-from tests.probes.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 
 CAPTURE = (FIXTURES / "host" / "host-script-debian12-amd-epyc-vm.txt").read_text()
 CTX = ProbeContext(host="localhost", is_local=True)

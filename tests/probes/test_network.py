@@ -27,7 +27,9 @@ from probes.network import (
 )
 from probes.probe import ProbeContext, ProbeParseError
 
-from tests.probes.conftest import FIXTURES, run_in_namespace, sandboxed_script, sysctl_sandbox
+from tests.support.netns import run_in_namespace
+from tests.support.paths import FIXTURES
+from tests.support.sysctl_sandbox import sandboxed_script, sysctl_sandbox
 
 SYSCTL_CAPTURE = (FIXTURES / "network" / "sysctl-netns-gpfs-server.txt").read_text()
 NIC_CAPTURE = (FIXTURES / "network" / "nic-netns-veth.txt").read_text()
@@ -268,7 +270,6 @@ def test_sysctl_script_runs_here_and_parses():
             assert facts.sysctls[key].absent
 
 
-@pytest.mark.root
 def test_sysctl_script_in_a_namespace_with_its_own_config(netns):
     run_in_namespace(netns, "sysctl -q -w net.ipv4.tcp_sack=0").check_returncode()
     tree = {
@@ -356,7 +357,6 @@ def test_nic_shuffled_capture_lines_raise_only_parse_errors(lines):
         pass
 
 
-@pytest.mark.root
 def test_nic_script_in_a_namespace_with_a_veth_pair(netns):
     for cmd in (
         "ip link add st0 type veth peer name st1",
@@ -425,7 +425,7 @@ def test_a_read_write_mount_under_a_read_only_proc_sys_wins():
     assert facts.sysctls["net.ipv4.tcp_sack"].writable is True
 
 
-@pytest.mark.root
+@pytest.mark.root  # a private mount namespace
 def test_the_probe_script_sees_a_read_only_bound_key(tmp_path):
     """The probe's own script run (as root) in a private mount namespace where tcp_sack is bound
     read-only: the real mountinfo of that namespace reaches the parser."""

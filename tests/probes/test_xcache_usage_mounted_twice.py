@@ -9,7 +9,7 @@ import pytest
 from probes import get_probe
 from probes.probe import ProbeContext
 
-from tests.probes.conftest import have_root
+from tests.support.netns import have_root
 
 USAGE = get_probe("xcache.usage")
 
@@ -46,7 +46,7 @@ def test_fsid_decides_when_printed():
     assert f.total_bytes == 1000 and f.used_fraction == 0.6 and f.errors == []
 
 
-@pytest.mark.root
+@pytest.mark.root  # a private mount namespace
 def test_bind_mount_of_the_cache_counts_once(tmp_path):
     if not have_root():
         pytest.fail("this test needs root (a private mount namespace); CI runs as root")

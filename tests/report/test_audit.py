@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from lxml import etree
@@ -16,15 +13,11 @@ from advisor.findings import Finding, FindingStatus, Severity
 from advisor.rules.specs import load_catalog
 from advisor.site import Host, MeshPair, MeshSpec, Site, Waiver
 
-from .conftest import make_report
-from .test_junit import XSD
+from tests.support.cli import storadvise
+from tests.support.paths import JUNIT_XSD
+from tests.support.reports import make_report
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def run(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=REPO, timeout=timeout, env=os.environ)
 
 
 def _site(waivers=(), mesh=True):
@@ -74,8 +67,8 @@ def test_audit_command_for_ci(tmp_path):
     site.write_text("name: here\ntransport: local\nhosts:\n  - {name: box, address: localhost, roles: [worker]}\n"
                     "waivers:\n  - {rule: NET-TCP-SACK, hosts: box, justification: old, approved_by: ops, expires: 2020-01-01}\n")
     cap = tmp_path / "cap"
-    assert run("collect", "--site", site, "--out", cap, "--sample-seconds", "0.2").returncode == 0
-    r = run("audit", "--site", site, "--from", cap, "--json", "--junit", tmp_path / "a.xml", "--html", tmp_path / "a.html",
+    assert storadvise("collect", "--site", site, "--out", cap, "--sample-seconds", "0.2").returncode == 0
+    r = storadvise("audit", "--site", site, "--from", cap, "--json", "--junit", tmp_path / "a.xml", "--html", tmp_path / "a.html",
             "--threshold", "info")
     assert r.returncode == 2, r.stderr
     d = json.loads(r.stdout)
@@ -83,16 +76,16 @@ def test_audit_command_for_ci(tmp_path):
     assert {"check": "reachable", "subject": "box", "passed": True, "message": "reached"} in d["checks"]
     assert any(c["check"] == "waiver" and c["message"] == "expired on 2020-01-01" for c in d["checks"])
     doc = etree.fromstring((tmp_path / "a.xml").read_bytes())
-    schema = etree.XMLSchema(etree.parse(str(XSD)))
+    schema = etree.XMLSchema(etree.parse(str(JUNIT_XSD)))
     assert schema.validate(doc), schema.error_log.last_error
     assert int(doc.get("failures")) == sum(1 for c in d["checks"] if not c["passed"]) > 0
     assert {s.get("name") for s in doc.findall("testsuite")} >= {"audit.reachable", "audit.waiver", "audit.setting"}
-    from .browser import open_page
+    from tests.support.browser import open_page
 
     with open_page(tmp_path / "a.html") as (page, problems):
         verdict = page.locator("#audit p.bad")
         assert verdict.inner_text().startswith("NOT ACCEPTED") and verdict.bounding_box()["y"] < 200
         assert page.locator("#audit tbody tr").count() == len(d["checks"])
     assert problems == []
-    r = run("audit", "--site", site, "--from", cap, "--threshold", "bogus")
+    r = storadvise("audit", "--site", site, "--from", cap, "--threshold", "bogus")
     assert r.returncode == 1 and "--threshold must be one of" in r.stderr and "Traceback" not in r.stderr

@@ -16,20 +16,16 @@ from pathlib import Path
 from advisor.history_store import HistoryStore
 from advisor.report.model import load_report
 
-from .conftest import make_report
+from tests.support.cli import storadvise
+from tests.support.reports import make_report
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def run(*args, env=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=REPO, timeout=timeout, env={**os.environ, **(env or {})})
 
 
 WRITER = """
 import sys
 sys.path.insert(0, {repo!r})
-from tests.report.conftest import make_report
+from tests.support.reports import make_report
 from advisor.findings import Finding, FindingStatus, Severity
 from advisor.history_store import HistoryStore
 n, rows = int(sys.argv[2]), int(sys.argv[3])
@@ -135,28 +131,28 @@ def test_history_commands(tmp_path):
     with HistoryStore(db) as store:
         a, b = store.record(before), store.record(fixed)
         store.record(make_report(site="other"))
-    r = run("history", "list", "--history", db, "--site", "demo", "--json")
+    r = storadvise("history", "list", "--history", db, "--site", "demo", "--json")
     assert r.returncode == 0, r.stderr
     assert [s["id"] for s in json.loads(r.stdout)] == [b, a]
-    r = run("history", "show", str(a), "--history", db, "--json", "--html", tmp_path / "a.html")
+    r = storadvise("history", "show", str(a), "--history", db, "--json", "--html", tmp_path / "a.html")
     assert json.loads(r.stdout)["findings"][0]["rule_id"] == "NET-TCP-SACK" and (tmp_path / "a.html").is_file()
-    r = run("history", "diff", str(a), str(b), "--history", db, "--json")
+    r = storadvise("history", "diff", str(a), str(b), "--history", db, "--json")
     d = json.loads(r.stdout)
     assert d["summary"]["fixed"] == 1 and [f["rule_id"] for f in d["findings"] if f["outcome"] == "fixed"] == ["NET-TCP-SACK"]
-    r = run("history", "trend", "--site", "demo", "--src", "gpfs01", "--dst", "wn01", "--history", db, "--json")
+    r = storadvise("history", "trend", "--site", "demo", "--src", "gpfs01", "--dst", "wn01", "--history", db, "--json")
     assert [t["scan"] for t in json.loads(r.stdout)] == [a, b]
-    r = run("history", "diff", str(a), "3", "--history", db)
+    r = storadvise("history", "diff", str(a), "3", "--history", db)
     assert r.returncode == 1 and "one site" in r.stderr and r.stderr.count("\n") == 1
-    r = run("history", "show", "99", "--history", db)
+    r = storadvise("history", "show", "99", "--history", db)
     assert r.returncode == 1 and "no scan 99" in r.stderr and "Traceback" not in r.stderr
-    r = run("history", "prune", "--keep", "1", "--history", db, "--json")
+    r = storadvise("history", "prune", "--keep", "1", "--history", db, "--json")
     assert json.loads(r.stdout) == {"deleted": 1}
-    r = run("history", "list", "--history", db, "--json")
+    r = storadvise("history", "list", "--history", db, "--json")
     assert sorted(s["id"] for s in json.loads(r.stdout)) == [b, 3]
-    r = run("history", "list", "--history", tmp_path / "none.db")
+    r = storadvise("history", "list", "--history", tmp_path / "none.db")
     assert r.returncode == 1 and "no scan history" in r.stderr
     (tmp_path / "junk.db").write_text("not sqlite at all" * 100)
-    r = run("history", "list", "--history", tmp_path / "junk.db")
+    r = storadvise("history", "list", "--history", tmp_path / "junk.db")
     assert r.returncode == 1 and "not a storadvise history database" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -166,18 +162,18 @@ def test_history_prune_dry_run_lists_and_deletes_nothing(tmp_path):
         old = store.record(make_report(started_at="2026-01-01T10:00:00+00:00"))
         store.record(make_report(started_at="2026-11-24T10:00:00+00:00"))
         store.record(make_report(site="other", started_at="2025-06-01T10:00:00+00:00"))
-    r = run("history", "prune", "--older-than", "2026-06-01", "--site", "demo", "--dry-run", "--history", db, "--json")
+    r = storadvise("history", "prune", "--older-than", "2026-06-01", "--site", "demo", "--dry-run", "--history", db, "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["dry_run"] is True and d["deleted"] == 0 and d["would_delete"] == 1
     assert [(s["id"], s["site"]) for s in d["scans"]] == [(old, "demo")]
-    r = run("history", "prune", "--keep", "0", "--dry-run", "--history", db)
+    r = storadvise("history", "prune", "--keep", "0", "--dry-run", "--history", db)
     assert r.returncode == 0 and "would delete 3 scan(s)" in r.stdout and f"would delete scan {old} of site demo" in r.stdout
     with HistoryStore(db) as store:
         assert len(store.scans()) == 3  # nothing deleted
-    r = run("history", "prune", "--older-than", "2026-06-01", "--site", "demo", "--history", db, "--json")
+    r = storadvise("history", "prune", "--older-than", "2026-06-01", "--site", "demo", "--history", db, "--json")
     assert json.loads(r.stdout) == {"deleted": 1}
-    r = run("history", "prune", "--dry-run", "--history", db)
+    r = storadvise("history", "prune", "--dry-run", "--history", db)
     assert r.returncode == 1 and "--keep N or --older-than" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -185,15 +181,15 @@ def test_scan_stores_and_fail_on_new(tmp_path):
     site = tmp_path / "here.yml"
     site.write_text("name: here\ntransport: local\nhosts:\n  - {name: box, address: localhost, roles: [worker]}\n")
     cap = tmp_path / "cap"
-    assert run("collect", "--site", site, "--out", cap, "--sample-seconds", "0.2").returncode == 0
+    assert storadvise("collect", "--site", site, "--out", cap, "--sample-seconds", "0.2").returncode == 0
     db = tmp_path / "h.db"
-    r = run("scan", "--from", cap, "--json", "--fail-on", "critical", env={"STORADVISE_HISTORY": str(db)})
+    r = storadvise("scan", "--from", cap, "--json", "--fail-on", "critical", env={**os.environ, **{"STORADVISE_HISTORY": str(db)}})
     assert r.returncode in (0, 2), r.stderr
     first = json.loads(r.stdout)
     failing = [f for f in first["findings"] if f["status"] == "fail"]
     assert failing, "the local host has at least an info-level failure"
     # nothing new since the stored scan: exit 0 even at --fail-on info
-    r = run("scan", "--from", cap, "--fail-on-new", "--fail-on", "info", "--history", db)
+    r = storadvise("scan", "--from", cap, "--fail-on-new", "--fail-on", "info", "--history", db)
     assert r.returncode == 0, r.stdout + r.stderr
     # a stored scan that lacked one failure: that failure is new, exit 2 naming it
     with HistoryStore(db) as store:
@@ -201,12 +197,12 @@ def test_scan_stores_and_fail_on_new(tmp_path):
         gone = failing[0]["rule_id"]
         store.record(prev.model_copy(update={"findings": [f for f in prev.findings if f.rule_id != gone]}))
         assert len(store.scans()) == 3
-    r = run("scan", "--from", cap, "--fail-on-new", "--fail-on", "info", "--history", db)
+    r = storadvise("scan", "--from", cap, "--fail-on-new", "--fail-on", "info", "--history", db)
     assert r.returncode == 2 and f"new since the last stored scan: {gone}" in r.stdout
-    r = run("scan", "--from", cap, "--fail-on-new", "--no-history")
+    r = storadvise("scan", "--from", cap, "--fail-on-new", "--no-history")
     assert r.returncode == 1 and "--fail-on-new" in r.stderr
     # verify without --before compares with the site's last stored scan
-    r = run("verify", "--site", site, "--from", cap, "--json", "--fail-on", "critical", "--history", db,
+    r = storadvise("verify", "--site", site, "--from", cap, "--json", "--fail-on", "critical", "--history", db,
             "--html", tmp_path / "v.html")
     assert r.returncode == 0, r.stderr
     v = json.loads(r.stdout)
@@ -214,7 +210,7 @@ def test_scan_stores_and_fail_on_new(tmp_path):
     assert "Before → after" in (tmp_path / "v.html").read_text()
     with HistoryStore(db) as store:
         assert len(store.scans()) == 5  # verify stored its scan
-    r = run("verify", "--site", site, "--from", cap, "--history", tmp_path / "empty.db")
+    r = storadvise("verify", "--site", site, "--from", cap, "--history", tmp_path / "empty.db")
     assert r.returncode == 1 and "give --before FILE" in r.stderr
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
 
 from advisor.findings import Finding, FindingStatus, Severity
 from advisor.report.html import host_groups, scan_html
 
-from .browser import open_page
-from .conftest import make_report
+from tests.support.browser import open_page
+from tests.support.reports import make_report
 
 
 def _write(tmp_path, html):

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from lxml import etree
 
 from advisor.report.junit import junit_xml
-
-XSD = Path(__file__).resolve().parents[1] / "fixtures" / "junit" / "junit-jenkins-constraints.xsd"
+from tests.support.paths import JUNIT_XSD
 
 
 def _validate(text: str):
-    schema = etree.XMLSchema(etree.parse(str(XSD)))
+    schema = etree.XMLSchema(etree.parse(str(JUNIT_XSD)))
     doc = etree.fromstring(text.encode())
     assert schema.validate(doc), schema.error_log.last_error
     return doc

@@ -8,37 +8,8 @@ import json
 import uuid
 
 from advisor.report.ndjson import documents, number_of, text_of
-from tests.report.conftest import cli, diagnosed_report, local_scan, make_report
-
-
-def _kind(v) -> str | None:
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, (int, float)):
-        return "number"
-    return {str: "string", list: "array", dict: "object"}[type(v)]
-
-
-def key_types(docs: list[dict]) -> dict[str, set[str]]:
-    """Every key path (objects inside arrays as ``key[]``) with the JSON types it has (null left out)."""
-    seen: dict[str, set[str]] = {}
-
-    def walk(prefix: str, v) -> None:
-        k = _kind(v)
-        if k is not None:
-            seen.setdefault(prefix, set()).add(k)
-        if isinstance(v, dict):
-            for name, x in v.items():
-                walk(f"{prefix}.{name}" if prefix else name, x)
-        elif isinstance(v, list):
-            for x in v:
-                walk(prefix + "[]", x)
-
-    for d in docs:
-        walk("", d)
-    return seen
+from tests.support.report_checks import key_types
+from tests.support.reports import cli, diagnosed_report, local_scan, make_report
 
 
 def test_a_real_scan_as_ndjson_has_one_type_per_key(tmp_path):

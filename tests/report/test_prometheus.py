@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from advisor.findings import Finding, FindingStatus, Severity
 from advisor.report.prometheus import prometheus_text, write_prometheus
 
-from .conftest import make_report
+from tests.support.reports import make_report
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana-storadvise.json"
 

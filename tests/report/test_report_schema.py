@@ -8,21 +8,11 @@ import copy
 import json
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from advisor.report.schema import SCHEMA_FILE, schema_text
-from tests.report.conftest import diagnosed_report, local_scan
-
-
-def validator() -> jsonschema.Draft202012Validator:
-    schema = json.loads(SCHEMA_FILE.read_text())
-    jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
-
-
-def errors(report: dict) -> list[str]:
-    return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator().iter_errors(report)]
+from tests.support.report_checks import errors
+from tests.support.reports import diagnosed_report, local_scan
 
 
 def test_the_shipped_schema_is_the_models():
@@ -58,7 +48,7 @@ def test_schema_2_gives_observed_and_facts_one_type_and_reads_back_exactly(scan_
     and type, facts are leaves named by JSON Pointers (sysctl, device and interface names are values), every
     one of those keys has one JSON type, and reading the file back gives the very same report."""
     from advisor.report.model import load_report
-    from tests.report.test_ndjson import key_types
+    from tests.support.report_checks import key_types
 
     path = scan_file
     report = json.loads(path.read_text())
@@ -77,7 +67,7 @@ def test_a_version_1_report_is_read_and_written_as_version_2(scan_file, tmp_path
     """A 1.x report (typed observed, facts as objects) is read wherever reports are read, and 'report -o'
     writes it as schema 2, which validates."""
     from advisor.report.model import load_report
-    from tests.report.conftest import cli
+    from tests.support.reports import cli
 
     v2 = json.loads(scan_file.read_text())
     v1 = copy.deepcopy(v2)

@@ -1,4 +1,4 @@
-"""Fixtures for the transport tests: a real sshd (tests/sshd_fixture.py) and hermetic options."""
+"""Fixtures for the transport tests: hermetic SSH options (the real sshd is tests/support/sshd.py's fixture)."""
 
 from __future__ import annotations
 
@@ -7,21 +7,7 @@ from pathlib import Path
 import pytest
 
 from advisor.transport.factory import SshOptions
-from tests.sshd_fixture import sshd  # noqa: F401  (re-exported fixture)
-
-
-def hermetic_options(tmp: Path, **kw) -> SshOptions:
-    """SshOptions that never read the machine's ~/.ssh, /etc/ssh or ssh-agent."""
-    base = dict(
-        known_hosts_path=tmp / "default_known_hosts",
-        system_known_hosts_path=None,
-        ssh_config_path=None,
-        use_agent=False,
-        look_for_keys=False,
-        connect_timeout=5.0,
-    )
-    base.update(kw)
-    return SshOptions(**base)
+from tests.support.sshd import hermetic_options
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""SshTransport against a real OpenSSH server started on 127.0.0.1 (tests/sshd_fixture.py)."""
+"""SshTransport against a real OpenSSH server started on 127.0.0.1 (tests/support/sshd.py)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from advisor.transport.base import (
 from advisor.transport.factory import transport_for
 from advisor.transport.local import LocalTransport
 from advisor.transport.ssh import SshTransport
-from tests.sshd_fixture import free_port, generate_key, public_key_text, running_sshd
-from tests.transport.conftest import hermetic_options
+from tests.support.sshd import free_port, generate_key, public_key_text, running_sshd
+from tests.support.sshd import hermetic_options
 
 
 def ssh_keygen_fingerprint(private_key: Path) -> str:
@@ -233,7 +233,6 @@ def test_batch_of_ten_uses_one_connection_and_one_session(sshd, opts):
     assert len(re.findall(r"Starting session: command", log)) == 1
 
 
-@pytest.mark.slow
 def test_batch_is_faster_than_a_session_per_command(sshd, opts, record_property):
     cmds = [Command(key=f"c{i}", script="cat /proc/loadavg") for i in range(10)]
     t0 = time.monotonic()
@@ -414,7 +413,7 @@ def unprivileged_sshd():
         shutil.rmtree(bindir, ignore_errors=True)
 
 
-@pytest.mark.root
+@pytest.mark.root  # runs sshd as another user
 def test_sudo_over_ssh_as_unprivileged_user(unprivileged_sshd, tmp_path):
     """Logged in as a non-root user: sudo commands go through `sudo -n`, plain ones do not; a
     missing sudo and a sudo that wants a password fail fast, with a clear first line of stderr."""
@@ -457,7 +456,7 @@ def test_sudo_over_ssh_as_unprivileged_user(unprivileged_sshd, tmp_path):
     assert (plain.stdout, priv.stdout) == (f"{user.pw_uid} fake\n", f"{user.pw_uid} fake\n")
 
 
-@pytest.mark.root
+@pytest.mark.root  # logs in as root
 def test_root_login_never_uses_sudo(sshd, opts):
     if os.geteuid() != 0:
         pytest.skip("the test sshd logs in as the current user")

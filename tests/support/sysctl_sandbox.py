@@ -1,29 +1,16 @@
-"""Shared helpers for probe tests: throwaway network namespaces and a private sysctl config tree.
-
-Everything created here is removed by the fixture/context manager, also when the test fails.
-The root namespace's firewall, sysctls and /etc are never touched: scripts run inside
-``ip netns exec NS unshare --mount``, where the sysctl directories are replaced by bind mounts of
-a temporary directory that only that mount namespace sees.
+"""A private sysctl configuration tree for probe tests: the probe's script runs in a mount namespace of its own
+(``unshare --mount``) where the sysctl directories are bind mounts of a temporary directory. The root namespace's
+/etc is never touched.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
-import os
 import shlex
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures"
-
-_counter = itertools.count()
 
 #: the directories a sysctl sandbox replaces; /run and /usr/local/lib are replaced as a whole
 #: because their sysctl.d subdirectories usually do not exist (no mount point to bind onto)
@@ -37,28 +24,6 @@ _SANDBOX_MOUNTS = {
 
 class SymlinkTo(str):
     """A sysctl sandbox entry that is a symlink (to this target) instead of a file."""
-
-
-def have_root() -> bool:
-    return os.geteuid() == 0
-
-
-@contextlib.contextmanager
-def network_namespace(prefix: str = "sa-probe") -> Iterator[str]:
-    """A fresh network namespace (lo up); deleted on exit."""
-    name = f"{prefix}-{os.getpid()}-{next(_counter)}"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    try:
-        subprocess.run(["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"], check=True)
-        yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], check=False)
-
-
-def run_in_namespace(ns: str, script: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["ip", "netns", "exec", ns, "sh", "-c", script], capture_output=True, text=True, timeout=timeout
-    )
 
 
 @contextlib.contextmanager
@@ -96,11 +61,3 @@ def sandboxed_script(root: Path, script: str) -> str:
     mounts.append(f"mount --bind {shlex.quote(str(conf) if conf.exists() else '/dev/null')} /etc/sysctl.conf")
     inner = "set -e\n" + "\n".join(mounts) + "\nset +e\n" + script
     return f"exec unshare --mount --propagation private sh -c {shlex.quote(inner)}"
-
-
-@pytest.fixture
-def netns() -> Iterator[str]:
-    if not have_root():
-        pytest.fail("this test needs root (network namespaces); CI runs as root")
-    with network_namespace() as name:
-        yield name

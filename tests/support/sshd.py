@@ -1,8 +1,8 @@
 """A real OpenSSH server for tests: started on loopback, on a free high port, in a temp dir.
 
-Usage (import from any test module)::
+Usage (the ``sshd`` fixture is registered for every test by tests/conftest.py)::
 
-    from tests.sshd_fixture import running_sshd, sshd  # noqa: F401  (sshd is a pytest fixture)
+    from tests.support.sshd import running_sshd
 
     def test_something(sshd):                 # fixture form: one fresh sshd per test
         host = sshd.host()                    # an advisor.site.Host pointing at it
@@ -36,8 +36,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from advisor.transport.factory import SshOptions
 
 SSHD = os.environ.get("STORADVISE_TEST_SSHD", "/usr/sbin/sshd")
 SSH_KEYGEN = shutil.which("ssh-keygen") or "/usr/bin/ssh-keygen"
@@ -311,3 +315,19 @@ def sshd() -> Iterator[SshdServer]:
     """A fresh sshd on 127.0.0.1 for one test (see ``running_sshd``)."""
     with running_sshd() as server:
         yield server
+
+
+def hermetic_options(tmp: Path, **kw) -> SshOptions:
+    """SshOptions that never read the machine's ~/.ssh, /etc/ssh or ssh-agent."""
+    from advisor.transport.factory import SshOptions
+
+    base = dict(
+        known_hosts_path=tmp / "default_known_hosts",
+        system_known_hosts_path=None,
+        ssh_config_path=None,
+        use_agent=False,
+        look_for_keys=False,
+        connect_timeout=5.0,
+    )
+    base.update(kw)
+    return SshOptions(**base)

@@ -1,5 +1,5 @@
-"""A real host for the apply tests: a network namespace of our own with sshd started inside
-``unshare --mount`` and a private directory bind-mounted over /etc/sysctl.d.
+"""A real host for the apply tests (the ``ns_hosts`` fixture): a network namespace of our own with sshd
+started inside ``unshare --mount`` and a private directory bind-mounted over /etc/sysctl.d.
 
 Only the namespace's sysctls change (net.* are per network namespace); the private sysctl.d is
 seen by the host's sshd and everything it runs, nothing else. The controller side (scan,
@@ -25,11 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.sshd_fixture import generate_key, public_key_text
+from tests.support.ansible import ANSIBLE_PLAYBOOK, VENV_BIN
+from tests.support.sshd import generate_key, public_key_text
 
 REPO = Path(__file__).resolve().parents[2]
-VENV_BIN = Path(sys.executable).parent
-ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook", path=str(VENV_BIN)) or shutil.which("ansible-playbook")
 STORADVISE = shutil.which("storadvise", path=str(VENV_BIN))
 SSHD = "/usr/sbin/sshd"
 
@@ -241,50 +240,16 @@ def root_sysctls(keys: list[str]) -> dict[str, str]:
     return {k: Path("/proc/sys/" + k.replace(".", "/")).read_text().strip() for k in keys}
 
 
-def play_recap(stdout: str) -> dict[str, dict[str, int]]:
-    """PLAY RECAP counters per host: {host: {ok, changed, failed, ...}}."""
-    out: dict[str, dict[str, int]] = {}
-    recap = stdout.split("PLAY RECAP", 1)[-1]
-    for line in recap.splitlines():
-        if ":" not in line or "=" not in line:
-            continue
-        host, rest = line.split(":", 1)
-        counts = {}
-        for part in rest.split():
-            if "=" in part:
-                k, v = part.split("=", 1)
-                if v.isdigit():
-                    counts[k] = int(v)
-        out[host.strip()] = counts
-    return out
-
-
 def load_json(path: Path):
     return json.loads(Path(path).read_text())
 
 
-def plan_vars_files(plan: Path, host: str) -> list[Path]:
-    """The vars files a plan directory gives ``host``: its change-set groups' group_vars, then its
-    host_vars (Ansible's order: host_vars win)."""
-    from advisor.apply.ansible_data import load_data
-
-    inventory = load_data((plan / "inventory.yml").read_text())
-    groups = [g for g, v in (inventory["all"].get("children") or {}).items() if host in ((v or {}).get("hosts") or {})]
-    files = [plan / "group_vars" / f"{g}.yml" for g in sorted(groups)]
-    files.append(plan / "host_vars" / f"{host}.yml")
-    return [f for f in files if f.is_file()]
-
-
-def plan_vars_text(plan: Path, host: str) -> str:
-    """The text of every vars file the plan gives ``host``."""
-    return "\n".join(f.read_text() for f in plan_vars_files(plan, host))
-
-
-def plan_vars(plan: Path, host: str) -> dict:
-    """The role variables the plan gives ``host`` (group_vars of its change set, then its host_vars)."""
-    from advisor.apply.ansible_data import load_data
-
-    out: dict = {}
-    for f in plan_vars_files(plan, host):
-        out.update(load_data(f.read_text()) or {})
-    return out
+@pytest.fixture(scope="session")
+def ns_hosts() -> Callable[..., tuple[NsHost, Callable[[], None]]]:
+    """``start_ns_host``, once the machine can run it (root, ip, nsenter, unshare, nft, sshd, ansible-playbook):
+    the test calls it and runs the returned cleanup in a ``finally``. Taking this fixture marks a test
+    ``netns`` and ``root`` (tests/support/tiers.py)."""
+    missing = requirements_missing()
+    if missing:
+        pytest.skip(missing)
+    return start_ns_host

@@ -1,14 +1,14 @@
-"""Fixtures for lab tests: an isolated lab registry, root-namespace snapshots, ssh helpers.
+"""The lab for tests: an isolated lab registry (the ``lab_registry`` fixture, which marks a test ``lab``, ``root``
+and ``quiet``), the lab CLI, root-namespace snapshots, ssh into a lab host.
 
-Lab tests that need root are marked ``root``; as root they never skip. Every lab a test creates
-is removed in a finalizer, also when the test fails.
+Lab tests need root; as root they never skip. Every lab a test creates is removed in a finalizer, also when the
+test fails, and the registry's last resort removes whatever is left at the end of the session.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -90,18 +90,66 @@ def lab_registry(tmp_path_factory: pytest.TempPathFactory):
         subprocess.run(["rm", "-rf", str(d)], check=False)
 
 
-def storadvise_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """``storadvise ARGS`` run from this checkout, its output captured (the caller checks the exit)."""
-    return subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())", *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=str(REPO), env={**os.environ})
+class SharedLabs:
+    """Labs that tests only read, one per scenario: brought up on first use and kept while the tests that run
+    next read the same scenario; brought down before a test that does not, and at the end of the session, also
+    when a test failed. At most one shared lab is up, and none while another test runs: a test that changes its
+    lab (apply, reboot, faults, ``down``) brings up one of its own."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.key: str | None = None
+        self.record = None
+
+    def up(self, scenario: str):
+        """The LabRecord of the lab of ``scenario`` (YAML text), up."""
+        import hashlib
+
+        from advisor.lab.records import LabRecord
+
+        key = hashlib.sha256(scenario.encode()).hexdigest()[:6]
+        if key != self.key:
+            self.down()
+            path = self.tmp / f"{key}.yml"
+            path.write_text(scenario)
+            self.key = key  # set before `up`: a half-made lab is brought down too
+            lab_cli(["up", "--scenario", str(path), "--name", self.name, "--json"], timeout=600)
+            self.record = LabRecord.load(self.name)
+        return self.record
+
+    @property
+    def name(self) -> str:
+        return f"shared-{self.key}"
+
+    def down(self) -> None:
+        if self.key is not None:
+            try:
+                lab_cli(["down", "--name", self.name], check=False)
+            finally:
+                self.key, self.record = None, None
 
 
-def run_playbook(plan: Path, name: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    """``ansible-playbook NAME EXTRA`` in the plan directory ``plan``; it must succeed."""
-    cp = subprocess.run([shutil.which("ansible-playbook", path=str(Path(sys.executable).parent)) or "ansible-playbook",
-                         name, *extra], cwd=plan, capture_output=True, text=True, timeout=600)
-    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-2000:]
-    return cp
+@pytest.fixture(scope="session")
+def shared_labs(lab_registry: Path, tmp_path_factory: pytest.TempPathFactory):
+    """The session's read-only labs, keyed by scenario (see ``SharedLabs``)."""
+    require_root()
+    labs = SharedLabs(tmp_path_factory.mktemp("shared-labs"))
+    _SHARED.append(labs)
+    try:
+        yield labs
+    finally:
+        _SHARED.remove(labs)
+        labs.down()
+
+
+_SHARED: list[SharedLabs] = []
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test that reads no shared lab does not run beside one: the lab is brought down first."""
+    if "shared_labs" not in getattr(item, "fixturenames", ()):
+        for labs in _SHARED:
+            labs.down()
 
 
 def lab_cli(args: list[str], check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
