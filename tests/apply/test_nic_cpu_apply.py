@@ -14,15 +14,17 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.apply.conftest import ANSIBLE_PLAYBOOK
+from tests.support.ansible import ANSIBLE_PLAYBOOK
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(not ANSIBLE_PLAYBOOK, reason="ansible-playbook not installed")
+pytestmark = [
+    pytest.mark.skipif(not ANSIBLE_PLAYBOOK, reason="ansible-playbook not installed"),
+    pytest.mark.usefixtures("ansible_playbook"),
+]
 
 PLAY = """---
 - name: {role}
@@ -103,17 +105,11 @@ def test_a_governor_no_policy_offers_is_a_failed_setting(tmp_path: Path) -> None
 
 
 @pytest.fixture
-def veth_ns():
-    if os.geteuid() != 0:
-        pytest.skip("needs root (network namespaces); CI runs as root")
-    ns = f"sa-nicapply-{uuid.uuid4().hex[:8]}"
-    subprocess.run(["ip", "netns", "add", ns], check=True)
-    try:
-        subprocess.run(["ip", "-n", ns, "link", "add", "v0", "type", "veth", "peer", "name", "v1"], check=True)
-        subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-K", "v0", "gro", "off"], check=True)
-        yield ns
-    finally:
-        subprocess.run(["ip", "netns", "del", ns], check=False)
+def veth_ns(netns):
+    """The ``netns`` fixture's namespace (tests/support/netns.py: removed after the test) with a veth pair."""
+    subprocess.run(["ip", "-n", netns, "link", "add", "v0", "type", "veth", "peer", "name", "v1"], check=True)
+    subprocess.run(["ip", "netns", "exec", netns, "ethtool", "-K", "v0", "gro", "off"], check=True)
+    return netns
 
 
 def gro(ns: str) -> str:
@@ -121,7 +117,6 @@ def gro(ns: str) -> str:
     return next(l.split(":", 1)[1].split()[0] for l in out.splitlines() if l.startswith("generic-receive-offload"))
 
 
-@pytest.mark.root
 def test_nic_offload_on_a_real_veth_applied_persisted_idempotent_and_rolled_back(veth_ns, tmp_path: Path) -> None:
     rules = tmp_path / "rules.d" / "81-storadvise-nic.rules"
     rules.parent.mkdir()

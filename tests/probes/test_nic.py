@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import uuid
 from pathlib import Path
 
 import pytest
@@ -153,7 +152,6 @@ def test_script_on_this_machine_reads_its_physical_nics():
         assert port.counters_read > 0
 
 
-@pytest.mark.root
 def test_a_host_of_veths_and_bridges_has_no_physical_nic(netns):
     """In a namespace holding only a veth pair and a bridge the probe is not applicable and names them."""
     ns = netns
@@ -165,15 +163,3 @@ def test_a_host_of_veths_and_bridges_has_no_physical_nic(netns):
     assert reason and "no physical network interface" in reason
     for name in ("v0", "v1", "br0", "lo"):
         assert name in reason
-
-
-@pytest.fixture
-def netns():
-    if os.geteuid() != 0:
-        pytest.skip("needs root (network namespaces); CI runs as root")
-    name = f"sa-nic-{uuid.uuid4().hex[:8]}"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    try:
-        yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], check=False)
