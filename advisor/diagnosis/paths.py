@@ -135,6 +135,9 @@ class PathState:
     #: the tightest modelled limit as measured (cached by predict)
     tight_now: float | None = None
     inputs: dict[str, Any] = field(default_factory=dict)
+    #: "src"/"dst" -> {interface, rises: {counter: n}}: the NIC counters of each end that rose during the
+    #: test (advisor.mesh.results ``nic_errors``); an end whose counters were not read is absent
+    nic_errors: dict[str, dict] = field(default_factory=dict)
 
     @property
     def ratio(self) -> float | None:
@@ -232,6 +235,7 @@ def path_state(p: dict, facts: dict[str, HostFacts], addresses: dict[str, str] |
         policers=policers, dropping=sorted(set(dropping)), limited_by=p.get("limited_by"),
         congestion=(p.get("congestion") or info.get("congestion") or None),
     )
+    st.nic_errors = {end: e for end, e in (p.get("nic_errors") or {}).items() if isinstance(e, dict)}
     loaded = loaded_rtt_us(p)
     st.rtt_loaded_s = max(st.rtt_s or 0.0, loaded / 1e6) if loaded else st.rtt_s
     st.inputs = {"rtt_ms": round(st.rtt_s * 1000, 3) if st.rtt_s else None, "mss": mss,
