@@ -13,7 +13,7 @@ from advisor.findings import Change, Finding
 from advisor.trusted_models import trusted
 
 #: the kernel's limit classes each kind of fix acts on (a cause whose paths agree is confident)
-FIX_CLASS = {"sack": {"loss"}, "loss": {"loss"}, "loss_recv": {"loss"}, "rmem": {"receiver_window"},
+FIX_CLASS = {"sack": {"loss"}, "loss": {"loss"}, "loss_recv": {"loss"}, "nic_speed": {"link"}, "rmem": {"receiver_window"},
               "wmem": {"sender_buffer"}, "wscale": {"receiver_window", "sender_buffer"}, "firewall": {"policer", "loss"},
               "mtu_probing": set()}
 BUFFER_FAMILY = {"net.core.rmem_max": "net.ipv4.tcp_rmem", "net.core.wmem_max": "net.ipv4.tcp_wmem"}
@@ -26,6 +26,7 @@ class ByHand:
 
     title: str
     action: str
+    hosts: list[str] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
     confidence: float = 0.8
 

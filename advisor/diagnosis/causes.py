@@ -102,7 +102,7 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
             for f in c.folded:
                 c.explains[refkey(f)] = ref(f)
                 absorbed.add(refkey(f))
-    hole = black_hole(paths, path_symptoms, inp.facts)
+    hole = black_hole(paths, path_symptoms, inp.facts, inp.addresses)
     if hole is not None:
         kept.append(hole)
     for c in negotiated_low(states, paths, path_symptoms, inp.facts, [f for f in state_findings if tagged(f, "speed")]):

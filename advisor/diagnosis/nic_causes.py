@@ -24,12 +24,14 @@ from typing import Any
 from advisor.diagnosis.candidates import ByHand, Candidate, ref, refkey
 from advisor.diagnosis.localise import LossBlame
 from advisor.diagnosis.model import Predicted
-from advisor.diagnosis.paths import PathState
+from advisor.diagnosis.paths import Fix, PathState, predict
 from advisor.findings import Finding
+from advisor.link_rate import address_mtu
 from advisor.units import format_bps
 from probes.nic_counters import counter_class
 
 PORTS = "nic.ports"
+NIC = "network.nic"
 #: a path held by its link below this share of its expected rate has a slow link
 LOW_LINK = 0.8
 _ADVICE = {"errors": "cable or optic", "aggregate": "cable, optic or NIC", "drops": "receive ring or CPU",
@@ -124,9 +126,15 @@ def absorbed_by_loss(blame: LossBlame, named: set[tuple[str, str]], state_findin
             and any((h, f.subject) in named for h in f.hosts)]
 
 
-def black_hole(paths: list[dict], path_symptoms: dict[str, list[Finding]], facts: dict[str, Any]) -> Candidate | None:
-    """One cause for every path whose full-MTU ping was lost while small pings arrived."""
-    holes = [p for p in paths if (p.get("path_mtu") or {}).get("carried") is False]
+def black_hole(paths: list[dict], path_symptoms: dict[str, list[Finding]], facts: dict[str, Any],
+               addresses: dict[str, str]) -> Candidate | None:
+    """One cause for every path whose full-MTU ping was lost while small pings arrived, between ends that
+    both take the larger frames (a receiver with a smaller MTU gets segments of its MSS: no black hole)."""
+    def receiver_takes(p: dict) -> bool:
+        theirs = address_mtu((facts.get(p["dst"]) or {}).get(NIC), addresses.get(p["dst"]))
+        return theirs is None or theirs >= (p["path_mtu"].get("mtu") or 0)
+
+    holes = [p for p in paths if (p.get("path_mtu") or {}).get("carried") is False and receiver_takes(p)]
     if not holes:
         return None
     subjects = sorted(f"{p['src']}->{p['dst']}" for p in holes)
@@ -140,7 +148,7 @@ def black_hole(paths: list[dict], path_symptoms: dict[str, list[Finding]], facts
             ends.append(f"{p['dst']} {ports['site_interface']}")
     ends = sorted(set(ends))
     cand = Candidate(key=("mtu_black_hole", tuple(subjects)), kind="by_hand", by_hand=ByHand(
-        title=(f"path-MTU black hole: {mtu}-byte frames are lost between {_short(hosts)}, smaller ones pass "
+        hosts=hosts, title=(f"path-MTU black hole: {mtu}-byte frames are lost between {_short(hosts)}, smaller ones pass "
                f"({len(holes)} path{'s' if len(holes) != 1 else ''})"),
         action=(f"raise the MTU of every switch port on the paths between {', '.join(hosts)} to {mtu} (the ports of "
                 f"{', '.join(ends) or ', '.join(hosts)} and the links between their switches), or set those hosts' MTU "
@@ -217,15 +225,17 @@ def negotiated_low(states: dict[str, PathState], paths: list[dict], path_symptom
                  f"{format_bps(want)} its paths expect")
         if p.get("max_supported_mbps"):
             title += f" (it supports {format_bps(p['max_supported_mbps'] * 1e6)})"
-        cand = Candidate(key=("nic_low", host, iface), kind="by_hand", by_hand=ByHand(
-            title=title, action=_where_short(host, iface, p),
+        fixes = {Fix("nic_speed", host)}
+        cand = Candidate(key=("nic_low", host, iface), kind="by_hand", fixes=fixes, by_hand=ByHand(
+            hosts=[host], title=title, action=_where_short(host, iface, p),
             evidence=[f"{st.subject}: {format_bps(st.measured_bps)} of {format_bps(st.expected_bps)}, held by its link"
                       for st in sorted(sts, key=lambda x: x.subject)[:4]], confidence=0.85))
         for st in sts:
+            pr = predict(st, fixes)
             cand.predicted.append(Predicted(
-                metric="throughput", subject=st.subject, now=round(st.measured_bps), after=round(st.expected_bps),
-                unit="bps", model="link", inputs={"expected_bps": st.expected_bps,
-                                                  "nic_speed_bps": (p.get("speed_mbps") or 0) * 10**6}))
+                metric="throughput", subject=st.subject, now=round(st.measured_bps), after=round(pr.bps), unit="bps",
+                model=pr.model, inputs={**pr.inputs, "expected_bps": st.expected_bps,
+                                        "nic_speed_bps": (p.get("speed_mbps") or 0) * 10**6}))
             for f in path_symptoms.get(st.subject, []):
                 cand.explains[refkey(f)] = ref(f)
         cand.folded = [f for f in speed_findings if host in f.hosts and f.subject in (iface, p.get("master"))]

@@ -105,7 +105,7 @@ def to_cause(c: Candidate, ids: dict[tuple, str] | None = None) -> Cause:
     title, action = _title(c)
     hosts = sorted({ch.host for ch in c.changes} | set(c.blame.hosts if c.blame else [])
                    | set(c.state.hosts if c.state else []) | {h for f in c.folded for h in f.hosts}
-                   | {h for p in c.predicted if p.metric == "throughput" and c.by_hand for h in p.subject.split("->")})
+                   | set(c.by_hand.hosts if c.by_hand else []))
     evidence = [f"{f.rule_id} on {', '.join(f.hosts)}" + (f" [{f.subject}]" if f.subject else "")
                 for f in c.proposed_by[:6]]
     if c.blame:

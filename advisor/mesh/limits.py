@@ -264,9 +264,10 @@ def _nic_full(p: dict) -> str | None:
         if v is not None and v >= NIC_FULL * want:
             return f"{p.get(end)}'s NIC {way} {v / 1e6:.0f} Mb/s in all"
         own = speeds.get(end)
-        if v is not None and own and own < want and v >= NIC_FULL * own:
+        if own and own < want and ((v is not None and v >= NIC_FULL * own)
+                                   or (p.get("measured_bps") or 0) >= LINK_RATIO * own):
             return (f"{p.get(end)}'s NIC, negotiated at {own / 1e6:.0f} Mb/s of the path's {want / 1e6:.0f}, "
-                    f"{way} {v / 1e6:.0f} Mb/s in all")
+                    f"carried the path at {(p.get('measured_bps') or 0) / 1e6:.0f} Mb/s")
     return None
 
 

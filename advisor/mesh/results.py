@@ -144,6 +144,11 @@ def path_record(
         cpu_sender_pct=cpu_sender_pct,
         cpu_receiver_pct=cpu_receiver_pct,
     )
+    if not direction.received_bps:
+        # the connection opened and then carried nothing (a path-MTU black hole stalls it so): a failed test,
+        # never a measured 0 b/s
+        rec.update(status="failed", measured_bps=None,
+                   error="the receiver got no data: the test's connection opened, then nothing arrived")
     rec["tcp_info"] = _tcp_info(sender_sample)
     if sender_sample is not None or receiver_sample is not None:
         rec["host_cpu_busy"] = {"src": sender_sample.cpu_busy_frac if sender_sample else None,

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from advisor.findings import Finding, FindingStatus
-from advisor.link_rate import site_link_rates
+from advisor.link_rate import address_mtu, site_link_rates
 from advisor.rules.context import RuleContext, analytic_rule
 from advisor.units import format_bps
 
@@ -124,6 +124,10 @@ def mtu_above_path(ctx: RuleContext) -> Iterator[Finding]:
         pm = p.get("path_mtu") or {}
         if not pm or pm.get("carried") is None:
             continue
+        dst = ctx.factset.hosts.get(p["dst"])
+        theirs = address_mtu(ctx.facts(dst, NIC), dst.address) if dst is not None else None
+        if theirs is not None and theirs < (pm.get("mtu") or 0):
+            continue  # a receiver with a smaller MTU: TCP's MSS keeps to it (NIC-MTU-MISMATCH judges the MTUs)
         subject = f"{p['src']}->{p['dst']}"
         if pm["carried"]:
             yield ctx.finding(p["src"], FindingStatus.passed, observed=pm.get("mtu"), subject=subject)

@@ -164,6 +164,8 @@ def _check_wanted(result, iface, want, now):
                 record_failure(result, "%s %s" % (iface, key), "%s is above the NIC's maximum %s" % (v, most))
                 continue
         elif key in OFFLOADS:
+            # YAML 1.1 reads an unquoted on/off as a boolean: both spellings mean the same
+            v = {"true": "on", "yes": "on", "1": "on", "false": "off", "no": "off", "0": "off"}.get(v, v)
             if v not in ("on", "off"):
                 record_failure(result, "%s %s" % (iface, key), "on or off, not %r" % v)
                 continue
