@@ -163,3 +163,28 @@ def test_a_host_of_veths_and_bridges_has_no_physical_nic(netns):
     assert reason and "no physical network interface" in reason
     for name in ("v0", "v1", "br0", "lo"):
         assert name in reason
+
+
+def test_a_local_scan_among_veths_and_bridges_says_there_is_no_physical_nic(netns):
+    """A real local scan in a namespace of veths and a bridge (a container host's view): no interface is taken as the
+    host's link; the buffer rules say the link rate is unknown and the NIC probe says there is no physical NIC."""
+    import json
+
+    from tests.support.cli import STORADVISE
+
+    for args in (["link", "add", "veth0", "type", "veth", "peer", "name", "veth1"], ["link", "add", "br0", "type", "bridge"],
+                 ["link", "set", "veth1", "master", "br0"], ["link", "set", "veth0", "up"], ["link", "set", "br0", "up"],
+                 ["addr", "add", "10.88.0.2/16", "dev", "br0"]):
+        subprocess.run(["ip", "-n", netns, *args], check=True)
+    cp = subprocess.run(["ip", "netns", "exec", netns, *STORADVISE, "scan", "--json", "--no-history", "--no-mesh",
+                         "--sample-seconds", "0.2", "--probes", "network.nic,network.sysctl,nic.ports"],
+                        capture_output=True, text=True, timeout=300)
+    assert cp.returncode in (0, 2, 3), cp.stderr[-2000:]
+    scan = json.loads(cp.stdout)
+    assert len(scan["hosts"]) == 1
+    buffers = [f for f in scan["findings"] if f["rule_id"] == "NET-TCP-BUFFER-MAX"]
+    assert buffers and all(f["status"] == "not_applicable" and "link rate unknown" in (f["message"] or "") for f in buffers)
+    na = [f for f in scan["findings"] if f["rule_id"] == "NIC-GRO-OFF"]
+    assert na and all(f["status"] == "not_applicable" for f in na)
+    reason = na[0]["message"]
+    assert "no physical network interface" in reason and all(n in reason for n in ("veth0", "veth1", "br0")), reason
