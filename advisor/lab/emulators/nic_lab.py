@@ -167,7 +167,7 @@ class NicLab(LabEmulation):
         binds: dict[str, Path] = {}
         if st["nics"]:
             write_wrapper(emu / "ethtool", emulator_python(), package_root(), "advisor.lab.emulators.nic", "ethtool",
-                          state_dir, "emulates ethtool for the storadvise lab's NICs", vendor="ethtool's")
+                          state_dir, "emulates ethtool for the storadvise lab's NICs", vendor="ethtool's", isolated=True)
             binds.update({"/sys/class/net": emu / "sys-class-net", ETHTOOL: emu / "ethtool",
                           "/proc/interrupts": emu / "interrupts", "/proc/irq": emu / "irq"})
         if st["cpu"]:
