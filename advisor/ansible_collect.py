@@ -25,11 +25,12 @@ from typing import Any
 
 from advisor.apply.ansible_data import as_data, dump_data, load_data
 from advisor.atomic_files import write_atomic
-from advisor.collector import now_iso, probe_context, probes_for
+from advisor.collector import now_iso, probe_context
 from advisor.errors import StoradviseError
 from advisor.facts import HostFacts
 from advisor.path_component import path_component
 from advisor.probe_helper import HostCommands
+from advisor.probe_plan import probe_plan, root_probes
 from advisor.secret_vars import redact_vars
 from advisor.shipped_code import module_utils
 from advisor.site import Site
@@ -52,8 +53,10 @@ def batch_vars(site: Site, hosts: list, sample_seconds: float, probes: list[str]
     seen: dict[str, int] = {}
     host_batch: dict[str, int] = {}
     for host in hosts:
-        host_commands = HostCommands(probe_context(site, host, False, sample_seconds, requested))
-        commands = [host_commands.command(p) for p in probes_for(host, probes, site.storage_systems)]
+        plan = probe_plan(site, host, probes)  # what runs where (advisor.probe_plan), as the collector asks it
+        host_commands = HostCommands(probe_context(site, host, False, sample_seconds, requested),
+                                     root_probes(site, host, plan))
+        commands = [host_commands.command(pp.probe) for pp in plan if pp.selected]
         ident = json.dumps([[c.model_dump() for c in commands], host.sudo], sort_keys=True)
         if ident not in seen:
             seen[ident] = len(batches)

@@ -41,3 +41,21 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, mode: int = 0o644) 
     """Write ``data`` (text as UTF-8) to ``path`` atomically with permissions ``mode``."""
     with atomic_writer(path, mode, binary=isinstance(data, bytes)) as fh:
         fh.write(data)
+
+
+def check_output_paths(paths: dict[str, str | os.PathLike | None]) -> None:
+    """Refuse, before any work is done, an output file (``{"--output": path, ...}``) whose directory
+    does not exist, or that is a directory: storadvise creates no directory for a file it is asked to
+    write (a typo in a path is an error, not a new tree). ``-`` (stdout) passes."""
+    from advisor.errors import UsageError
+
+    for option, value in paths.items():
+        if value is None or str(value) == "-":
+            continue
+        path = Path(value)
+        if path.is_dir():
+            raise UsageError(f"{option} {path}: is a directory; give a file")
+        parent = path.parent
+        if not parent.is_dir():
+            raise UsageError(f"{option} {path}: directory {parent} does not exist (storadvise creates no "
+                             "directory for a file)")

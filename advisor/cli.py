@@ -24,9 +24,10 @@ try:  # typer >= 0.20 vendors its own click
     from typer._click import exceptions as click_exceptions
 except ImportError:  # pragma: no cover - older typer depends on click
     from click import exceptions as click_exceptions
-from advisor.errors import StoradviseError, UsageError
+from advisor.atomic_files import check_output_paths
+from advisor.errors import ERROR_PREFIX, StoradviseError, UsageError
+from advisor.fail_on import check_fail_on, fail_on_option
 from advisor.help_format import HELP_FORMAT
-from advisor.findings import SEVERITY_ORDER
 from advisor.option_aliases import ALIAS_HELP, one_of_aliases
 from advisor.scan_options import ScanOptions
 from advisor.scan_flags import scan_options
@@ -43,6 +44,10 @@ app = typer.Typer(
 )
 app.add_typer(probe_cli.app, name="probe")
 app.add_typer(rules_cli.app, name="rules")
+
+#: where the examples write Prometheus metrics: a file in node_exporter's textfile-collector directory
+#: (``--collector.textfile.directory=/var/lib/node_exporter/textfile``; README and docs/reports.md say the same)
+TEXTFILE_EXAMPLE = "/var/lib/node_exporter/textfile/storadvise.prom"
 
 out = Console(emoji=False)  # host text such as ":skull:" is shown as written
 err = Console(stderr=True, emoji=False)
@@ -65,19 +70,13 @@ def _root(
 # --------------------------------------------------------------------------- helpers
 
 
-def _fail_on(value: str) -> str:
-    if value not in SEVERITY_ORDER:
-        raise UsageError(f"--fail-on must be one of {', '.join(SEVERITY_ORDER)}, got {value!r}")
-    return value
-
-
 # --------------------------------------------------------------------------- scan
 
 
 @app.command(epilog="Examples:\n\n  storadvise scan                      # the local host\n\n"
              "  storadvise scan --site ifca --json > scan.json\n\n"
              "  storadvise scan --inventory hosts.ini --role-map gpfs=storage --role-map wn=worker\n\n"
-             "  storadvise scan --site ifca --html ifca.html --prometheus /var/lib/node_exporter/storadvise.prom\n\n"
+             f"  storadvise scan --site ifca --html ifca.html --prometheus {TEXTFILE_EXAMPLE}\n\n"
              "  storadvise scan --site ifca --fail-on-new     # CI: fail only on what is new since the last scan\n\n"
              "  storadvise scan --site ifca --dry-run --skip-probes disk.smart   # what would run where; no host contacted")
 @scan_options()
@@ -90,7 +89,7 @@ def scan(
     junit: Optional[Path] = typer.Option(None, "--junit", help="Write findings as JUnit XML to FILE."),
     html: Optional[Path] = typer.Option(None, "--html", help="Write a self-contained HTML report to FILE."),
     prometheus: Optional[Path] = typer.Option(None, "--prometheus", help="Write node_exporter textfile metrics to FILE."),
-    fail_on: str = typer.Option("high", "--fail-on", help="Exit 2 when a failed finding is at least this severe."),
+    fail_on: str = fail_on_option(),
     fail_on_new: bool = typer.Option(False, "--fail-on-new", help="Exit 2 only for failures (at or above --fail-on) absent from the last stored scan of the site."),
     history: Optional[Path] = typer.Option(None, "--history", help="Scan history database (default $STORADVISE_HISTORY, else $XDG_DATA_HOME/storadvise/history.db)."),
     no_history: bool = typer.Option(False, "--no-history", help="Do not store this scan in the history."),
@@ -108,7 +107,8 @@ def scan(
     from advisor.report.progress import ScanProgress
     from advisor.scan import open_scan, run_scan
 
-    _fail_on(fail_on)
+    check_fail_on(fail_on)
+    check_output_paths({"--output": output, "--junit": junit, "--html": html, "--prometheus": prometheus})
     if fail_on_new and no_history:
         raise UsageError("--fail-on-new compares with the stored history; it does not go with --no-history")
     target = open_scan(options, site, inventory, role_map)
@@ -132,7 +132,7 @@ def scan(
     if json_out:
         write_report_json(report, sys.stdout)
     else:
-        render_scan(report, out, verbose=verbose)
+        render_scan(report, out, verbose=verbose, next_step=_plan_step(report, site, inventory, role_map, options, output))
         if target.site.mesh and run.factset.mesh:
             # the causes name the slow paths; their table is for --verbose
             _render_mesh(run.factset.mesh, slow_paths=verbose or not report.causes)
@@ -144,19 +144,34 @@ def scan(
     raise typer.Exit(exit_code(report.summary, fail_on))
 
 
+def _plan_step(report, site, inventory, role_map, options: ScanOptions, output: Optional[Path]) -> Optional[str]:
+    """The ``plan`` that writes the fix of this scan (None: no failed finding names a change)."""
+    from advisor.findings import FindingStatus, Severity
+    from advisor.apply.next_steps import plan_after_scan
+
+    fixable = [f.severity for f in report.findings if f.status == FindingStatus.fail and f.changes]
+    if not fixable:
+        return None
+    worst = max(fixable, key=lambda s: s.rank)
+    return plan_after_scan(site, inventory, role_map, options, report.site, output,
+                           "info" if worst == Severity.info else "low")
+
+
 def _render_mesh(mesh: dict, slow_paths: bool = True) -> None:
     from advisor.mesh.render import render_grid
 
     render_grid(mesh, out, slow_paths=slow_paths)
 
 
-@app.command("report", epilog="Examples:\n\n  storadvise report scan.json --html scan.html\n\n"
-             "  storadvise report scan.json --junit scan.xml --prometheus /var/lib/node_exporter/storadvise.prom\n\n"
+@app.command("report", epilog="Examples:\n\n  storadvise report scan.json                  # the console summary\n\n"
+             "  storadvise report scan.json --html scan.html\n\n"
+             f"  storadvise report scan.json --junit scan.xml --prometheus {TEXTFILE_EXAMPLE}\n\n"
              "  storadvise report scan.json --html site.html --cache-simulation sim.json\n\n"
              "  storadvise report scan.json --ndjson scan.ndjson\n\n"
              "  storadvise report old-1.2.json -o scan-2.json   # a report of schema 1.x as schema 2")
 def report_cmd(
-    scan_json: Path = typer.Argument(..., help="A scan JSON written by 'storadvise scan --json' or '--output'."),
+    scan_json: Path = typer.Argument(..., help="A scan JSON written by 'storadvise scan --json' or '--output'.",
+                                     metavar="FILE"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the scan as JSON of the current schema "
                                           "(2.x) to FILE: a report of schema 1.x is converted "
                                           "(docs/report-schema.md)."),
@@ -168,15 +183,23 @@ def report_cmd(
                                           "finding, path and cause) to FILE, - for stdout: for Elasticsearch, "
                                           "OpenSearch, Loki (docs/report-schema.md)."),
     json_out: bool = typer.Option(False, "--json", help="Print the files written as JSON."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="With no file to write: also list passed findings."),
 ) -> None:
-    """Render a saved scan as HTML, JUnit, Prometheus metrics, NDJSON or JSON of the current schema (no host
-    is contacted)."""
+    """Show a saved scan: its console summary (as scan printed it), or rendered as HTML, JUnit, Prometheus
+    metrics, NDJSON or JSON of the current schema (no host is contacted)."""
     from advisor.report.model import load_report
     from advisor.report.outputs import ReportFiles, load_cache_simulation, write_report_files
 
     if not (html or junit or prometheus or ndjson or output):
-        raise UsageError("say what to write: --html FILE, --junit FILE, --prometheus FILE, --ndjson FILE "
-                         "and/or --output FILE")
+        if json_out or cache_sim:
+            raise UsageError("say what to write: --html FILE, --junit FILE, --prometheus FILE, --ndjson FILE "
+                             "and/or --output FILE (with none, report prints the console summary)")
+        from advisor.report.console import render_scan
+
+        render_scan(load_report(scan_json), out, verbose=verbose)
+        return
+    check_output_paths({"--output": output, "--html": html, "--junit": junit, "--prometheus": prometheus,
+                        "--ndjson": ndjson})
     if ndjson is not None and str(ndjson) == "-" and json_out:
         raise UsageError("--ndjson - writes to stdout: leave out --json")
     if cache_sim and not html:
@@ -203,12 +226,16 @@ def report_cmd(
 
 
 @app.command(epilog="Examples:\n\n  storadvise collect --site ifca --out-dir ifca-outputs/ && storadvise scan --from ifca-outputs/\n\n"
+             "  storadvise collect --site ifca --export ifca-files/   # a readable file per host and probe\n\n"
              "  storadvise collect --site ifca --ansible-vars v.yml   # then playbooks/collect.yml (docs/collect.md)")
 @scan_options(exclude=("profiles", "mesh", "efficiency", "from_capture"))
 def collect(
     site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name or path; none = the local host."),
     out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="Directory to save every probe's raw output into."),
     out_dir_old: Optional[Path] = typer.Option(None, "--out", hidden=True, help=ALIAS_HELP.format(new="--out-dir")),
+    export: Optional[Path] = typer.Option(None, "--export", help="Also (or only) write every probe's output as a "
+                                          "readable file, one per host and probe, into directory DIR "
+                                          "(DIR/HOST/PROBE.txt: what 'probe parse' reads; for a ticket)."),
     ansible_vars: Optional[Path] = typer.Option(
         None, "--ansible-vars",
         help="With --site: write the vars file playbooks/collect.yml runs (each host's batch number; the script "
@@ -222,7 +249,8 @@ def collect(
     *,
     options: ScanOptions,
 ) -> None:
-    """Save every probe's raw output per host, for offline analysis with 'scan --from DIR'."""
+    """Save every probe's raw output per host, for offline analysis with 'scan --from DIR' (--out-dir), or as
+    readable files, one per host and probe (--export)."""
     out_dir = one_of_aliases(out_dir, out_dir_old, "--out-dir", "--out")
     from advisor.collector import now_iso, write_manifest
     from advisor.report.progress import ScanProgress
@@ -231,33 +259,64 @@ def collect(
     from advisor.transport.captured import write_capture
 
     if from_ansible is not None or ansible_vars is not None:
+        if export is not None:
+            raise UsageError("--export writes the outputs collect runs itself; collect.yml writes its capture "
+                             "(scan --from) without it")
         _collect_ansible(site, inventory, role_map, options, ansible_vars, from_ansible, out_dir, json_out)
         return
-    if out_dir is None:
-        raise UsageError("say where to save the outputs: --out-dir DIR (or --ansible-vars FILE for collect.yml)")
-    if out_dir.exists() and any(out_dir.iterdir()):
-        raise StoradviseError(f"{out_dir}: directory is not empty; choose a new one (nothing was overwritten)")
+    if out_dir is None and export is None:
+        raise UsageError("say where to save the outputs: --out-dir DIR (for scan --from), --export DIR (readable "
+                         "files), or --ansible-vars FILE for collect.yml")
+    check_output_paths({"--out-dir": out_dir if out_dir is None or not out_dir.is_dir() else None,
+                        "--export": export if export is None or not export.is_dir() else None})
+    for d in (out_dir, export):
+        if d is not None and d.exists() and not d.is_dir():
+            raise StoradviseError(f"{d}: exists and is not a directory")
+        if d is not None and d.is_dir() and any(d.iterdir()):
+            raise StoradviseError(f"{d}: directory is not empty; choose a new one (nothing was overwritten)")
     target = open_scan(options, site, inventory, role_map)
     started = now_iso()
 
-    objects = CaptureObjects(out_dir)
+    objects = CaptureObjects(out_dir) if out_dir is not None else None
+    if export is not None:
+        from advisor.transport.export_files import export_host, start_export
+
+        start_export(export)
 
     def sink(host, commands, results):
-        write_capture(out_dir, host.name, commands, results, objects)
+        if out_dir is not None:
+            write_capture(out_dir, host.name, commands, results, objects)
+        if export is not None:
+            export_host(export, host.name, commands, results)
 
     with ScanProgress(len(target.hosts), f"collecting {target.site.name}", enabled=not json_out, console=err) as bar:
         factset = run_scan(target, options, stages=("collect",), progress=bar.host_done, sink=sink).factset
-    write_manifest(out_dir, target.site, started, factset.hosts)
+    if out_dir is not None:
+        write_manifest(out_dir, target.site, started, factset.hosts)
+    if export is not None:
+        from advisor.transport.export_files import export_unreachable
+
+        for name, h in factset.hosts.items():
+            if not h.reachable:
+                export_unreachable(export, name, h.errors)
     summary = {
-        "site": target.site.name, "directory": str(out_dir),
+        "site": target.site.name, "directory": None if out_dir is None else str(out_dir),
+        "export": None if export is None else str(export),
         "hosts": {n: {"reachable": h.reachable, "errors": h.errors, "probes": len(h.probes)} for n, h in factset.hosts.items()},
     }
     if json_out:
         print(json.dumps(summary, indent=2))
     else:
+        from advisor.apply.next_steps import command_line
+
         unreachable = [n for n, h in factset.hosts.items() if not h.reachable]
-        out.print(f"saved outputs of {len(factset.hosts) - len(unreachable)} host(s) to {out_dir}"
-                  + (f"; unreachable: {', '.join(unreachable)}" if unreachable else ""))
+        where = " and ".join(f"{d}{' (one file per host and probe)' if d is export else ''}"
+                             for d in (out_dir, export) if d is not None)
+        out.print(f"saved outputs of {len(factset.hosts) - len(unreachable)} host(s) to {where}"
+                  + (f"; unreachable: {', '.join(unreachable)}" if unreachable else ""), highlight=False, markup=False)
+        if out_dir is not None:
+            out.print("next, analyse them here or on any machine with storadvise:", highlight=False)
+            out.print("  " + command_line("scan", "--from", out_dir), highlight=False, soft_wrap=True, markup=False)
     raise typer.Exit(3 if any(not h.reachable for h in factset.hosts.values()) else 0)
 
 
@@ -369,6 +428,14 @@ def _end_interrupted() -> int:
     return 130
 
 
+def usage_error_line(exc: "click_exceptions.UsageError") -> str:
+    """A command-line error in the one style of every storadvise error: one line, ``storadvise: error:``,
+    then what was wrong and the command's help (click's own format is three lines and another style)."""
+    message = " ".join(exc.format_message().split())
+    where = exc.ctx.command_path if exc.ctx is not None else "storadvise"
+    return f"{ERROR_PREFIX}{message} (see '{where} --help')"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
@@ -382,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Exit as exc:
         return exc.exit_code
     except click_exceptions.UsageError as exc:
-        exc.show(file=sys.stderr)
+        print(usage_error_line(exc), file=sys.stderr)
         return 1
     except typer.Abort as exc:
         if isinstance(exc.__cause__, Terminated) or _terminated.is_set():  # click turns an interrupt into Abort
@@ -403,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, StoradviseError):
             if debug:
                 raise
-            print(f"storadvise: error: {exc}", file=sys.stderr)
+            print(f"{ERROR_PREFIX}{exc}", file=sys.stderr)
             return exc.exit_code
         # an unexpected failure: one line, traceback only with --debug
         if debug:

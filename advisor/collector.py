@@ -14,16 +14,15 @@ from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.gc_paused import gc_paused
 from advisor.output_store import OutputStore
 from advisor.probe_helper import HostCommands
+from advisor.probe_plan import probe_plan, root_probes
 from advisor.probe_selection import SKIPPED, skipped_message
 from advisor.ruleset_canonical import CONTROLLER_STEPS
 from advisor.path_component import path_component
 from advisor.secret_vars import redact_vars
 from advisor.shipped_code import module_utils
 from advisor.site import Host, Site
-from advisor.storage_kinds import storage_gate
 from advisor.trusted_models import trusted
 from advisor.transport.base import MAX_OUTPUT_BYTES, Command, CommandResult, Transport, TransportError
-from probes import all_probes
 from probes.probe import NOT_APPLICABLE_MARKER, Probe, ProbeContext, ProbeParseError, not_applicable_reason
 
 TransportFactory = Callable[[Host], Transport]
@@ -44,16 +43,6 @@ def probe_context(site: Site, host: Host, is_local: bool, sample_seconds: float,
         vars={**site.vars, **host.vars},
         requested=requested or {},
     )
-
-
-def probes_for(host: Host, selected: list[str] | None = None,
-               storage_systems: list[str] | tuple[str, ...] | None = None) -> list[Probe]:
-    """The probes a host runs: those its roles select, among those the site's ``storage_systems``
-    let run (advisor.storage_kinds.storage_gate), among ``selected`` when given."""
-    probes = all_probes()
-    gate = storage_gate(storage_systems)
-    names = list(probes) if selected is None else selected
-    return [probes[n] for n in names if n in probes and probes[n].applies_to(host.role_names) and gate.probe_runs(probes[n])]
 
 
 def interpret(probe: Probe, result: CommandResult, store: OutputStore | None = None) -> ProbeResult:
@@ -130,7 +119,8 @@ def _collect_host(site: Site, host: Host, transport_factory: TransportFactory, s
                   sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None,
                   store: OutputStore | None = None, requested: dict[str, list[str]] | None = None) -> HostFacts:
     hf = HostFacts(name=host.name, roles=host.role_names, groups=list(host.groups), address=host.connect_address)
-    probes = probes_for(host, selected, site.storage_systems)
+    plan = probe_plan(site, host, selected)  # what runs where: the one answer (advisor.probe_plan)
+    probes = [pp.probe for pp in plan if pp.selected]
     try:
         transport = transport_factory(host)
     except TransportError as exc:
@@ -139,7 +129,7 @@ def _collect_host(site: Site, host: Host, transport_factory: TransportFactory, s
         return hf
     try:
         ctx = probe_context(site, host, transport.is_local, sample_seconds, requested)
-        host_commands = HostCommands(ctx)
+        host_commands = HostCommands(ctx, root_probes(site, host, plan))
         commands: list[Command] = []
         local_results: dict[str, CommandResult] = {}
         for p in probes:
@@ -158,9 +148,8 @@ def _collect_host(site: Site, host: Host, transport_factory: TransportFactory, s
     finally:
         transport.close()
     # left out by --probes/--skip-probes: never run; not_applicable saying so (a capture keeps the reason)
-    skipped = {} if selected is None else {
-        p.name: CommandResult(key=p.name, rc=0, stdout=f"{NOT_APPLICABLE_MARKER} {skipped_message(p.name)}\n")
-        for p in probes_for(host) if p.name not in selected}
+    skipped = {pp.name: CommandResult(key=pp.name, rc=0, stdout=f"{NOT_APPLICABLE_MARKER} {skipped_message(pp.name)}\n")
+               for pp in plan if not pp.selected}
     by_key = {r.key: r for r in results}
     by_key.update(local_results)
     if sink is not None:
@@ -168,7 +157,7 @@ def _collect_host(site: Site, host: Host, transport_factory: TransportFactory, s
              + [Command(key=k, script=f"# {SKIPPED}") for k in skipped],
              [by_key[c.key] for c in commands] + list(local_results.values()) + list(skipped.values()))
     by_key.update(skipped)
-    for p in probes + [all_probes()[k] for k in skipped]:
+    for p in probes + [pp.probe for pp in plan if not pp.selected]:
         r = by_key.get(p.name)
         if r is None:
             hf.probes[p.name] = ProbeResult(probe=p.name, status=ProbeStatus.error, message="no result returned")

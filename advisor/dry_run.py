@@ -2,8 +2,9 @@
 without contacting any host.
 
 Per host: how it is reached (SSH user@address:port, or the local host), the batch wrapper's private
-temporary directory, and per probe whether it runs through ``sudo -n``, its timeout and its exact
-POSIX sh script (the files it reads are named in it). Then the iperf3 mesh (the paths, the rounds,
+temporary directory, and per probe its privilege (advisor.probe_plan: as the login user, as root, through
+``sudo -n`` or through the probe helper; sudo is shown only where the scan uses it), its timeout and its
+exact POSIX sh script (the files it reads are named in it). Then the iperf3 mesh (the paths, the rounds,
 the commands on the receiving and the sending host) and the active efficiency test (workers,
 sources, clients), when the scan would run them. Nothing here opens a connection: the transports
 are never built, the probe scripts are only rendered (``Probe.script`` is pure).
@@ -13,12 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.collector import probe_context, probes_for
+from advisor.collector import probe_context
 from advisor.host_tmp import MKTEMP
+from advisor.probe_helper import HostCommands
+from advisor.probe_plan import Privilege, login_is_root, probe_plan, root_probes
 from advisor.scan_options import ScanOptions
 from advisor.site import Host, Site
-from advisor.probe_helper import HostCommands
-from advisor.transport.base import sudo_flag
 from probes.probe import Probe
 
 #: where the batch wrapper (advisor/transport/batch_framing.py) keeps each probe's script and output
@@ -37,20 +38,25 @@ def host_plan(site: Site, host: Host, options: ScanOptions, selected: frozenset[
     """What the collect stage would run on one host."""
     local = site.transport == "local"
     ctx = probe_context(site, host, local, options.sample_seconds)
-    host_commands = HostCommands(ctx)
+    plan = probe_plan(site, host, selected)  # what runs where: the collector's own answer
+    host_commands = HostCommands(ctx, root_probes(site, host, plan))
+    root_login = login_is_root(site, host)
     probes = []
-    for p in probes_for(host):
-        if selected is not None and p.name not in selected:
+    for pp in plan:
+        p = pp.probe
+        if not pp.selected:
             probes.append({"probe": p.name, "skipped": True})
             continue
         # a probe that can read the local host in-process (psutil) may do so instead of its script;
         # it is not called here (that would read the host)
         in_process = local and type(p).local_text is not Probe.local_text
-        helper = host_commands.helper if p.needs_root else None
         cmd = host_commands.command(p)
         probes.append({
-            "probe": p.name, "skipped": False, "needs_root": p.needs_root,
-            "sudo": sudo_flag(cmd, host.sudo), "helper": helper,
+            "probe": p.name, "skipped": False, "needs_root": p.needs_root, "privilege": pp.privilege.value,
+            # sudo where the scan uses it: never for a root login; null where only the login can tell
+            "sudo": (pp.privilege in (Privilege.sudo, Privilege.helper)
+                     and (None if root_login is None else not root_login)),
+            "helper": host_commands.helper if pp.privilege == Privilege.helper else None,
             "timeout_s": cmd.timeout, "in_process": in_process, "script": cmd.script,
         })
     return {"host": host.name, "roles": host.role_names, "reached_by": _reached_by(host, site),

@@ -12,7 +12,8 @@ from typing import Any, Optional
 import typer
 
 from advisor.efficiency.protocols import parse_protocols
-from advisor.errors import StoradviseError, UsageError
+from advisor.atomic_files import check_output_paths
+from advisor.errors import ERROR_PREFIX, StoradviseError, UsageError
 
 
 def _parse_clients(text: str) -> list[int]:
@@ -102,7 +103,8 @@ def register_active(app: typer.Typer) -> None:
     @app.command("test")
     def test(
         site: str = typer.Option(..., "--site", "-s", help="Site name or site file path."),
-        hosts: Optional[str] = typer.Option(None, "--hosts", help="hosts, groups or roles, comma-separated (default: worker)"),
+        hosts: Optional[str] = typer.Option(None, "--hosts", help="the hosts to test: a host pattern (names, globs, groups, "
+                                                                   "roles, comma lists, !exclusion); default: worker"),
         clients: Optional[str] = typer.Option(None, "--clients", help="concurrent clients per point, e.g. 1,5,15"),
         source: Optional[str] = typer.Option(None, "--source", help="storage HOST (a data server there) or path:PATH"),
         mb: Optional[float] = typer.Option(None, "--mb", min=1.0, help="MiB read per host test (default 64)"),
@@ -129,9 +131,11 @@ def register_active(app: typer.Typer) -> None:
         posix: a mounted path; tcp: our data server): runtime and data rate per client, the knee
         and one comparison table (and --plot).
 
-        Example: storadvise efficiency test --site ifca --clients 1,5,15 --json
+        Examples:
 
-        Example: storadvise efficiency test --site xc --clients 1,2,4,8 --protocol xrootd,xcache --plot scaling.png
+          storadvise efficiency test --site ifca --clients 1,5,15 --json
+
+          storadvise efficiency test --site xc --clients 1,2,4,8 --protocol xrootd,xcache --plot scaling.png
         """
         from advisor.efficiency.active import EfficiencyTestError
         from advisor.scan import open_scan, run_scan
@@ -149,6 +153,7 @@ def register_active(app: typer.Typer) -> None:
                     raise UsageError(f"{name} {v:g}: give a fraction between 0 and 1")
             if plot is not None and plot.suffix and plot.suffix.lower() not in (".png", ".svg"):
                 raise UsageError(f"--plot {plot}: give a .png or .svg file (or no suffix for both)")
+            check_output_paths({"--plot": plot})
             the_site = load_site(site)
             err = (lambda m: print(m, file=sys.stderr)) if not as_json else None
             # every key given (None: the site's setting, else the default): the test runs even
@@ -170,12 +175,12 @@ def register_active(app: typer.Typer) -> None:
                 except OSError as e:
                     raise UsageError(f"--plot {plot}: {e.strerror or e}") from None
         except StoradviseError as e:
-            typer.echo(f"error: {e}", err=True)
+            typer.echo(f"{ERROR_PREFIX}{e}", err=True)
             raise typer.Exit(e.exit_code) from None
         if as_json:
             typer.echo(json.dumps(result, indent=2))
         else:
             render(result)
             for name in result["failed"]:
-                typer.echo(f"error: {result['hosts'][name]['error']}", err=True)
+                typer.echo(f"{ERROR_PREFIX}{result['hosts'][name]['error']}", err=True)
         raise typer.Exit(3 if result["failed"] else 0)

@@ -6,6 +6,10 @@ shown with ``--debug``.
 
 from __future__ import annotations
 
+#: how every error storadvise prints begins (one style: the command line's own errors, site-file
+#: errors, a host that cannot be used; advisor.cli.main)
+ERROR_PREFIX = "storadvise: error: "
+
 
 class StoradviseError(Exception):
     """An error the user can act on; its message is a single line."""

@@ -94,7 +94,11 @@ class Change(BaseModel):
 
 class Finding(BaseModel):
     rule_id: str
+    #: the rule's healthy condition ("TCP selective acknowledgements are enabled")
     title: str = ""
+    #: for a failed or waived finding: what is wrong, in the rule's words for its failure ("SACK is
+    #: off on gpfs[01-02]": advisor.rules.specs.failure_line); None otherwise
+    failure: str | None = None
     hosts: list[str] = Field(default_factory=list)
     status: FindingStatus
     severity: Severity
@@ -114,3 +118,5 @@ class Finding(BaseModel):
     #: how observed was judged against expected: a check rule's operator (``ge``, ``eq``, ``in`` ...),
     #: ``analytic`` for a Python rule; None for the scan's own findings (a host not reached)
     operator: str | None = None
+    #: the unit of observed and expected (the rule's ``unit``: ``%``, ``ms``, ``bytes`` ...)
+    unit: str | None = None

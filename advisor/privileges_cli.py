@@ -20,6 +20,9 @@ def _site(site: Optional[str], inventory: Optional[Path], role_map: list[str]):
 
 
 def _write(text: str, output: Optional[Path], mode: int) -> None:
+    from advisor.atomic_files import check_output_paths
+
+    check_output_paths({"--output": output})
     if output is None or str(output) == "-":
         sys.stdout.write(text)
         return
@@ -52,11 +55,15 @@ def helper(
     set probe_helper for the host, and allow it with 'storadvise sudoers'. See docs/privileges.md."""
     from advisor.collector import probe_context
     from advisor.probe_helper import helper_text
+    from advisor.probe_plan import root_probes
 
     s = _site(site, inventory, role_map)
     h = _host(s, host)
+    probes = root_probes(s, h)  # what the scan runs as root there (advisor.probe_plan), nothing else
+    if not probes:
+        raise UsageError(f"no probe the scan runs on {h.name} needs root: the host needs no helper")
     try:
-        text = helper_text(probe_context(s, h, False, 5.0))
+        text = helper_text(probe_context(s, h, False, 5.0), probes)
     except ValueError as exc:
         raise UsageError(f"{s.source or s.name}: {exc}") from None
     _write(text, output, 0o755)
@@ -68,6 +75,8 @@ def sudoers(
     role_map: list[str] = typer.Option([], "--role-map", help="GROUP=ROLE for --inventory (repeatable)."),
     user: Optional[str] = typer.Option(None, "--user", "-u", help="The user the scan logs in as (default: the "
                                                                   "site's, when all its hosts share one)."),
+    hosts: Optional[str] = typer.Option(None, "--hosts", help="Only these hosts (a host pattern: names, globs, "
+                                                               "groups, roles, comma lists, !exclusion); default all."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the snippet to FILE (mode 0440); "
                                                                       "default: stdout."),
 ) -> None:
@@ -78,9 +87,11 @@ def sudoers(
     in /etc/sudoers.d. See docs/privileges.md."""
     from advisor.probe_helper import sudoers_text
     from advisor.probe_helper_path import DEFAULT_HELPER_PATH, helper_path
+    from advisor.probe_plan import site_root_probes
+    from advisor.scan import select_hosts
 
     s = _site(site, inventory, role_map)
-    hosts = s.hosts
+    hosts = select_hosts(s, hosts)
     paths = {helper_path({**s.vars, **h.vars}) or DEFAULT_HELPER_PATH for h in hosts} or {
         helper_path(s.vars) or DEFAULT_HELPER_PATH}
     if len(paths) > 1:
@@ -95,8 +106,11 @@ def sudoers(
         given = f"{s.source or s.name}: the hosts' user"
     if user == "root":
         raise UsageError("the scan logs in as root: it needs no sudo (give --user for the account that will scan)")
+    probes = site_root_probes(s, hosts)  # the root probes the scan runs on these hosts, nothing else
+    if not probes:
+        raise UsageError("no probe the scan runs on these hosts needs root: they need no sudoers rule")
     try:
-        text = sudoers_text(user, paths.pop())
+        text = sudoers_text(user, paths.pop(), probes)
     except ValueError as exc:
         raise UsageError(f"{given}: {exc}") from None
     _write(text, output, 0o440)

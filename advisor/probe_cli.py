@@ -22,7 +22,10 @@ def probe_list(json_out: bool = typer.Option(False, "--json", help="Print the pr
     """List the probes, the roles they apply to and whether they need root."""
     from probes import all_probes
 
-    rows = [{"name": p.name, "title": p.title, "roles": sorted(p.roles), "needs_root": p.needs_root}
+    from probes.pasted import PASTED
+
+    rows = [{"name": p.name, "title": p.title, "roles": sorted(p.roles), "needs_root": p.needs_root,
+             "pasted": PASTED[p.name][0] if p.name in PASTED else None}
             for p in all_probes().values()]
     if json_out:
         print(json.dumps(rows, indent=2))
@@ -37,13 +40,21 @@ def probe_list(json_out: bool = typer.Option(False, "--json", help="Print the pr
     out.print(t)
 
 
-@app.command("parse", epilog="Example: storadvise probe parse gpfs.mmlsconfig mmlsconfig.txt")
+@app.command("parse", epilog="Examples:\n\n  storadvise probe parse gpfs.mmlsconfig mmlsconfig.txt\n\n"
+             "  sysctl -a | storadvise probe parse network.sysctl -\n\n"
+             "  storadvise probe parse firewall outputs/gpfs01/firewall.txt   # from collect --export")
 def probe_parse(
     probe: str = typer.Argument(..., help="Probe name (see 'storadvise probe list')."),
-    file: Path = typer.Argument(..., help="A saved output of the probe's command(s); - for stdin."),
+    file: Path = typer.Argument(..., help="The probe's output (collect --export writes one per host and probe), "
+                                          "or its command's plain output (sysctl -a, ip -s link, iptables-save, "
+                                          "dmesg, smartctl --json, mmlsconfig, ...); - for stdin."),
 ) -> None:
-    """Print the facts parsed from a saved output, as JSON."""
+    """Print the facts parsed from a saved output, as JSON.
+
+    Takes the probe's own output, or the plain output of the command behind it where the probe's parser
+    can work from it alone (probe list --json: "pasted")."""
     from probes import get_probe
+    from probes.pasted import PASTED
     from probes.probe import ProbeParseError, not_applicable_reason
 
     p = get_probe(probe)
@@ -58,5 +69,14 @@ def probe_parse(
     try:
         facts = p.parse(text)
     except ProbeParseError as exc:
-        raise StoradviseError(f"{file}: {p.name}: {exc}") from None
+        commands, convert = PASTED.get(p.name, (None, None))
+        framed = convert(text) if convert else None
+        if framed is None:
+            also = (f", nor the output of {commands}" if commands else
+                    "; it reads several files at once: save its own output with 'storadvise collect --export DIR'")
+            raise StoradviseError(f"{file}: {p.name}: not the probe's own output ({exc}){also}") from None
+        try:
+            facts = p.parse(framed)
+        except ProbeParseError as exc2:
+            raise StoradviseError(f"{file}: {p.name}: read as the output of {commands}: {exc2}") from None
     print(json.dumps(facts.model_dump(mode="json"), indent=2))

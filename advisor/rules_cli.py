@@ -11,6 +11,7 @@ from rich.console import Console
 
 from advisor.errors import UsageError
 from advisor.help_format import HELP_FORMAT
+from advisor.option_aliases import ALIAS_HELP, one_of_aliases
 
 app = typer.Typer(**HELP_FORMAT, help="Rule packs, profiles and waivers.\n\nExample: storadvise rules lint --site ifca",
                   no_args_is_help=True)
@@ -28,10 +29,14 @@ def rules_list(
     rules_dirs: list[Path] = typer.Option([], "--rules", help=RULES_DIR_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print the rules as JSON."),
 ) -> None:
-    """List rules with id, severity, roles and title (rule ids are never cut; other columns wrap)."""
-    from advisor.rules.specs import load_catalog, resolve_profiles
+    """List rules with id, severity, roles and title (rule ids are never cut; other columns wrap).
 
-    catalog = load_catalog(site_dirs=rules_dirs)
+    A profile for some storage systems (gpfs-site: gpfs and san) lists the rules a site with those
+    storage_systems loads: their packs and the generic ones."""
+    from advisor.rules.specs import load_catalog, profile_storage_systems, resolve_profiles, site_rule_dirs
+
+    systems = profile_storage_systems(profile, site_dirs=site_rule_dirs(rules_dirs)) if profile else []
+    catalog = load_catalog(site_dirs=rules_dirs, storage_systems=systems)
     resolved = resolve_profiles(profile or ["generic"], catalog)
     rows = [
         {"id": r.id, "severity": resolved.severity.get(r.id, r.severity).value, "roles": r.roles, "kind": r.kind,
@@ -60,7 +65,11 @@ def rules_list(
 def rules_lint(
     site: Optional[str] = typer.Option(None, "--site", "-s", help="Also check this site's profiles, variables, waivers and rules_dirs."),
     rules_dirs: list[Path] = typer.Option([], "--rules", help=RULES_DIR_HELP),
-    rules_dir: Optional[Path] = typer.Option(None, "--rules-dir", help="Check the rule packs (*.yml) and profiles (profiles/*.yml) in DIR instead of the shipped ones."),
+    rules_dir: Optional[Path] = typer.Option(None, "--instead-of-shipped", help="Check the rule packs (*.yml) and "
+                                             "profiles (profiles/*.yml) in DIR instead of the shipped ones (--rules DIR "
+                                             "adds a directory to them)."),
+    rules_dir_old: Optional[Path] = typer.Option(None, "--rules-dir", hidden=True,
+                                                 help=ALIAS_HELP.format(new="--instead-of-shipped")),
     json_out: bool = typer.Option(False, "--json", help="Print {problems, warnings} as JSON."),
 ) -> None:
     """Check rule packs (the shipped ones, --rules DIR and the site's rules_dirs), profiles and (with
@@ -69,8 +78,9 @@ def rules_lint(
 
     from advisor.rules.lint import lint
 
+    rules_dir = one_of_aliases(rules_dir, rules_dir_old, "--instead-of-shipped", "--rules-dir")
     if rules_dir is not None and not rules_dir.is_dir():
-        raise UsageError(f"--rules-dir {rules_dir}: not a directory")
+        raise UsageError(f"--instead-of-shipped {rules_dir}: not a directory")
     problems, warnings = lint(site, directory=rules_dir, site_dirs=rules_dirs)
     if json_out:
         print(json.dumps({"problems": problems, "warnings": warnings}, indent=2))
@@ -78,7 +88,7 @@ def rules_lint(
         for w in warnings:  # one line each, never wrapped (a path names where)
             err.print(f"[yellow]warning:[/yellow] {escape(w)}", soft_wrap=True)
         for p in problems:
-            err.print(f"[red]error:[/red] {escape(p)}", soft_wrap=True)
+            err.print(f"[red]problem:[/red] {escape(p)}", soft_wrap=True)
         if not problems:
             out.print("rules, profiles" + (" and waivers" if site else "") + " are valid")
     raise typer.Exit(1 if problems else 0)

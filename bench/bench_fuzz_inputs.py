@@ -239,6 +239,7 @@ def fuzz_site_files(cases: int, rng: random.Random, case_seconds: float) -> Tall
     from advisor.ansible_collect import batch_vars
     from advisor.collector import probe_context
     from advisor.probe_helper import helper_text, sudoers_text
+    from advisor.probe_plan import root_probes, site_root_probes
     from advisor.probe_helper_path import SYSTEM_DIRS, helper_path
     from advisor.site_file import load_site
 
@@ -268,9 +269,9 @@ def fuzz_site_files(cases: int, rng: random.Random, case_seconds: float) -> Tall
                         continue
                     if not helper.startswith(SYSTEM_DIRS):
                         t.fail(f"a helper outside the system directories loaded: {helper!r}")
-                    helper_text(ctx)
+                    helper_text(ctx, root_probes(site, h))
                     try:
-                        sudoers_text(h.user or "scanner", helper)
+                        sudoers_text(h.user or "scanner", helper, site_root_probes(site))
                     except ValueError:
                         pass
                 json.dumps(batch_vars(site, site.hosts, 1.0))  # collect --ansible-vars: the whole site, walked

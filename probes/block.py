@@ -65,7 +65,11 @@ QUEUE_FILES = ("read_ahead_kb", "scheduler", "nr_requests", "max_sectors_kb", "m
 INT_FIELDS = ("read_ahead_kb", "nr_requests", "queue_depth", "max_sectors_kb", "max_hw_sectors_kb")
 #: read from /sys/block/<dev>/device/
 DEVICE_FILES = ("queue_depth", "model", "vendor")
-VIRTUAL_NAME = re.compile(r"^(loop|ram|zram|dm-|md)\d*")
+#: the device names that are no physical disk (loop, RAM disks, zram, device-mapper, md RAID, optical,
+#: floppy and network block devices), like anything under /sys/devices/virtual: disk.smart,
+#: block.queue and block.diskstats all leave them out of what they call a disk
+NOT_A_DISK_PREFIXES = ("loop", "ram", "zram", "dm-", "md", "sr", "fd", "nbd")
+VIRTUAL_NAME = re.compile("^(" + "|".join(re.escape(p) for p in NOT_A_DISK_PREFIXES) + ")")
 DEVICE_SECTION = "device "
 SCHEDULER_TOKEN = re.compile(r"^\[?([A-Za-z0-9_-]+)\]?$")
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from probes.block import NOT_A_DISK_PREFIXES
 from probes.json_text import load_host_json
 from probes.legal_values import DEVICE_NAME, check_name
 from probes.probe import Probe, ProbeContext, ProbeParseError, require_tool, section, split_sections
@@ -131,7 +132,7 @@ class SmartProbe(Probe):
             + "for d in /sys/block/*; do\n"
             '  [ -e "$d" ] || continue\n'  # no block device at all (a container): the glob stays unexpanded
             '  n=${d##*/}\n'
-            '  case "$n" in loop*|ram*|zram*|dm-*|md*|sr*|fd*|nbd*) continue;; esac\n'
+            f'  case "$n" in {"|".join(p + "*" for p in NOT_A_DISK_PREFIXES)}) continue;; esac\n'
             '  case "$(readlink "$d" 2>/dev/null)" in */devices/virtual/*) continue;; esac\n'
             '  echo "@@section device $n"\n'
             '  "$TOOL_smartctl" --json -a "/dev/$n" 2>&1\n'

@@ -10,7 +10,9 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+from advisor.atomic_files import check_output_paths
 from advisor.errors import UsageError
+from advisor.fail_on import EXIT_FAILED, check_fail_on, fail_on_option
 from advisor.findings import SEVERITY_ORDER
 from advisor.option_aliases import ALIAS_HELP, one_of_aliases
 from advisor.report.safe_text import markup_text as m_
@@ -32,7 +34,7 @@ def _scan(target, options, quiet: bool, label: str, mesh_wanted=None):
 
 
 def plan(
-    site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name or site file path."),
+    site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name or site file path; none = the local host (as scan)."),
     inventory: Optional[Path] = typer.Option(None, "--inventory", "-i", help="An Ansible inventory (INI or YAML) instead of a site file."),
     role_map: list[str] = typer.Option([], "--role-map", help="GROUP=ROLE for --inventory (repeatable)."),
     scan: Optional[Path] = typer.Option(None, "--scan", help="A scan JSON ('storadvise scan --json') of this site; none = scan now."),
@@ -46,8 +48,6 @@ def plan(
 ) -> None:
     """Write an Ansible project that fixes the scan's failed findings (waived ones are left alone).
 
-    Example: storadvise plan --site ifca --scan scan.json --out-dir ifca-plan --min-severity medium
-
     Then: cd DIR && ansible-playbook apply-tuning.yml  (--check --diff first to review).
     The scan options (--hosts, --profile, --from, ...) go with a scan made now, not with --scan.
     Settings the hosts cannot change (read-only, immutable, waived) are listed under "Cannot apply
@@ -58,20 +58,22 @@ def plan(
     from advisor.apply.planner import build_plan
     from advisor.apply.project import write_project
     from advisor.scan import open_scan
-    from advisor.site_file import required_site
+    from advisor.site_file import resolve_site
 
     out_dir = one_of_aliases(out_dir, out_dir_old, "--out-dir", "--out")
     if out_dir is None:
         raise UsageError("say where to write the Ansible project: --out-dir DIR")
+    check_output_paths({"--out-dir": None if out_dir.is_dir() else out_dir})
     if min_severity not in SEVERITY_ORDER:
         raise UsageError(f"--min-severity {min_severity!r}: one of {', '.join(SEVERITY_ORDER)}")
-    the_site = required_site(site, inventory, role_map)
+    the_site = resolve_site(site, inventory, role_map)  # none: the local host, as scan
     if scan is not None:
         changed = options.changed()
         if changed:
             raise UsageError(f"{', '.join(changed)} go(es) with a scan made now; --scan gives a scan already made")
         report = load_plan_scan(scan)  # only what the plan reads: a 10,000-host scan is ~400 MB
         source = str(scan)
+        _site_given(site, inventory, the_site, report.site, f"--scan {scan}")
     else:
         target = open_scan(options, the_site)
         report = _scan(target, options, json_out, "scanning")
@@ -92,8 +94,19 @@ def plan(
 
         print(msgspec.json.format(msgspec.json.encode(summary, enc_hook=str), indent=2).decode())
     else:
+        from advisor.apply.next_steps import verify_after_plan
+
         _render_plan(the_plan, out_dir)
+        _render_next(the_plan, out_dir, verify_after_plan(
+            site, inventory, role_map, Path(summary["scan"]), out_dir, options if scan is None else None))
     raise typer.Exit(3 if the_plan.refused else 0)
+
+
+def _site_given(site, inventory, the_site, scanned: str, source: str) -> None:
+    """Without --site/--inventory the command is about the local host (as scan is): a scan of another
+    site says which --site to give, instead of a mismatch."""
+    if site is None and inventory is None and scanned != the_site.name:
+        raise UsageError(f"{source} is a scan of site {scanned!r}: give --site {scanned} (none means the local host)")
 
 
 def _render_plan_causes(the_plan) -> None:
@@ -118,8 +131,9 @@ def _render_plan(the_plan, out_dir: Path) -> None:
     from rich.table import Table
 
     from advisor.apply.plan_causes import order_by_cause
-    from advisor.apply.plan_markdown import group_changes
-    from advisor.report.host_ranges import hosts_text
+    from advisor.apply.plan_markdown import UNKNOWN_VALUE, group_changes
+    from advisor.host_ranges import hosts_text
+    from advisor.report.whole_values import Column, print_whole_table
 
     _render_plan_causes(the_plan)
 
@@ -127,13 +141,14 @@ def _render_plan(the_plan, out_dir: Path) -> None:
         return "?" if v is None else m_(v)
 
     if the_plan.changes:
-        t = Table(header_style="bold", title=f"plan for site {m_(the_plan.site)}")
-        for c in ("hosts", "role", "setting", "runtime", "persisted", "target", "changes", "why"):
-            t.add_column(c, overflow="fold")  # a narrow terminal folds a long key, never cuts it
-        for g in order_by_cause(the_plan, group_changes(the_plan)):
-            t.add_row(m_(hosts_text(g.hosts, limit=6)), m_(g.role), m_(", ".join(g.settings)), cell(g.runtime),
-                      cell(g.persisted), cell(g.target), g.scope.value, m_(", ".join(g.rule_ids)))
-        out.print(t)
+        columns = [Column(c) for c in ("hosts", "role", "setting", "runtime", "persisted", "target", "changes", "why")]
+        rows = [[m_(hosts_text(g.hosts, limit=6)), m_(g.role), m_(", ".join(g.settings)), cell(g.runtime),
+                 cell(g.persisted), cell(g.target), g.scope.value, m_(", ".join(g.rule_ids))]
+                for g in order_by_cause(the_plan, group_changes(the_plan))]
+        # every cell is a value people copy (a setting, a number, a rule id): never split
+        print_whole_table(out, columns, rows, title=f"plan for site {m_(the_plan.site)}")
+        if any("?" in (r[3], r[4]) for r in rows):
+            out.print(f"?: {UNKNOWN_VALUE}", highlight=False)
     else:
         out.print("nothing to apply: no failed finding names a change this site can make")
     for (setting, target, reason), hosts in _hosts_of(the_plan.cannot_apply, ("setting", "target", "reason")):
@@ -149,9 +164,19 @@ def _render_plan(the_plan, out_dir: Path) -> None:
             out.print(f"[yellow]{m_(n)}[/yellow]")
     for (reason,), hosts in _hosts_of(the_plan.refused, ("reason",)):
         err.print(f"[red]left out:[/red] {m_(hosts_text(hosts, limit=6))}: {m_(reason)}")
-    out.print(f"wrote {m_(out_dir)} (PLAN.md). Review: cd {m_(out_dir)} && "
-              "ansible-playbook apply-tuning.yml --check --diff ; "
-              "apply: ansible-playbook apply-tuning.yml")
+
+
+def _render_next(the_plan, out_dir: Path, verify_line: str) -> None:
+    """What to run next, each a command line that runs as printed (advisor.apply.next_steps)."""
+    from advisor.apply.next_steps import apply_steps
+
+    out.print(f"wrote {m_(out_dir)} (PLAN.md says what it changes and why)", highlight=False)
+    if not the_plan.changes:
+        return
+    review, apply = apply_steps(out_dir)
+    for what, line in (("review what would change", review), ("apply", apply), ("after applying, measure the outcome", verify_line)):
+        out.print(f"next, {what}:", highlight=False)
+        out.print("  " + line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _hosts_of(entries: list[dict], fields: tuple[str, ...]) -> list[tuple[tuple, list[str]]]:
@@ -163,7 +188,7 @@ def _hosts_of(entries: list[dict], fields: tuple[str, ...]) -> list[tuple[tuple,
 
 
 def verify(
-    site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name or site file path."),
+    site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name or site file path; none = the local host (as scan)."),
     inventory: Optional[Path] = typer.Option(None, "--inventory", "-i", help="An Ansible inventory (INI or YAML) instead of a site file."),
     role_map: list[str] = typer.Option([], "--role-map", help="GROUP=ROLE for --inventory (repeatable)."),
     before: Optional[Path] = typer.Option(None, "--before", help="The scan JSON taken before the change (plan's scan); none = the site's last scan in the history."),
@@ -172,7 +197,7 @@ def verify(
     html: Optional[Path] = typer.Option(None, "--html", help="Write the new scan and its before -> after as a self-contained HTML report."),
     history: Optional[Path] = typer.Option(None, "--history", help="Scan history database (default $STORADVISE_HISTORY, else $XDG_DATA_HOME/storadvise/history.db)."),
     no_history: bool = typer.Option(False, "--no-history", help="Neither read 'before' from nor store the new scan in the history."),
-    fail_on: str = typer.Option("high", "--fail-on", help="Exit 2 when a finding at least this severe still fails (or is new)."),
+    fail_on: str = fail_on_option(what="a finding still failing or new"),
     plan_dir: Optional[Path] = typer.Option(None, "--plan", help="The plan directory ('storadvise plan --out DIR'): check its prediction for exactly the changes it planned (default: the before scan's, every proposed change)."),
     *,
     options: ScanOptions,
@@ -183,28 +208,30 @@ def verify(
     The new scan takes every scan option; its profiles default to the before scan's.
 
     Without --before, the site's last scan in the history is the "before".
-
-    Example: storadvise verify --site ifca --before plan-dir/scan-before.json
     """
     from advisor.apply.planner import check_report_matches
     from advisor.apply.verify import network_touched, verify_result
     from advisor.history_store import store_scan
     from advisor.report.outputs import ReportFiles, write_report_files
     from advisor.scan import open_scan
-    from advisor.site_file import required_site
+    from advisor.site_file import resolve_site
 
-    if fail_on not in SEVERITY_ORDER:
-        raise UsageError(f"--fail-on must be one of {', '.join(SEVERITY_ORDER)}, got {fail_on!r}")
-    the_site = required_site(site, inventory, role_map)
+    check_fail_on(fail_on)
+    check_output_paths({"--output": output, "--html": html})
+    the_site = resolve_site(site, inventory, role_map)  # none: the local host, as scan
     prediction = None
     if plan_dir is not None:
         from advisor.apply.verify_predictions import load_plan_prediction
 
         prediction = load_plan_prediction(plan_dir)
     before_report, before_source = _before_scan(the_site.name, before, history, no_history)
+    _site_given(site, inventory, the_site, before_report.site, f"--before {before_source}")
     check_report_matches(before_report, the_site, before_source)
     if not options.profiles:
         options = dataclasses.replace(options, profiles=tuple(before_report.profiles))
+    if the_site.transport == "local" and not options.roles and before_report.hosts:
+        # the local host as the before scan saw it (scan --role R): the same rules apply again
+        options = dataclasses.replace(options, roles=tuple(before_report.hosts[0].roles))
     target = open_scan(options, the_site)
     touched = network_touched(before_report) or bool(before_report.mesh)
     after = _scan(target, options, json_out, "re-scanning", mesh_wanted=lambda _t: touched)
@@ -217,7 +244,7 @@ def verify(
         print(json.dumps(result, indent=2, default=str))
     else:
         _render_verify(result)
-    raise typer.Exit(2 if result["summary"]["failing_at_or_above_fail_on"] else 0)
+    raise typer.Exit(EXIT_FAILED if result["summary"]["failing_at_or_above_fail_on"] else 0)
 
 
 def _before_scan(site: str, before: Optional[Path], history: Optional[Path], no_history: bool):
@@ -247,19 +274,18 @@ def _fmt_bps(v) -> str:
 def _render_verify(result: dict) -> None:
     from rich.table import Table
 
+    from advisor.report.whole_values import Column, print_whole_table
+
     s = result["summary"]
     colour = {"fixed": "green", "still_failing": "red", "new": "red", "not_checked": "yellow"}
     if result["findings"]:
-        t = Table(header_style="bold", title=f"site {m_(result['site'])}: findings before -> after")
-        for c in ("outcome", "rule", "host", "subject", "severity", "before", "after"):
-            t.add_column(c)
-        for r in result["findings"]:
-            b, a = r["before"], r["after"]
-            t.add_row(f"[{colour[r['outcome']]}]{r['outcome'].replace('_', ' ')}[/]", m_(r["rule_id"]), m_(r["host"]),
-                      m_(r["subject"] or ""), r["severity"],
-                      "-" if b is None else f"{b['status']} ({m_(b['observed'])})",
-                      "-" if a is None else f"{a['status']} ({m_(a['observed'])})")
-        out.print(t)
+        columns = [Column(c) for c in ("outcome", "rule", "host", "subject", "severity", "before", "after")]
+        rows = [[f"[{colour[r['outcome']]}]{r['outcome'].replace('_', ' ')}[/]", m_(r["rule_id"]), m_(r["host"]),
+                 m_(r["subject"] or ""), r["severity"],
+                 "-" if r["before"] is None else f"{r['before']['status']} ({m_(r['before']['observed'])})",
+                 "-" if r["after"] is None else f"{r['after']['status']} ({m_(r['after']['observed'])})"]
+                for r in result["findings"]]
+        print_whole_table(out, columns, rows, title=f"site {m_(result['site'])}: findings before -> after")
     if result["paths"]:
         t = Table(header_style="bold", title="throughput before -> after")
         for c in ("path", "before", "after", "after/before", "after/expected", "limited by (after)"):
@@ -308,7 +334,9 @@ def _render_causes(result: dict) -> None:
 def register(app: typer.Typer) -> None:
     """Add ``plan`` and ``verify`` to the root ``storadvise`` app."""
     app.command("plan", epilog="Examples:\n\n  storadvise plan --site ifca --scan scan.json --out-dir ifca-plan\n\n"
-                "  storadvise plan --site ifca --out-dir ifca-plan      # scans first\n\n"
+                "  storadvise plan --site ifca --out-dir ifca-plan --min-severity medium   # scans first\n\n"
+                "  storadvise plan --scan scan.json --out-dir fix      # the local host's scan\n\n"
                 "  cd ifca-plan && ansible-playbook apply-tuning.yml")(scan_options()(plan))
-    app.command("verify", epilog="Example: storadvise verify --site ifca --before ifca-plan/scan-before.json\n\n"
+    app.command("verify", epilog="Examples:\n\n  storadvise verify --site ifca --before ifca-plan/scan-before.json "
+                "--plan ifca-plan\n\n"
                 "  storadvise verify --site ifca --before scan.json --hosts storage --no-mesh")(scan_options()(verify))

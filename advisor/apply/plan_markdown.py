@@ -21,8 +21,13 @@ from typing import Any
 from advisor.apply.plan_causes import cause_lines, order_by_cause, set_aside_lines
 from advisor.apply.plan_model import SCOPE_TEXT, Plan, PlannedChange
 from advisor.findings import ChangeScope
-from advisor.report.host_ranges import fold_hosts, hosts_text
+from advisor.host_ranges import fold_hosts, hosts_text
 from advisor.report.safe_text import markdown_text
+
+
+#: what a ``?`` in the runtime or persisted column means (PLAN.md and the console say it under the table)
+UNKNOWN_VALUE = ("not known from the scan: the running value could not be read (runtime), or no file sets "
+                 "the setting and its boot default is not known (persisted)")
 
 
 @dataclass
@@ -115,7 +120,10 @@ def plan_markdown(plan: Plan, out: Path | str, groups: list[ChangeGroup] | None 
         order = "in the order of the causes they serve, then hygiene" if plan.causes else "in apply order"
         lines += ["## Changes", "", f"{len(plan.changes)} change(s) on {n} host(s), {order}; identical changes share "
                   "one row.", ""]
-        lines += change_table(order_by_cause(plan, group_changes(plan)) if groups is None else groups) + [""]
+        table = change_table(order_by_cause(plan, group_changes(plan)) if groups is None else groups)
+        lines += table + [""]
+        if any(" ? |" in row for row in table[2:]):
+            lines += [f"`?`: {UNKNOWN_VALUE}.", ""]
     lines += (_cannot_apply(plan) + set_aside_lines(plan) + _notices(plan) + _manual(plan) + _below(plan)
               + _refused(plan))
     return "\n".join(lines)

@@ -93,9 +93,10 @@ def rollback_playbook(plays: list[RolePlay]) -> str:
     return "\n".join(parts)
 
 
-def generated(shipped_only: bool = False) -> dict[str, str]:
-    """{file name: text} of the two playbooks."""
-    plays = role_plays(shipped_only)
+def generated(shipped_only: bool = False, roles: list[str] | None = None) -> dict[str, str]:
+    """{file name: text} of the two playbooks; ``roles``: only the plays of these roles (a plan's: the
+    roles its changes use, so that every play's group is one its inventory declares)."""
+    plays = [p for p in role_plays(shipped_only) if roles is None or p.role in roles]
     return {"apply-tuning.yml": apply_playbook(plays), "rollback.yml": rollback_playbook(plays)}
 
 

@@ -8,9 +8,10 @@ DIR/
                          adds the hosts of a site's own inventory (AWX) to them
   group_vars/<group>.yml the role variables a change set's hosts share (advisor.apply.changesets)
   host_vars/<host>.yml   the role variables only that host has
-  apply-tuning.yml       copied from the shipped playbooks/ (with roles/ and module_utils/)
+  apply-tuning.yml       generated for the roles the plan uses (advisor/apply/playbooks_gen.py)
   rollback.yml
-  roles/  module_utils/
+  roles/  module_utils/  the roles the plan uses (and apply_summary), the module_utils they import
+                         (advisor/apply/project_files.py): a plan of four sysctls carries network_tuning
   PLAN.md  plan.json     what will change: host, setting, old -> new, rule ids
 
 ``cd DIR && ansible-playbook apply-tuning.yml`` is the whole apply step.
@@ -32,6 +33,7 @@ from advisor.apply.changesets import VarsLayout, split_vars
 from advisor.apply.plan_markdown import plan_markdown
 from advisor.apply.planner import Plan
 from advisor.apply.playbooks_gen import generated
+from advisor.apply.project_files import copy_roles, roles_in_use
 from advisor.atomic_files import write_atomic
 from advisor.errors import StoradviseError
 from advisor.path_component import path_component
@@ -40,6 +42,8 @@ from advisor.secret_vars import redact_vars
 from advisor.site import Host, Site
 
 PROJECT_MARK = "plan.json"
+#: what every plan directory holds of the shipped playbooks/ (what a plan was made of before: removed
+#: when a plan directory is written again); the roles and module_utils are those the plan uses
 SHIPPED = ["apply-tuning.yml", "rollback.yml", "plan_groups.yml", "roles", "module_utils"]
 #: host -> the plan's groups it is in (plan_groups.yml adds a site inventory's hosts to them)
 GROUPS_FILE = "groups.json"
@@ -123,15 +127,11 @@ def write_project(plan: Plan, site: Site, out: Path) -> dict[str, Any]:
     out = Path(out)
     _prepare_dir(out)
     src = playbooks_dir()
+    roles = roles_in_use(plan)
     try:
-        for name in SHIPPED:
-            s = src / name
-            if s.is_dir():
-                shutil.copytree(s, out / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-            else:
-                shutil.copy2(s, out / name)
-        _add_plugin_roles(out)
-        for name, text in generated().items():  # the registry's plays, plug-ins included
+        shutil.copy2(src / "plan_groups.yml", out / "plan_groups.yml")
+        copy_roles(out, roles)
+        for name, text in generated(roles=roles).items():  # the plays of the roles in use, plug-ins included
             (out / name).write_text(text)
         (out / "ansible.cfg").write_text(ANSIBLE_CFG)
         hosts = {h.name: h for h in site.hosts}
@@ -184,17 +184,3 @@ def _write_vars(out: Path, site: str, layout: VarsLayout) -> None:
         _write_private(out / "host_vars" / f"{path_component(name, 'host name')}.yml",
             f"# storadvise plan for {name} (site {site}): what only this host gets; see PLAN.md for old -> new "
             "and why.\n" + dump_data(vars_as_data(variables, f"plan for {name}")))
-
-
-def _add_plugin_roles(out: Path) -> None:
-    """Storage kinds registered from outside (advisor.storage_kinds) bring their role directory:
-    copied into roles/ (their plays are in the generated apply-tuning.yml and rollback.yml)."""
-    from advisor.storage_kinds import storage_kinds
-
-    for kind in storage_kinds().values():
-        if not kind.role or not Path(kind.role).is_dir():
-            continue
-        name = Path(kind.role).name
-        if (out / "roles" / name).exists():
-            continue
-        shutil.copytree(kind.role, out / "roles" / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))

@@ -20,7 +20,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from advisor.findings import SEVERITY_ORDER, FindingStatus
+from advisor.host_failures import UNREACHABLE_RULE
 from advisor.mesh.results import GREEN_RATIO, path_ratio
+from advisor.report.finding_text import said
 from advisor.report.model import ScanReport
 from advisor.rules.specs import RuleCatalog
 from advisor.site import Site
@@ -66,9 +68,13 @@ def _mesh(report: ScanReport, site: Site) -> list[CheckItem]:
 
 
 def _settings(report: ScanReport, catalog: RuleCatalog, threshold: str) -> list[CheckItem]:
+    """One item per rule, subject and host failing at or above ``threshold`` (a failed JUnit case), or
+    errored; an unreachable host is the ``reachable`` check's, counted there only."""
     floor = SEVERITY_ORDER.index(threshold)
     items, seen = [], set()
     for f in report.findings:
+        if f.rule_id == UNREACHABLE_RULE:
+            continue
         pack = catalog.rules[f.rule_id].pack if f.rule_id in catalog.rules else "rules"
         pack = pack[:-4] if pack.endswith(".yml") else pack
         failing = f.status == FindingStatus.fail and f.severity.rank >= floor
@@ -79,7 +85,7 @@ def _settings(report: ScanReport, catalog: RuleCatalog, threshold: str) -> list[
             if subject in seen:
                 continue
             seen.add(subject)
-            msg = (f"{f.severity.value}: {f.title}: observed {f.observed}, expected {f.expected}" if failing
+            msg = (f"{f.severity.value}: {said(f, host)}" if failing
                    else f"could not be checked: {f.message or 'probe error'}")
             items.append(CheckItem("setting", subject, False, msg))
     if not items:

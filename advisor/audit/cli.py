@@ -11,7 +11,8 @@ import typer
 from rich.console import Console
 
 from advisor.errors import UsageError
-from advisor.findings import SEVERITY_ORDER
+from advisor.atomic_files import check_output_paths
+from advisor.fail_on import check_fail_on, fail_on_option
 from advisor.option_aliases import ALIAS_HELP
 from advisor.scan import ScanOptions
 
@@ -23,7 +24,7 @@ def audit(
     site: Optional[str] = typer.Option(None, "--site", "-s", help="Site name or site file path."),
     inventory: Optional[Path] = typer.Option(None, "--inventory", "-i", help="An Ansible inventory (INI or YAML) instead of a site file."),
     role_map: list[str] = typer.Option([], "--role-map", help="GROUP=ROLE for --inventory (repeatable)."),
-    fail_on: str = typer.Option("medium", "--fail-on", help="A failed finding at least this severe fails the audit (exit 2)."),
+    fail_on: str = fail_on_option("medium"),
     threshold: Optional[str] = typer.Option(None, "--threshold", hidden=True, help=ALIAS_HELP.format(new="--fail-on")),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Write the checklist as JUnit XML to FILE."),
     html: Optional[Path] = typer.Option(None, "--html", help="Write the checklist and the scan as a self-contained HTML report."),
@@ -52,8 +53,8 @@ def audit(
         if fail_on != "medium" and fail_on != threshold:
             raise UsageError("--threshold is the old name of --fail-on: give one of them")
         fail_on, given_as = threshold, "--threshold"
-    if fail_on not in SEVERITY_ORDER:
-        raise UsageError(f"{given_as} must be one of {', '.join(SEVERITY_ORDER)}, got {fail_on!r}")
+    check_fail_on(fail_on, given_as)
+    check_output_paths({"--junit": junit, "--html": html, "--output": output})
     threshold = fail_on
     if not options.profiles:
         options = dataclasses.replace(options, profiles=(DEFAULT_PROFILE,))

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from advisor.errors import StoradviseError, UsageError
+from advisor.errors import ERROR_PREFIX, StoradviseError, UsageError
 from advisor.help_format import HELP_FORMAT
 from advisor.units import parse_size_bytes
 
@@ -42,9 +42,10 @@ def _capacities(values: list[str]) -> list[int]:
 
 
 def _human(n: float) -> str:
-    for unit in ("", "K", "M", "G", "T", "P"):
-        if abs(n) < 1024 or unit == "P":
-            return f"{n:.4g}{unit}"
+    """A size as computed, in binary units named as such: ``17.37 GiB`` (2**30 bytes), never ``GB``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{n:.4g} {unit}"
         n /= 1024
     return str(n)
 
@@ -86,7 +87,7 @@ def simulate_cmd(
                           (csv_time, csv_file, csv_size, csv_server, csv_bytes, csv_op, csv_delimiter),
                           high, low, purge_interval, output)
     except StoradviseError as e:
-        typer.echo(f"error: {e}", err=True)
+        typer.echo(f"{ERROR_PREFIX}{e}", err=True)
         raise typer.Exit(e.exit_code) from None
     if json_out:
         typer.echo(json.dumps(result, separators=(",", ":")))
@@ -95,6 +96,14 @@ def simulate_cmd(
 
 
 def _run(logs, capacity, policy, areas, curve, sample, fmt, year, file_type, csvc, high, low, purge_interval, output):
+    import os
+
+    from advisor.atomic_files import check_output_paths
+    from advisor.cache import jit
+
+    check_output_paths({"--output": output})
+    # a small input replays interpreted: no seconds of compiling first (advisor/cache/jit.py)
+    jit.choose(sum(os.path.getsize(p) for p in logs if os.path.isfile(p)))
     from advisor.cache.csv_log import CsvColumns
     from advisor.cache.inputs import FORMATS
     from advisor.cache.policies import POLICIES
@@ -138,7 +147,6 @@ def _run(logs, capacity, policy, areas, curve, sample, fmt, year, file_type, csv
         from advisor.cache.plots import plot_efficiency
 
         try:
-            output.parent.mkdir(parents=True, exist_ok=True)
             result["plots"] = plot_efficiency(result, output.with_suffix(""))
             write_atomic(output, json.dumps(result, indent=1) + "\n")
         except OSError as e:
@@ -156,9 +164,9 @@ def _print(r: dict) -> None:
             extra += " (first: line " + ", ".join(str(b["line"]) + ": " + b["reason"] for b in i["first_bad_lines"][:3]) + ")"
         sk = ", ".join(f"{v} {k}" for k, v in i["skipped"].items())
         typer.echo(f"  {i['path']}: {i['requests']:,} reads{extra}" + (f"; skipped {sk}" if sk else ""))
-    typer.echo(f"  {'policy':8} {'capacity':>10} {'hit eff':>8} {'transfer eff':>13}")
+    typer.echo(f"  {'policy':8} {'capacity':>11} {'hit eff':>8} {'transfer eff':>13}")
     for c in r["configurations"]:
-        typer.echo(f"  {c['policy']:8} {_human(c['capacity_bytes']):>10} {c['hit_efficiency']:8.3f} "
+        typer.echo(f"  {c['policy']:8} {_human(c['capacity_bytes']):>11} {c['hit_efficiency']:8.3f} "
                    f"{c['transfer_efficiency']:13.3f}")
         for name, t in c["by_type"].items():
             typer.echo(f"    {name:>14} {t['accesses']:>10,} reads  hit {t['hit_efficiency']:.3f}  "
@@ -169,7 +177,7 @@ def _print(r: dict) -> None:
                    + (f" (sample {cv['sample_rate']:g})" if cv["sample_rate"] < 1 else ""))
         if "knee" in cv:
             k = cv["knee"]
-            typer.echo(f"  recommended capacity (knee): {_human(k['capacity_bytes'])}B per area -> "
+            typer.echo(f"  recommended capacity (knee): {_human(k['capacity_bytes'])} per area -> "
                        f"hit {k['hit_efficiency']:.3f}, transfer {k['transfer_efficiency']:.3f}")
     if r.get("output"):
         typer.echo(f"  written: {r['output']} " + " ".join(r.get("plots", [])))

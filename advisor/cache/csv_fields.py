@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from advisor.cache.jit import njit
 
 
 #: the largest byte count a CSV field may hold: the simulator keeps sizes as signed 64-bit
@@ -23,7 +23,7 @@ def _int(buf, a, b):
         return -1
     v = 0
     for i in range(a, b):
-        c = buf[i] - 48
+        c = np.int64(buf[i]) - 48  # a byte as a signed number (also when run interpreted)
         if c < 0 or c > 9:
             return -1
         if v > (MAX_BYTE_COUNT - c) // 10:
@@ -46,7 +46,7 @@ def _days_from_civil(y, m, d):
 def _dig(buf, a, n):
     v = 0
     for i in range(a, a + n):
-        c = buf[i] - 48
+        c = np.int64(buf[i]) - 48  # a byte as a signed number (also when run interpreted)
         if c < 0 or c > 9:
             return -1
         v = v * 10 + c
@@ -72,7 +72,7 @@ def _time(buf, a, b):
             if buf[a + 19] != 46:
                 return np.nan
             for i in range(a + 20, b):
-                c = buf[i] - 48
+                c = np.int64(buf[i]) - 48  # a byte as a signed number (also when run interpreted)
                 if c < 0 or c > 9:
                     return np.nan
                 frac += c * scale
@@ -80,7 +80,7 @@ def _time(buf, a, b):
         return _days_from_civil(y, mo, d) * 86400.0 + h * 3600 + mi * 60 + s + frac
     v, seen, dot, scale = 0.0, False, False, 0.1
     for i in range(a, b):
-        c = buf[i]
+        c = np.int64(buf[i])
         if c == 46 and not dot:
             dot = True
             continue

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
-from numba import njit
+from advisor.cache.jit import njit
 
 from advisor.cache.csv_fields import _int, _is_read, _time
 from advisor.cache.keytable import fnv1a, lookup_or_insert

@@ -21,7 +21,7 @@ files whose key hashes below R are replayed and distances are scaled by 1/R.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from advisor.cache.jit import njit
 
 P_BITS = 24
 

@@ -8,7 +8,7 @@ Two different names collide only if their 64-bit hashes are equal (probability ~
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from advisor.cache.jit import njit
 
 FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 FNV_PRIME = np.uint64(0x100000001B3)

@@ -6,7 +6,7 @@ An object ``k`` has ``prev[k]``/``nxt[k]`` (-1 at the ends); a list ``l`` has ``
 
 from __future__ import annotations
 
-from numba import njit
+from advisor.cache.jit import njit
 
 
 @njit(cache=True, inline="always")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from numba import njit
+from advisor.cache.jit import njit
 
 from advisor.cache.lists import push_head, unlink
 

@@ -3,7 +3,7 @@ last access; a re-admitted file starts at 1 (as libCacheSim's LFU)."""
 
 from __future__ import annotations
 
-from numba import njit
+from advisor.cache.jit import njit
 
 from advisor.cache.lists import push_tail, unlink
 

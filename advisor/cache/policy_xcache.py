@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from advisor.cache.jit import njit
 
 from advisor.cache.lists import admit_row, count_read_row, unlink_row
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import numpy as np
-from numba import njit
+from advisor.cache import jit
+from advisor.cache.jit import njit
 
 from advisor.cache.csv_log import CsvColumns
 from advisor.cache.curve import StackCurve
@@ -125,6 +126,8 @@ def simulate(logs: Iterable[tuple[str, str]], opts: SimulateOptions, trace: Trac
         "areas": opts.areas,
         "file_types": names,
         "configurations": configs,
+        # compiled by numba, or (a small input) interpreted: advisor/cache/jit.py; the same results
+        "engine": jit.engine(),
     }
     if opts.curve:
         result["curve"] = _curve_result(caps, curves, names, opts)

@@ -30,6 +30,8 @@ ACTING_VERDICTS = {"drop", "reject", "queue"}
 SNDBUF_SHARE = 0.7
 #: the largest window without the window scale option (RFC 7323 section 2)
 UNSCALED_WINDOW = 65535
+#: other traffic on an end's NIC, as a share of the test's bytes, that keeps a queue on the path
+OTHER_TRAFFIC = 0.1
 #: a path at this share of its expected rate is at its link (its queue is its own)
 AT_LINK = 0.9
 #: retransmitted / sent segments below which the loss models are not applied
@@ -127,8 +129,7 @@ class PathState:
     rtt_loaded_s: float | None = None
     #: the congestion control the test ran (per socket; None: not known, the kernel's default)
     congestion: str | None = None
-    #: the RTT the loss model uses: between the idle and the loaded RTT, where the model meets the
-    #: measurement (see _calibrate_loss_rtt)
+    #: the RTT the loss model uses: the idle or the loaded one (see _calibrate_loss_rtt)
     loss_rtt_s: float | None = None
     #: the window that held the path (bytes, measured), when it was window-bound, and which one
     window_used: float | None = None
@@ -248,7 +249,7 @@ def path_state(p: dict, facts: dict[str, HostFacts], addresses: dict[str, str] |
     st.inputs = {"rtt_ms": round(st.rtt_s * 1000, 3) if st.rtt_s else None, "mss": mss,
                  "loss": round(st.loss, 5), "link_bps": st.expected_bps, "congestion": st.congestion}
     _calibrate_window(st, p)
-    _calibrate_loss_rtt(st)
+    _calibrate_loss_rtt(st, p)
     return st
 
 
@@ -258,18 +259,36 @@ def _loss_now(st: PathState) -> float:
     return 0.0 if st.data_policed else st.loss
 
 
-def _calibrate_loss_rtt(st: PathState) -> None:
-    """The RTT the loss model uses: the one the flow saw under load, or the idle one at its link.
+def _calibrate_loss_rtt(st: PathState, p: dict) -> None:
+    """The RTT the loss model uses: the one the flow saw under load where other traffic kept a queue
+    on its way, else the idle one.
 
     A flow held by loss keeps no queue of its own, but it may sit behind one another flow keeps:
-    the reverse direction's data ahead of its ACKs, other flows on a shared port. Every round trip
-    is then longer, and the loss costs it in proportion (the lab: 0.3% loss on a 200 Mbit/s LAN
-    path with the reverse direction busy runs at 5 ms and ~45 Mbit/s, SACK or not; at the idle
-    0.07 ms the models say the link). That queue stays when a setting changes, so predictions use
-    the same RTT. A flow at its link builds its own queue, which says nothing of what the loss would
-    leave it: there, the idle RTT."""
-    at_link = st.ratio is not None and st.ratio >= AT_LINK
-    st.loss_rtt_s = st.rtt_s if at_link or not st.rtt_loaded_s else st.rtt_loaded_s
+    the reverse direction's data ahead of its ACKs (a test in both directions at once, a busy
+    production link), other flows on a shared port. Every round trip is then longer, and the loss
+    costs it in proportion (the lab: 0.3% loss on a 200 Mbit/s LAN path with the reverse direction
+    busy runs at 5 ms and ~45 Mbit/s, SACK or not; at the idle 0.07 ms the models say the link).
+    That queue stays when a setting changes, so predictions use the same RTT. At its link, the queue
+    is the flow's own: the idle RTT. Alone on a LAN (idle RTT < 1 ms), the RTT under load is the
+    flow's own doing too (its recovery without SACK, the hosts' work per packet: 0.1-0.8 ms where
+    0.05 is idle), which says nothing of what the loss leaves it once the fault is fixed: the idle
+    RTT (and a lossy LAN flow is a range, see throughput_models.lossy_lan_bound). Beyond a LAN the
+    flow's own share of its RTT is small and the RTT under load fits the lab best."""
+    if not st.rtt_loaded_s or (st.ratio is not None and st.ratio >= AT_LINK):
+        st.loss_rtt_s = st.rtt_s
+    elif st.rtt_s and st.rtt_s < m.LAN_RTT_S and not _shared_way(p):
+        st.loss_rtt_s = st.rtt_s
+    else:
+        st.loss_rtt_s = st.rtt_loaded_s
+
+
+def _shared_way(p: dict) -> bool:
+    """Did other traffic share the path's way during its measurement: the reverse direction's data
+    (a test both ways at once), or other traffic on an end's NIC (OTHER_TRAFFIC of the test's)?"""
+    if p.get("mode") == "bidir":
+        return True
+    other, test = p.get("nic_other_bytes") or {}, p.get("test_bytes") or p.get("sent_bytes")
+    return bool(test) and any((v or 0) >= OTHER_TRAFFIC * test for v in other.values())
 
 
 def _calibrate_window(st: PathState, p: dict) -> None:
@@ -350,6 +369,10 @@ def _limits(st: PathState, by_kind: dict[str, dict[str, Fix]]) -> list[tuple[flo
             b = m.bbr_nosack_bound(st.measured_bps, loss, st.congestion)
         if b is not None:
             limits.append((b.bps, b.model, b.inputs))
+        if sack and (b is None or b.bps >= (st.link_bps or 0)):
+            lan = m.lossy_lan_bound(st.link_bps, st.mss, st.rtt_s, loss, st.congestion)
+            if lan is not None:
+                limits.append((lan.bps, lan.model, lan.inputs))
     return limits
 
 
@@ -404,7 +427,7 @@ def predict(st: PathState, fixes: "frozenset[Fix] | set[Fix] | FixIndex" = froze
     if fit < FIT_LOW:
         # the models say the path should already carry more than it does: something no model here
         # describes may hold it too, and stay. The rate is what the models give, as at most
-        inputs = {**inputs, "at_most": round(v), "fit": round(fit, 2),
+        inputs = {**inputs, "at_most": max(round(v), inputs.get("at_most") or 0), "fit": round(fit, 2),
                   "basis": f"the models give {tight_now / 1e6:.0f} Mb/s as measured; it ran at {fit:.2f} of that"}
     return Prediction(v, model, inputs)
 

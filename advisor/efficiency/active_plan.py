@@ -143,16 +143,22 @@ def python_command(value: Any) -> str:
 
 
 def resolve_hosts(site: Site, hosts: Iterable[str] | str | None) -> list[Host]:
-    if hosts is None:
-        hosts = ["worker"]
-    if isinstance(hosts, str):
-        hosts = [x for x in hosts.split(",") if x]
-    out: list[Host] = []
-    for sel in hosts:
-        found = site.hosts_in(sel.strip())
+    """The hosts the test runs on: a host pattern, the grammar of ``--hosts`` everywhere (names, globs,
+    groups, roles, comma lists, ``!exclusion``); a list (a site file's) is its items as one comma list.
+    Default: the workers. An item that names nothing is refused (a typo is not a smaller test)."""
+    items = ["worker"] if hosts is None else [x.strip() for x in (hosts.split(",") if isinstance(hosts, str) else hosts)]
+    items = [x for x in items if x]
+    for sel in items:
+        try:
+            found = site.select(sel.lstrip("!"))
+        except ValueError as exc:
+            raise EfficiencyTestError(f"{_where(site)}: hosts {sel!r}: {exc}") from None
         if not found:
-            raise EfficiencyTestError(f"{_where(site)}: no host, group or role {sel!r}")
-        out += [h for h in found if h not in out]
+            raise EfficiencyTestError(f"{_where(site)}: no host, group or role {sel.lstrip('!')!r}")
+    try:
+        out = site.select(",".join(items)) if items else []
+    except ValueError as exc:
+        raise EfficiencyTestError(f"{_where(site)}: hosts {','.join(items)!r}: {exc}") from None
     if not out:
         raise EfficiencyTestError(f"{_where(site)}: no worker host to test")
     return out

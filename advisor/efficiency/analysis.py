@@ -2,17 +2,25 @@
 
 Memory is bounded by the number of distinct hosts and bins, never by the number of jobs:
 every distribution is a sparse histogram (efficiency in steps of 0.005; CPU and wall per event
-on a log scale, 0.5% steps), from which mean, median, p10 and p90 are read.
+on a log scale, 0.5% steps), from which mean, median, p10 and p90 are read; a group of up to 1,000
+jobs (of at most 64 per host and length bin) keeps their values and its quantiles are exact
+(advisor.efficiency.histogram).
+
+Hosts are named as the site files name them, whatever source a record came from: a name's first DNS
+label, lowercase (``WN01.example.org`` and ``wn01`` are one host); an IP address stays as it is
+(:func:`host_key`).
 """
 
 from __future__ import annotations
 
+import ipaddress
+from array import array
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from advisor.efficiency.histogram import Histogram
+from advisor.efficiency.histogram import CELL_EXACT_LIMIT, Histogram
 from advisor.efficiency.records import FAILED_STATUSES, JobRecord, host_prefix, short_host
 from advisor.efficiency.storage_groups import StorageGroups
 
@@ -31,8 +39,17 @@ def wall_bin(wall: float) -> int:
     return bisect_right(WALL_EDGES, wall)
 
 
-# a cell is the aggregate of the jobs of one (host, length bin): [jobs, cpu, core_wall, eff_sum, eff_bins]
-_JOBS, _CPU, _CORE_WALL, _EFF_SUM, _BINS = range(5)
+# a cell is the aggregate of the jobs of one (host, length bin):
+# [jobs, cpu, core_wall, eff_sum, eff_bins, exact efficiencies (None beyond CELL_EXACT_LIMIT)]
+_JOBS, _CPU, _CORE_WALL, _EFF_SUM, _BINS, _EXACT = range(6)
+
+
+def host_key(name: str) -> str:
+    """One name per host across sources: the first DNS label, lowercase; an IP address as it is."""
+    try:
+        return str(ipaddress.ip_address(name))
+    except ValueError:
+        return short_host(name).lower() or name
 NO_BIN = -1       # jobs that did not complete (not in the length table)
 WALL_BIN0 = 10    # wall-time bins are 10.., event bins 0..
 
@@ -52,7 +69,7 @@ class Group:
         return self.eff.count
 
     def merge_cell(self, c: list) -> None:
-        self.eff.merge_bins(c[_BINS], c[_JOBS], c[_EFF_SUM])
+        self.eff.merge_bins(c[_BINS], c[_JOBS], c[_EFF_SUM], c[_EXACT])
         self.cpu += c[_CPU]
         self.core_wall += c[_CORE_WALL]
 
@@ -83,6 +100,8 @@ class Summary:
         self.failed_jobs = 0
         self.wasted_by_host: Counter[str] = Counter()
         self._group_of = group_of or (lambda h: [host_prefix(h)])
+        #: the names seen -> their host key (a host's name is normalised once)
+        self._host_keys: dict[str, str] = {}
         #: jobs whose accounting carries their read volume, by the storage they read
         self.storage = StorageGroups()
         #: relative efficiency fall that marks a storage group I/O-bound (``--io-drop``)
@@ -101,8 +120,7 @@ class Summary:
         if wall is None or not cores or wall <= 0:
             self.no_efficiency += 1
             return
-        if host is None:
-            host = "(unknown)"
+        host = "(unknown)" if host is None else self._host_key(host)
         cw = wall * cores
         self.total_core_seconds += cw
         if status in FAILED_STATUSES:
@@ -130,15 +148,27 @@ class Summary:
             b = NO_BIN
         c = self.cells.get((host, b))
         if c is None:
-            c = self.cells[(host, b)] = [0, 0.0, 0.0, 0.0, {}]
+            c = self.cells[(host, b)] = [0, 0.0, 0.0, 0.0, {}, array("d")]
         c[0] += 1
         c[1] += cpu
         c[2] += cw
         c[3] += eff
         h = c[4]
         h[k] = h.get(k, 0) + 1
+        exact = c[5]
+        if exact is not None:
+            if len(exact) < CELL_EXACT_LIMIT:
+                exact.append(eff)
+            else:
+                c[5] = None
         if cpu == 0:
             self.zero_cpu += 1
+
+    def _host_key(self, name: str) -> str:
+        key = self._host_keys.get(name)
+        if key is None:
+            key = self._host_keys[name] = host_key(name)
+        return key
 
     def extend(self, recs: Iterable[JobRecord]) -> "Summary":
         for r in recs:
@@ -186,7 +216,7 @@ class Summary:
         out: dict[str, Histogram] = {}
         for (h, bb), c in self.cells.items():
             if bb == b:
-                out.setdefault(h, Histogram()).merge_bins(c[_BINS], c[_JOBS], c[_EFF_SUM])
+                out.setdefault(h, Histogram()).merge_bins(c[_BINS], c[_JOBS], c[_EFF_SUM], c[_EXACT])
         return out
 
     @property

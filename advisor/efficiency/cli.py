@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from advisor.errors import StoradviseError, UsageError
+from advisor.errors import ERROR_PREFIX, StoradviseError, UsageError
 from advisor.help_format import HELP_FORMAT
 from advisor.efficiency import diagnosis
 from advisor.efficiency.analysis import Summary, site_group_mapper
@@ -35,7 +35,7 @@ def _user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*a, **kw)
         except StoradviseError as e:
-            typer.echo(f"error: {e}", err=True)
+            typer.echo(f"{ERROR_PREFIX}{e}", err=True)
             raise typer.Exit(e.exit_code) from None
         except BrokenPipeError:
             raise typer.Exit(0) from None
@@ -73,7 +73,7 @@ def ingest(
     tolerance: float = typer.Option(0.1, "--tolerance", min=0.0, max=1.0, help="allowed relative shortfall vs baseline/target"),
     by: Optional[list[str]] = typer.Option(None, "--by", help="host | group | length | storage (repeatable; default all)"),
     scan: Optional[str] = typer.Option(None, "--scan", help="a scan JSON whose findings the I/O finding points to"),
-    site: Optional[str] = typer.Option(None, "--site", help="site name or file: node groups from its host groups"),
+    site: Optional[str] = typer.Option(None, "--site", "-s", help="site name or file: node groups from its host groups"),
     limit: Optional[int] = typer.Option(None, "--limit", min=0, help="list at most N records in --json (default all, streamed)"),
     max_errors: int = typer.Option(1000, "--max-errors", min=0, help="unparseable rows listed (all are counted)"),
     io_drop: float = typer.Option(0.2, "--io-drop", min=0.0, max=1.0, help="relative efficiency fall that flags EFF-IO-BOUND"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from typing import IO, Any
 
 from advisor.efficiency import htcondor_jsonl
@@ -42,17 +43,20 @@ def summarize_jsonl(f: IO[bytes], source: str, summary: Any, add_issue: Any) -> 
     from itertools import compress
 
     from advisor.efficiency.analysis import NO_BIN, WALL_BIN0, WALL_EDGES
+    from advisor.efficiency.histogram import CELL_EXACT_LIMIT
 
     inline_status = _INLINE_STATUS
     failed_statuses = FAILED_STATUSES
-    wasted_by_host = summary.wasted_by_host
+    wasted_by_host: defaultdict[str, float] = defaultdict(float)  # by the name as read: normalised at the end
+    cell_limit = CELL_EXACT_LIMIT
     edges = tuple(map(float, WALL_EDGES))
     dense_bits = _DENSE_BITS
     dense = 1 << dense_bits
     #: local cells by index: length bin WALL_BIN0 + i, and NO_BIN last
     bins = [WALL_BIN0 + i for i in range(len(edges) + 1)] + [NO_BIN]
     #: host (the part of LastRemoteHost after the last @, checked once) -> its local cells:
-    #: [cpu, core_wall, eff_sum, [jobs by eff bin < dense], {eff bin: jobs} for the others]
+    #: [cpu, core_wall, eff_sum, [jobs by eff bin < dense], {eff bin: jobs} for the others,
+    #:  [efficiencies] while at most CELL_EXACT_LIMIT (then None: advisor.efficiency.histogram)]
     by_host: dict[str, list[list[Any]]] = {}
     other_status: defaultdict[str, int] = defaultdict(int)  # all but completed
     wasted = 0.0
@@ -91,7 +95,7 @@ def summarize_jsonl(f: IO[bytes], source: str, summary: Any, add_issue: Any) -> 
                 if not host or host[0] == "<" or host.strip() != host:
                     odd.append(a)
                     continue
-                hc = by_host[host] = [[0.0, 0.0, 0.0, [0] * dense, {}] for _ in bins]
+                hc = by_host[host] = [[0.0, 0.0, 0.0, [0] * dense, {}, []] for _ in bins]
             st = a.JobStatus
             if st == 4.0 and not (a.ExitBySignal or a.ExitCode):
                 c = hc[bisect_right(edges, wall)]
@@ -115,6 +119,12 @@ def summarize_jsonl(f: IO[bytes], source: str, summary: Any, add_issue: Any) -> 
                 c[4][k] = c[4].get(k, 0) + 1
             else:
                 c[3][k] += 1
+            ex = c[5]
+            if ex is not None:
+                if len(ex) < cell_limit:
+                    ex.append(eff)
+                else:
+                    c[5] = None
             if cpu == 0.0:
                 zero_cpu += 1
         if odd:
@@ -137,14 +147,20 @@ def summarize_jsonl(f: IO[bytes], source: str, summary: Any, add_issue: Any) -> 
     cells = summary.cells
     jobs = completed = 0
     total_cw = 0.0
-    for host, hc in by_host.items():
-        for b, (cpu, cw, eff_sum, counts, extra) in zip(bins, hc):
+    for name, hc in by_host.items():
+        host = summary._host_key(name)  # one name per host across sources, as Summary.add names it
+        for b, (cpu, cw, eff_sum, counts, extra, exact) in zip(bins, hc):
             n = sum(counts) + sum(extra.values())
             if not n:
                 continue
             c = cells.get((host, b))
             if c is None:
-                c = cells[(host, b)] = [0, 0.0, 0.0, 0.0, {}]
+                c = cells[(host, b)] = [0, 0.0, 0.0, 0.0, {}, array("d")]
+            if c[5] is not None:
+                if exact is None or len(c[5]) + len(exact) > CELL_EXACT_LIMIT:
+                    c[5] = None
+                else:
+                    c[5].extend(exact)
             c[0] += n
             c[1] += cpu
             c[2] += cw
@@ -169,3 +185,5 @@ def summarize_jsonl(f: IO[bytes], source: str, summary: Any, add_issue: Any) -> 
     summary.total_core_seconds += total_cw
     summary.wasted_core_seconds += wasted
     summary.zero_cpu += zero_cpu
+    for name, cw in wasted_by_host.items():
+        summary.wasted_by_host[summary._host_key(name)] += cw

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import IO, Any
 
-from advisor.efficiency.htcondor import record_from_ad
+from advisor.efficiency.htcondor import ATTRIBUTES, record_from_ad
 from advisor.efficiency.records import JobRecord, ParseIssue, RowError
 
 # --- condor_history -af:h (autoformat with a header) ---------------------------------------
@@ -53,6 +53,20 @@ def _af_row_to_ad(cols: list[str], vals: list[str]) -> dict[str, Any]:
         else:
             ad[name] = _af_value(tok)
     return ad
+
+
+_KNOWN = {a.lower() for a in ATTRIBUTES} | _JOBID_HEADERS
+
+
+def looks_like_autoformat(first: bytes) -> bool:
+    """``condor_history -af:h``'s header (attribute names, at least one the record is built from) or
+    an ``-af:l`` labelled line (``Attr = value``)."""
+    text = first.decode("utf-8", "replace").strip()
+    if " = " in text and _LABEL_PAIR.match(text):
+        return text.split(" = ", 1)[0].lower() in _KNOWN
+    cols = _af_split(text, af_separator(text))
+    return (all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", c) for c in cols)
+            and any(c.lower() in _KNOWN for c in cols))
 
 
 def af_separator(header: str) -> str | None:

@@ -20,6 +20,9 @@ from advisor.efficiency import fjr, htcondor_json, htcondor_jsonl, htcondor_summ
 from advisor.efficiency.records import EfficiencyInputError, JobRecord, ParseIssue, RowError
 
 FORMATS = ("auto", "htcondor", "slurm", "fjr")
+#: what --format auto recognises, as a file it refuses names them
+ACCEPTED = ("HTCondor condor_history/condor_q -json, -jsonl, -l or -af:h; Slurm sacct -P or -p (with its "
+            "JobID header); a CMSSW framework job report (XML)")
 
 
 def _peek(f: IO[bytes]) -> tuple[bytes, int]:
@@ -52,13 +55,21 @@ def detect_format(path: str, f: IO[bytes]) -> str:
     head = f.peek(65536)[:65536] if hasattr(f, "peek") else b""
     if htcondor_text.looks_like_long_form(head.split(b"\n")[:200]):
         return "htcondor-long"
-    if first:
+    if not first:
+        raise EfficiencyInputError(path, "empty file: no job records")
+    if htcondor_text.looks_like_autoformat(first):
         return "htcondor-af"
-    raise EfficiencyInputError(path, "empty file: no job records")
+    raise EfficiencyInputError(path, f"not a job accounting format storadvise reads (accepted: {ACCEPTED})",
+                               line=_peek(f)[1])
 
 
 def _htcondor_kind(path: str, f: IO[bytes]) -> str:
-    kind = detect_format(path, f)
+    try:
+        kind = detect_format(path, f)
+    except EfficiencyInputError:
+        if not _peek(f)[0]:
+            raise
+        return "htcondor-af"  # --format htcondor: its -af reader says what is wrong with the header
     if kind in ("fjr", "slurm"):
         raise EfficiencyInputError(path, f"--format htcondor, but this looks like {kind} output", line=_peek(f)[1])
     return kind

@@ -14,7 +14,7 @@ import typer
 
 from advisor.efficiency import latency
 from advisor.efficiency.records import EfficiencyInputError
-from advisor.errors import StoradviseError, UsageError
+from advisor.errors import ERROR_PREFIX, StoradviseError, UsageError
 from advisor.option_aliases import ALIAS_HELP, one_of_aliases
 
 EPILOG = ("Examples:\n\n\b\n"
@@ -111,7 +111,7 @@ def what_if(
         else:
             _from_rtts(parse_rtt(rtt_ms), prof or latency.reference_profile(), efficiency, threshold, as_json)
     except StoradviseError as e:
-        typer.echo(f"error: {e}", err=True)
+        typer.echo(f"{ERROR_PREFIX}{e}", err=True)
         raise typer.Exit(e.exit_code) from None
     except BrokenPipeError:
         raise typer.Exit(0) from None

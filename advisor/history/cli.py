@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from advisor.errors import UsageError
+from advisor.fail_on import EXIT_FAILED, check_fail_on, fail_on_option
 from advisor.help_format import HELP_FORMAT
 
 app = typer.Typer(**HELP_FORMAT, help="Stored scans: list, show, diff two, trends per path and host, prune.\n\n"
@@ -38,15 +39,16 @@ def history_list(
     if json_out:
         print(json.dumps(rows, indent=2))
         return
-    from rich.table import Table
+    from rich.markup import escape
 
-    t = Table(header_style="bold")
-    for c in ("id", "site", "started", "hosts", "unreachable", "failed", "worst", "incomplete", "paths"):
-        t.add_column(c, overflow="fold")
-    for r in rows:
-        t.add_row(str(r["id"]), r["site"], r["started_at"], str(r["hosts"]), str(r["unreachable"]), str(r["failed"]),
-                  r["worst_failed_severity"] or "-", "yes" if r["incomplete"] else "", str(r["paths"]))
-    out.print(t)
+    from advisor.report.whole_values import Column, print_whole_table
+
+    # ids, timestamps and counts are copied (history show ID, --older-than): never split
+    columns = [Column(c) for c in ("id", "site", "started", "hosts", "unreachable", "failed", "worst", "incomplete",
+                                   "paths")]
+    print_whole_table(out, columns, [[str(r["id"]), escape(r["site"]), r["started_at"], str(r["hosts"]),
+                                      str(r["unreachable"]), str(r["failed"]), r["worst_failed_severity"] or "-",
+                                      "yes" if r["incomplete"] else "no", str(r["paths"])] for r in rows])
 
 
 @app.command("show", epilog="Example: storadvise history show 12 --html scan12.html")
@@ -57,9 +59,11 @@ def history_show(
     json_out: bool = typer.Option(False, "--json", help="Print the stored scan JSON (as 'scan --json' printed it)."),
 ) -> None:
     """One stored scan: the console summary, or its JSON."""
+    from advisor.atomic_files import check_output_paths
     from advisor.report.console import render_scan
     from advisor.report.outputs import ReportFiles, write_report_files
 
+    check_output_paths({"--html": html})
     with _store(history) as store:
         rep = store.report(scan_id)
     if html:
@@ -75,16 +79,16 @@ def history_diff(
     a: int = typer.Argument(..., help="The older scan id."),
     b: int = typer.Argument(..., help="The newer scan id."),
     history: Optional[Path] = typer.Option(None, "--history", help=HISTORY_HELP),
-    fail_on: str = typer.Option("high", "--fail-on", help="Count failures at least this severe."),
+    fail_on: str = fail_on_option(what="a finding of scan B still failing or new"),
     json_out: bool = typer.Option(False, "--json", help="Print {findings, paths, summary} as JSON."),
 ) -> None:
-    """What changed from scan A to scan B: findings fixed / still failing / new, throughput per path."""
+    """What changed from scan A to scan B: findings fixed / still failing / new, throughput per path.
+
+    Exit 2 when a finding at or above --fail-on still fails or is new, as verify does."""
     from advisor.apply.cli import _render_verify
-    from advisor.findings import SEVERITY_ORDER
     from advisor.history.compare import diff_scans
 
-    if fail_on not in SEVERITY_ORDER:
-        raise UsageError(f"--fail-on must be one of {', '.join(SEVERITY_ORDER)}, got {fail_on!r}")
+    check_fail_on(fail_on)
     with _store(history) as store:
         ra, rb = store.report(a), store.report(b)
     if ra.site != rb.site:
@@ -95,6 +99,7 @@ def history_diff(
         print(json.dumps(result, indent=2, default=str))
     else:
         _render_verify(result)
+    raise typer.Exit(EXIT_FAILED if result["summary"]["failing_at_or_above_fail_on"] else 0)
 
 
 @app.command("trend", epilog="Examples:\n\n  storadvise history trend --site ifca --src gpfs01 --dst wn01\n\n"

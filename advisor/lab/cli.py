@@ -82,6 +82,9 @@ def generate(
     from advisor.option_aliases import one_of_aliases
 
     out_file = one_of_aliases(out_file, out_file_old, "--output", "--out")
+    from advisor.atomic_files import check_output_paths
+
+    check_output_paths({"--output": out_file})
     if min_hosts > max_hosts:
         raise UsageError(f"--min-hosts {min_hosts} is above --max-hosts {max_hosts}")
     data = generate_scenario(seed, name=name, min_hosts=min_hosts, max_hosts=max_hosts)

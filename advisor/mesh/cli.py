@@ -10,6 +10,7 @@ from rich.console import Console
 
 from advisor.errors import StoradviseError, UsageError
 from advisor.help_format import HELP_FORMAT
+from advisor.option_aliases import ALIAS_HELP, one_of_aliases
 
 app = typer.Typer(
     **HELP_FORMAT,
@@ -35,8 +36,9 @@ def _site(name: str):
 
 def _strategy_options():
     return {
-        "strategy": typer.Option("full", "--strategy", help="full | bipartite (storage<->worker only) | sample (k partners per worker, rotating with --run) | representative (one host per --group-by value, rotating with --run)."),
-        "k": typer.Option(2, "--k", help="Partners per worker for --strategy sample."),
+        "strategy": typer.Option("full", "--strategy", help="full | bipartite (storage<->worker only) | sample (--partners per worker, rotating with --run) | representative (one host per --group-by value, rotating with --run)."),
+        "k": typer.Option(2, "--partners", help="Partners per worker for --strategy sample."),
+        "k_old": typer.Option(None, "--k", hidden=True, help=ALIAS_HELP.format(new="--partners")),
         "run_number": typer.Option(0, "--run", help="Run number: which rotation of partners/representatives (0, 1, ...)."),
         "group_by": typer.Option("rack", "--group-by", help="Host variable naming a host's rack or switch, for --strategy representative."),
     }
@@ -84,14 +86,16 @@ def plan(
     json_out: bool = typer.Option(False, "--json", help="Print the rounds as JSON."),
     strategy: str = _SO["strategy"],
     k: int = _SO["k"],
+    k_old: Optional[int] = _SO["k_old"],
     run_number: int = _SO["run_number"],
     group_by: str = _SO["group_by"],
     parallel: Optional[int] = typer.Option(None, "--parallel", help="At most this many tests at once, for the estimate (default: the site's, else a whole round)."),
 ) -> None:
     """Print the rounds the mesh would run and the estimated wall time (no host is contacted).
 
-    Example: storadvise mesh plan --site t1 --strategy sample --k 2 --run 3
+    Example: storadvise mesh plan --site t1 --strategy sample --partners 2 --run 3
     """
+    k = one_of_aliases(k, k_old, "--partners", "--k", default=2)
     from advisor.mesh.render import plan_table
     from advisor.mesh.schedule import mesh_plan
 
@@ -131,6 +135,7 @@ def run(
     connect_timeout: float = typer.Option(10.0, "--connect-timeout", help="SSH connect timeout, seconds."),
     strategy: str = _SO["strategy"],
     k: int = _SO["k"],
+    k_old: Optional[int] = _SO["k_old"],
     run_number: int = _SO["run_number"],
     group_by: str = _SO["group_by"],
 ) -> None:
@@ -138,6 +143,7 @@ def run(
 
     Example: storadvise mesh run --site ifca --json > mesh.json
     """
+    k = one_of_aliases(k, k_old, "--partners", "--k", default=2)
     from advisor.mesh.render import render_grid
     from advisor.mesh.results import failed_paths
     from advisor.mesh.runner import run_mesh

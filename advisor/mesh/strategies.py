@@ -91,7 +91,7 @@ def select_paths(site: Site, requests: list[PathRequest], strategy: str = "full"
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown mesh strategy {strategy!r} (one of {', '.join(STRATEGIES)})")
     if k < 1:
-        raise UsageError(f"--k must be at least 1, got {k}")
+        raise UsageError(f"--partners must be at least 1, got {k}")
     if run < 0:
         raise UsageError(f"--run must be 0 or more, got {run}")
     if strategy == "full":

@@ -111,6 +111,36 @@ def loss_bound(mss: int | None, rtt_s: float | None, p: float | None, sack: bool
     return Bound(bits / per_segment, "mathis+timeouts", inputs)
 
 
+#: an idle RTT below this is a LAN: there a loss-based flow's rate is set by how long the hosts take
+#: per window, not by the path (see lossy_lan_bound)
+LAN_RTT_S = 0.001
+
+
+def lossy_lan_bound(link_bps: float | None, mss: int | None, idle_rtt_s: float | None, p: float | None,
+                    congestion: str | None = None) -> Bound | None:
+    """What a loss-based flow with SACK keeps of its link on a LAN when the loss models give it the
+    link: no model describes that region (docs/diagnosis.md), so this is a range with a point.
+
+    The flow's average window W = C / sqrt(p) segments takes X = W x MSS x 8 / link to send; while the
+    sawtooth's low points wait a round trip of host processing, the link idles. The lab measured 1
+    Gbit/s LAN paths with SACK and 0.1-1% loss at 0.55-1.0 of their link (0.67-0.98 on ifca after
+    SACK was back, on shared cores), 200 Mbit/s ones at 0.97-0.98. The low end is X / (X + RTT idle),
+    the high end the link, the rate their geometric middle (``lossy-link``, with ``at_most`` and
+    ``low``). None beyond a LAN, without loss, or for bbr (no loss bound)."""
+    if not link_bps or not idle_rtt_s or idle_rtt_s >= LAN_RTT_S or not p or p <= 0:
+        return None
+    cc = (congestion or "cubic").lower()
+    if cc.startswith("bbr"):
+        return None
+    m = int(mss or DEFAULT_MSS)
+    window_s = MATHIS_C_FIT / math.sqrt(p) * m * 8 / link_bps
+    low = link_bps * window_s / (window_s + idle_rtt_s)
+    return Bound(math.sqrt(low * link_bps), "lossy-link",
+                 {"low": round(low), "at_most": round(link_bps), "loss": round(p, 5),
+                  "rtt_ms": round(idle_rtt_s * 1000, 3), "congestion": cc,
+                  "basis": "a lossy flow on a LAN keeps this share of its link in the lab (docs/diagnosis.md)"})
+
+
 def bbr_nosack_bound(observed_bps: float, p: float, congestion: str | None) -> Bound | None:
     """bbr without SACK at a loss share ``p``: the measured rate is the limit (see loss_bound)."""
     if not (congestion or "").lower().startswith("bbr") or not p or not observed_bps:

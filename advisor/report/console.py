@@ -7,8 +7,10 @@ from rich.table import Table
 from rich.text import Text
 
 from advisor.findings import FindingStatus
+from advisor.probe_selection import skipped_probes_of
 from advisor.report.console_causes import render_causes
-from advisor.report.host_ranges import hosts_text
+from advisor.report.finding_text import comparison_line, headline
+from advisor.host_ranges import hosts_text
 from advisor.report.model import ScanReport
 from advisor.report.safe_text import markup_text, terminal_text
 
@@ -23,7 +25,9 @@ def _short(value, width: int = 40) -> str:
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
-def render_scan(report: ScanReport, console: Console, verbose: bool = False) -> None:
+def render_scan(report: ScanReport, console: Console, verbose: bool = False, next_step: str | None = None) -> None:
+    """The console summary; ``next_step``: the command that writes the fix (advisor.apply.next_steps), printed
+    last, alone on its line, as it runs."""
     s = report.summary
     console.print(
         f"[bold]storadvise scan[/bold] of site [bold]{markup_text(report.site)}[/bold] — {s.hosts} host(s), "
@@ -57,17 +61,14 @@ def render_scan(report: ScanReport, console: Console, verbose: bool = False) -> 
         console.print("[magenta]Probes that failed:[/magenta]")
         for (probe, msg), names in errors.items():
             console.print(f"  {markup_text(hosts_text(names))}: {markup_text(probe)}: {markup_text(msg)}", highlight=False)
-    counts = s.by_status
-    console.print(
-        f"[bold]{counts.get('fail', 0)} failed[/bold] ("
-        + ", ".join(f"{n} {sev}" for sev, n in reversed(list(s.failed_by_severity.items())) if n)
-        + f"), {counts.get('error', 0)} error, {counts.get('waived', 0)} waived, {counts.get('pass', 0)} passed, "
-        f"{counts.get('not_applicable', 0)} not applicable"
-        + (" — [bold magenta]incomplete[/bold magenta]" if s.incomplete else "")
-    )
+    console.print(summary_line(report), highlight=False)
+    for line in left_out_lines(report):
+        console.print(Text(line, style="yellow"), highlight=False)
     if diagnosed and not verbose:
-        console.print("[dim]--verbose lists every finding; storadvise plan writes the fix for the causes and "
-                      "the hygiene.[/dim]", highlight=False)
+        console.print("[dim]--verbose lists every finding.[/dim]", highlight=False)
+    if next_step:
+        console.print("next, the fix as an Ansible project (PLAN.md says what it changes):", highlight=False)
+        console.print(Text("  " + next_step), soft_wrap=True, highlight=False)
 
 
 SEVERITY_COLUMNS = ("critical", "high", "medium", "low")
@@ -115,8 +116,56 @@ def render_hosts(report: ScanReport, console: Console, verbose: bool = False) ->
         console.print(table)
     if clean and not verbose:
         names = [n for _row, group in clean for n in group]
-        console.print(f"{markup_text(hosts_text(names, limit=8))}: 0 failed, every probe ran ({len(names)} host(s); "
-                      f"--verbose lists them)", highlight=False)
+        left_out = {h.name for h in report.hosts if skipped_probes_of(h)}
+        ran = ("no probe failed" if left_out & set(names) else
+               "every probe that applies ran")
+        console.print(f"{markup_text(hosts_text(names, limit=8))}: nothing failed at low or above, {ran} "
+                      f"({len(names)} host(s); --verbose lists them)", highlight=False)
+
+
+def failed_checks(report: ScanReport) -> int:
+    """Failed findings at low or above counted per host (a rule on a host, a subject apart): what the
+    hosts table sums to and what JUnit counts as failures (docs/reports.md, "Counts")."""
+    return sum(max(len(f.hosts), 1) for f in report.findings
+               if f.status == FindingStatus.fail and f.severity.value != "info")
+
+
+def summary_line(report: ScanReport) -> str:
+    """``5 failed (1 high, 4 medium) on 7 host checks, 2 info, 0 error, ...``: failed findings at low
+    or above (info failures are notes, as in JUnit and the hosts table), then per host when the count
+    differs (a finding about several hosts), then the other statuses."""
+    s = report.summary
+    counts = s.by_status
+    info = s.failed_by_severity.get("info", 0)
+    failed = counts.get("fail", 0) - info
+    by_severity = ", ".join(f"{n} {sev}" for sev, n in reversed(list(s.failed_by_severity.items())) if n and sev != "info")
+    checks = failed_checks(report)
+    return (f"[bold]{failed} failed[/bold]" + (f" ({by_severity})" if by_severity else "")
+            + (f" on {checks} host checks" if checks != failed else "")
+            + (f", {info} info" if info else "")
+            + f", {counts.get('error', 0)} error, {counts.get('waived', 0)} waived, {counts.get('pass', 0)} passed, "
+            f"{counts.get('not_applicable', 0)} not applicable"
+            + (" — [bold magenta]incomplete[/bold magenta]" if s.incomplete else ""))
+
+
+def left_out_lines(report: ScanReport) -> list[str]:
+    """What the scan did not check, and why: probes --probes/--skip-probes left out, and the role
+    probes of hosts scanned with no role (the local host without --role)."""
+    from advisor.probe_selection import skipped_probes
+    from probes import all_probes
+
+    out = []
+    skipped = skipped_probes(report)
+    if skipped:
+        out.append(f"not checked: {len(skipped)} probe(s) left out by --probes/--skip-probes ({', '.join(skipped)}); "
+                   "their rules are not applicable")
+    roleless = [h.name for h in report.hosts if not h.roles]
+    if roleless:
+        by_role = sorted(n for n, p in all_probes().items() if p.roles)
+        out.append(f"not checked: {hosts_text(roleless, limit=4)} scanned with no role, so the {len(by_role)} "
+                   f"probes of a role did not run ({', '.join(by_role[:6])}{', ...' if len(by_role) > 6 else ''}); "
+                   "scan --role storage|worker|door|cache|san-controller adds them")
+    return out
 
 
 def render_finding(f, console: Console, max_evidence: int = 4) -> None:
@@ -127,15 +176,17 @@ def render_finding(f, console: Console, max_evidence: int = 4) -> None:
     head.append(terminal_text(f.rule_id), style="bold")
     if f.subject:
         head.append(f" [{terminal_text(f.subject)}]")
-    head.append(f"  {terminal_text(f.title)}", style="dim")
+    failed = f.status in (FindingStatus.fail, FindingStatus.waived)
+    # a failure reads as what is wrong (the rule's words for it), never as the healthy title
+    head.append(f"  {terminal_text(headline(f))}", style="bold" if failed else "dim")
     console.print(head)
     console.print(f"         hosts: {markup_text(hosts_text(f.hosts, limit=12))}", highlight=False)
     if f.status == FindingStatus.error:
         console.print(f"         [magenta]{markup_text(f.message)}[/magenta]", highlight=False)
         return
-    if f.observed is not None or f.expected is not None:
-        console.print(f"         observed {markup_text(_short(f.observed, 60))}, expected {markup_text(_short(f.expected, 60))}",
-                      highlight=False)
+    compared = comparison_line(f)
+    if compared:
+        console.print(Text("         " + terminal_text(_short(compared, 160))), highlight=False)
     for line in f.evidence[:max_evidence]:
         console.print(Text("         " + terminal_text(line), style="dim"))
     if len(f.evidence) > max_evidence:

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.text import Text
 
 from advisor.diagnosis.model import Cause, FindingRef, Predicted
-from advisor.report.host_ranges import hosts_text
+from advisor.host_ranges import hosts_text
 from advisor.report.model import ScanReport
 from advisor.report.safe_text import markup_text, terminal_text
 from advisor.units import format_bps
@@ -116,7 +116,8 @@ def render_causes(report: ScanReport, console: Console, command: str | None = No
     if not (report.causes or report.hygiene or report.unexplained or report.inconclusive):
         return
     n_sym = len({(e.rule_id, e.subject, tuple(e.hosts)) for c in report.causes for e in c.explains})
-    console.rule(f"What to change first: {len(report.causes)} cause(s) explain {n_sym} symptom(s)")
+    if report.causes:  # no empty heading ("0 cause(s) explain 0 symptom(s)")
+        console.rule(f"What to change first: {len(report.causes)} cause(s) explain {n_sym} symptom(s)")
     for i, c in enumerate(report.causes, 1):
         head = Text(f"{i:>2}. ")
         head.append(terminal_text(c.title), style="bold")
@@ -141,8 +142,11 @@ def render_causes(report: ScanReport, console: Console, command: str | None = No
             console.print(Text(f"    → {terminal_text(c.action)}", style="green"), highlight=False)
     if report.hygiene:
         console.rule(f"Hygiene: {len(report.hygiene)} failed setting(s) with no measured symptom")
-        for line in grouped_refs(report.hygiene):
-            console.print(Text("  " + terminal_text(line)), highlight=False)
+        for severity, line in hygiene_lines(report):
+            text = Text("  ")
+            text.append(f"{severity.upper():<8}", style=SEVERITY_STYLE.get(severity, ""))
+            text.append(terminal_text(line))
+            console.print(text, highlight=False)
     if report.unexplained:
         console.rule(f"Unexplained: {len(report.unexplained)} symptom(s) no cause explains")
         for line in grouped_refs(report.unexplained):
@@ -161,6 +165,35 @@ def render_causes(report: ScanReport, console: Console, command: str | None = No
 def _rules(refs: list[FindingRef]) -> str:
     counts = Counter(r.rule_id for r in refs)
     return ", ".join(f"{rid}" + (f" ×{n}" if n > 1 else "") for rid, n in counts.most_common())
+
+
+def hygiene_lines(report: ScanReport) -> list[tuple[str, str]]:
+    """(severity, line) per hygiene finding, worst first: each setting's current -> target value
+    ("NET-DEFAULT-QDISC on wn[01-04]: net.core.default_qdisc pfifo_fast -> fq"), or, for a fix by hand,
+    what is wrong in the rule's words (advisor.report.finding_text); hosts that say the same share a line."""
+    from advisor.findings import SEVERITY_ORDER
+    from advisor.report.finding_text import headline
+
+    by_ref: dict[tuple, list] = {}
+    for f in report.findings:
+        if f.status.value == "fail":
+            by_ref.setdefault((f.rule_id, f.subject), []).append(f)
+    lines: dict[tuple[str, str, str], list[str]] = {}
+    for ref in report.hygiene:
+        wanted = set(ref.hosts)
+        for f in by_ref.get((ref.rule_id, ref.subject), []):
+            hosts = [h for h in f.hosts if h in wanted]
+            if not f.changes:
+                lines.setdefault((f.severity.value, f.rule_id, headline(f)), [])
+                continue
+            for host in hosts:
+                values = "; ".join(f"{c.key} {c.runtime if c.runtime is not None else '?'} -> {c.target}"
+                                   for c in f.changes if c.host == host)
+                if values:
+                    lines.setdefault((f.severity.value, f.rule_id, values), []).append(host)
+    order = {s: i for i, s in enumerate(reversed(SEVERITY_ORDER))}
+    return [(sev, f"{rule} on {hosts_text(hosts, limit=6)}: {values}" if hosts else f"{rule}: {values}")
+            for (sev, rule, values), hosts in sorted(lines.items(), key=lambda kv: (order[kv[0][0]], kv[0][1]))]
 
 
 def grouped_refs(refs: list[FindingRef]) -> list[str]:

@@ -8,6 +8,21 @@ from typing import Any
 from rich.console import Console
 
 
+def _privilege_text(p: dict[str, Any]) -> str:
+    """How a probe runs (advisor.probe_plan.Privilege), with sudo only where the scan uses it."""
+    unless = " unless the login is root" if p["sudo"] is None else ""
+    privilege = p["privilege"]
+    if privilege == "helper":
+        if p["sudo"] is False:
+            return f"{p['helper']} {p['probe']} (the probe helper, as root: no sudo)"
+        return f"sudo -n {p['helper']} {p['probe']}{unless}"
+    if privilege == "root":
+        return "as root (the login user): no sudo"
+    if privilege == "sudo":
+        return f"sudo -n{unless}"
+    return "as the login user (sudo: false)" if p["needs_root"] else ""
+
+
 def _lines(plan: dict[str, Any]) -> list[str]:
     out = [f"site {plan['site']}: what a scan would run (dry run: no host was contacted)"]
     if plan.get("from_capture"):
@@ -20,10 +35,9 @@ def _lines(plan: dict[str, Any]) -> list[str]:
         for p in h["probes"]:
             if p["skipped"]:
                 continue
-            how = (["sudo -n"] if p["sudo"] else []) + ([f"sudo -n {p['helper']} {p['probe']}"] if p.get("helper") else []) \
-                + [f"timeout {p['timeout_s']:g} s"] \
+            how = [_privilege_text(p), f"timeout {p['timeout_s']:g} s"] \
                 + (["or read in-process (psutil) on the local host"] if p["in_process"] else [])
-            out.append(f"-- {p['probe']}: " + ", ".join(how) + (" (needs root)" if p["needs_root"] else ""))
+            out.append(f"-- {p['probe']}: " + ", ".join(w for w in how if w) + (" (needs root)" if p["needs_root"] else ""))
             out += ["   " + line for line in p["script"].rstrip("\n").splitlines()]
         if skipped:
             out.append(f"-- not run (--probes/--skip-probes): {', '.join(skipped)}")

@@ -13,6 +13,7 @@ from html import escape as _html_escape
 from typing import Any
 
 from advisor.findings import SEVERITY_ORDER, Finding, FindingStatus
+from advisor.report.finding_text import expected_text, headline, observed_text
 from advisor.report.html_causes import causes_section, verify_causes_section
 from advisor.report.html_style import PAGE_SCRIPT, PAGE_STYLE
 from advisor.report.model import ScanReport
@@ -48,7 +49,9 @@ def _finding(f: Finding, open_: bool = False) -> str:
     refs = "".join(f"<li>{escape(r)}</li>" for r in f.references)
     rem = escape(f.remediation.text) + (f" <span class='role'>(Ansible role {escape(f.remediation.role)})</span>"
                                          if f.remediation.role else "")
-    body = [f'<p><b>observed</b> {_text(f.observed)} · <b>expected</b> {_text(f.expected)}</p>']
+    body = [f'<p><b>observed</b> {escape(observed_text(f))} · <b>expected</b> {escape(expected_text(f))}</p>']
+    if f.status in (FindingStatus.fail, FindingStatus.waived):
+        body.insert(0, f"<p class='rule-title'><b>rule</b> {escape(f.title)}</p>")
     if f.evidence:
         body.append("<pre class='evidence'>" + escape("\n".join(f.evidence)) + "</pre>")
     if f.rationale:
@@ -62,7 +65,7 @@ def _finding(f: Finding, open_: bool = False) -> str:
     subject = f" <code>{escape(f.subject)}</code>" if f.subject else ""
     return (f'<details class="finding status-{f.status.value} sev-{f.severity.value}"{" open" if open_ else ""}>'
             f'<summary><span class="badge sev-{f.severity.value}">{f.severity.value}</span> '
-            f'<b>{escape(f.rule_id)}</b>{subject} — {escape(f.title)} <span class="hosts">({escape(hosts)})</span>'
+            f'<b>{escape(f.rule_id)}</b>{subject} — {escape(headline(f))} <span class="hosts">({escape(hosts)})</span>'
             f'</summary>{"".join(body)}</details>')
 
 

@@ -14,6 +14,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from advisor.findings import Finding, FindingStatus, Severity
+from advisor.report.finding_text import said
 from advisor.report.model import ScanReport
 from advisor.report.safe_text import xml_text
 
@@ -38,11 +39,11 @@ def _add_case(suite: ET.Element, f: Finding, host: str, counts: dict[str, int]) 
     if f.status == FindingStatus.fail and f.severity != Severity.info:
         counts["failures"] += 1
         el = ET.SubElement(case, "failure", type=f.severity.value,
-                           message=xml_text(f"{f.title}: observed {f.observed}, expected {f.expected}"))
+                           message=xml_text(said(f, host)))
         el.text = xml_text(detail)
     elif f.status == FindingStatus.fail:  # info: worth reading, never a red build
         out = ET.SubElement(case, "system-out")
-        out.text = xml_text(f"info: {f.title}: observed {f.observed}, expected {f.expected}\n{detail}")
+        out.text = xml_text(f"info: {said(f, host)}\n{detail}")
     elif f.status == FindingStatus.error:
         counts["errors"] += 1
         ET.SubElement(case, "error", type="probe-error", message=xml_text(f.message or "error"))

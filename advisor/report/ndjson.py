@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from advisor.report.finding_text import headline
 from advisor.report.model import ScanReport
 from advisor.report.wire import number_of, text_of
 
@@ -64,13 +65,15 @@ def documents(report: ScanReport) -> Iterator[dict[str, Any]]:
                           for p, st in sorted(h.probes.items())],
                "facts": facts, "facts_truncated": cut}
     for f in report.findings:
-        doc = {"doc_type": "finding", **base, "rule_id": f.rule_id, "title": f.title, "status": f.status.value,
+        doc = {"doc_type": "finding", **base, "rule_id": f.rule_id, "title": f.title, "unit": f.unit,
+               "status": f.status.value,
                "severity": f.severity.value, "subject": f.subject, "operator": f.operator or "analytic",
                "observed": text_of(f.observed), "expected": text_of(f.expected),
                "observed_value": number_of(f.observed), "expected_value": number_of(f.expected),
                "message": f.message, "changes_total": len(f.changes), "evidence": list(f.evidence[:20])}
+        failed = f.status.value in ("fail", "waived")
         for host in f.hosts:
-            yield {**doc, "host": host}
+            yield {**doc, "host": host, "failure": headline(f, host) if failed else None}
     for p in (report.mesh or {}).get("paths") or []:
         measured, expected = number_of(p.get("measured_bps")), number_of(p.get("expected_bps"))
         yield {"doc_type": "path", **base, "src": text_of(p.get("src")), "dst": text_of(p.get("dst")),

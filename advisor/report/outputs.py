@@ -32,7 +32,6 @@ def write_text(path: Path, text: str, mode: int = 0o644) -> None:
 def write_parts(path: Path, parts: Iterable[str], mode: int = 0o644) -> None:
     """``write_text`` of text that arrives in parts (written as they come, never joined)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_writer(path, mode) as fh:
             for part in parts:
                 fh.write(part)
@@ -101,7 +100,6 @@ def write_report_files(report: ScanReport, files: ReportFiles, verify: dict[str,
         from advisor.report.json_stream import write_report_json
 
         try:
-            files.json.parent.mkdir(parents=True, exist_ok=True)
             with atomic_writer(files.json) as fh:
                 write_report_json(report, fh)
         except OSError as exc:

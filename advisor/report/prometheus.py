@@ -119,7 +119,6 @@ def write_prometheus(report: ScanReport, path: Path) -> None:
     path = Path(path)
     text = prometheus_text(report)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, text)
     except OSError as exc:
         raise StoradviseError(f"{path}: cannot write: {exc.strerror or exc}") from None

@@ -28,7 +28,7 @@ from advisor.errors import StoradviseError
 from advisor.report.saved_json import MAX_DEPTH, JsonLimitError, load_json
 
 #: the schema written
-SCHEMA_VERSION = "2.0"
+SCHEMA_VERSION = "2.1"
 #: the major versions read (1.x: typed observed/expected, facts as nested objects)
 READ_MAJORS = ("1", "2")
 

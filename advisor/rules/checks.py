@@ -49,10 +49,13 @@ def _evidence_values(rule: RuleSpec, item: Any) -> list[str]:
     return list(dict.fromkeys(values))
 
 
-def _condition_holds(cond: Condition | None, item: Any, facts: Any, variables: dict[str, Any],
+def _conditions_hold(conditions: list[Condition], item: Any, facts: Any, variables: dict[str, Any],
                      budget: MatchBudget | None = None) -> bool:
-    if cond is None:
-        return True
+    return all(_condition_holds(c, item, facts, variables, budget) for c in conditions)
+
+
+def _condition_holds(cond: Condition, item: Any, facts: Any, variables: dict[str, Any],
+                     budget: MatchBudget | None = None) -> bool:
     value = get_path(item, cond.path)
     if value is MISSING:
         value = get_path(facts, cond.path)
@@ -97,6 +100,7 @@ def evaluate_check(ctx: RuleContext) -> list[Finding]:
     fact = split_path(rule.fact)
     each = split_path(rule.for_each) if rule.for_each else None
     presence = operator in ("present", "absent")
+    conditions = rule.conditions
     verdicts: dict[Any, tuple[bool | None, str | None]] = {}
     groups = _Groups()
     add = groups.add
@@ -109,7 +113,7 @@ def evaluate_check(ctx: RuleContext) -> list[Finding]:
     # is never reused for another object here
     by_facts: dict[int, list[_Outcome]] = {}
 
-    uses_regex = operator == "regex" or (rule.where is not None and rule.where.operator == "regex")
+    uses_regex = operator == "regex" or any(c.operator == "regex" for c in rule.conditions)
 
     def judge(item: Any, subject: str | None, budget: MatchBudget | None) -> _Outcome:
         observed = get_path(item, fact)
@@ -145,8 +149,8 @@ def evaluate_check(ctx: RuleContext) -> list[Finding]:
                 return [((_NA, None, None, f"no {rule.for_each} on this host", False), None, None)]
             items = collection.items() if isinstance(collection, dict) else enumerate(collection)
             return [judge(item, str(key), budget) for key, item in items
-                    if rule.where is None or _condition_holds(rule.where, item, facts, ctx.vars, budget)]
-        if rule.where is not None and not _condition_holds(rule.where, facts, facts, ctx.vars, budget):
+                    if _conditions_hold(conditions, item, facts, ctx.vars, budget)]
+        if conditions and not _conditions_hold(conditions, facts, facts, ctx.vars, budget):
             return [((_NA, None, None, "condition not met", False), None, None)]
         return [judge(facts, None, budget)]
 

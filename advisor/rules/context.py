@@ -131,7 +131,9 @@ class RuleContext:
         rem = self.rule.remediation
         host_list = [hosts] if isinstance(hosts, str) else [str(h) for h in hosts]
         status = FindingStatus(status)
-        fields = {"subject": subject, "observed": observed, "expected": expected, **(values or {})}
+        # {hosts}: the finding's hosts, comma-separated, for a command that names them (mmchconfig -N)
+        fields = {"subject": subject, "observed": observed, "expected": expected, "hosts": ",".join(host_list),
+                  **(values or {})}
         changes = []
         if status == FindingStatus.fail and rem.changes and plannable:
             changes = finding_changes(self.rule, self.factset, host_list, fields, self.vars, self._adapters)
@@ -158,4 +160,6 @@ class RuleContext:
             "subject": None if subject is None else str(subject),
             "message": None if message is None else str(message),
             "operator": self.rule.operator if self.rule.kind == "check" else "analytic",
+            "unit": self.rule.unit,
+            "failure": None,  # what is wrong, once the hosts are final (advisor.rules.engine)
         })

@@ -14,13 +14,13 @@ from typing import Any
 import advisor.rules.analytic  # noqa: F401  (its modules register the shipped analytic rules)
 from advisor.errors import RuleDefinitionError
 from advisor.facts import FactSet, HostFacts
-from advisor.findings import Finding
+from advisor.findings import Finding, FindingStatus
 from advisor.gc_paused import gc_paused
 from advisor.host_failures import collapse_host_failures
 from advisor.rules.checks import evaluate_check
 from advisor.rules.context import RuleContext, analytic_functions
 from advisor.rules.finding_groups import group_findings
-from advisor.rules.specs import ResolvedProfile, RuleCatalog, RuleSpec, load_catalog, resolve_profiles
+from advisor.rules.specs import ResolvedProfile, RuleCatalog, RuleSpec, failure_line, load_catalog, resolve_profiles
 from advisor.rules.waivers import apply_waivers
 from advisor.site import Site
 
@@ -74,6 +74,9 @@ def _evaluate(factset: FactSet, site: Site | None, profiles: list[str] | None, c
         findings.extend(produced)
     findings = collapse_host_failures(findings, factset)
     findings = apply_waivers(findings, site.waivers if site else [], today, site.by_name() if site else None)
+    for f in findings:  # the failure's words, once its hosts are final (grouped, waivers split off)
+        if f.status in (FindingStatus.fail, FindingStatus.waived) and f.rule_id in catalog.rules:
+            f.failure = failure_line(catalog.rules[f.rule_id], f)
     findings.sort(key=finding_sort_key)
     return Evaluation(findings, resolved)
 

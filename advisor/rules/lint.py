@@ -52,6 +52,9 @@ def lint(site_name: str | None = None, today: dt.date | None = None,
                                 " (cite the public source: paper, vendor guide, RFC, man page)")
         if not rule.remediation.changes and not rule.remediation.text:
             warnings.append(f"{where}: no remediation text or changes")
+        if not rule.failure:
+            warnings.append(f"{where}: no 'failure' (its failures read as 'SUBJECT on HOSTS: observed X, "
+                            "expected Y'; docs/rules.md)")
         problems += [f"{where}: remediation.changes: {p}" for p in change_template_problems(rule, catalog.pack_vars)]
         problems += [f"{where}: {p}" for p in regex_var_problems(rule, [("its pack's vars", catalog.pack_vars)])]
     for fn in sorted(set(functions) - {r.function for r in catalog.rules.values() if r.kind == "python"}):
@@ -107,8 +110,7 @@ def regex_var_problems(rule, sources: list[tuple[str, dict]]) -> list[str]:
     from advisor.rules.rule_regex import compile_rule_regex
 
     out = []
-    for operator, expected in ((rule.operator, rule.expected),
-                               (rule.where.operator, rule.where.expected) if rule.where else (None, None)):
+    for operator, expected in ((rule.operator, rule.expected), *((c.operator, c.expected) for c in rule.conditions)):
         name = whole_var(expected) if operator == "regex" else None
         for label, variables in sources:
             if name is None or name not in variables:

@@ -41,8 +41,7 @@ def _path_key(path: str, mapping: str) -> str | None:
 
 def _rule_paths(rule: RuleSpec) -> list[str]:
     paths = [p for p in (rule.fact, rule.for_each) if p]
-    if rule.where is not None:
-        paths.append(rule.where.path)
+    paths.extend(c.path for c in rule.conditions)
     return paths + list(rule.evidence)
 
 

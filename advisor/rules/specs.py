@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import string
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,6 +21,8 @@ from advisor.rules.rule_regex import compile_rule_regex
 from advisor.resources import rules_dir
 from advisor.yaml_lines import load_located_yaml
 
+#: the fields a rule's ``failure`` template may name (see :func:`failure_line`)
+FAILURE_FIELDS = ("host", "subject", "observed", "expected", "comparison", "message")
 OPERATORS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "regex", "between", "present", "absent")
 Operator = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "regex", "between", "present", "absent"]
 _ID_RE = re.compile(r"[A-Z][A-Z0-9]*(-[A-Z0-9]+)+")
@@ -48,13 +51,23 @@ class RuleSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str
+    #: the healthy condition, what a passing finding says: "TCP selective acknowledgements are enabled"
     title: str
+    #: what a failed finding says is wrong, in a few words beside the title: a template over
+    #: FAILURE_FIELDS, rendered by :func:`failure_line` ("SACK is off on {host}",
+    #: "{subject} on {host} at {observed}, wants {comparison}"). Shipped rules all carry one; a rule
+    #: without one gets a line made of its fields.
+    failure: str | None = None
+    #: the unit of the observed and expected values (``%``, ``ms``, ``KiB``, ``bytes``, ``threads``):
+    #: shown after each number (advisor.rules.comparisons.value_text)
+    unit: str | None = None
     kind: Literal["check", "python"] = "check"
     roles: list[str] = Field(default_factory=list)
     probe: str | None = None
     fact: str | None = None
     for_each: str | None = None
-    where: Condition | None = None
+    #: the item (or host) is judged only where this holds: one condition, or a list that must all hold
+    where: Condition | list[Condition] | None = None
     operator: Operator | None = None
     expected: Any = None
     function: str | None = None
@@ -71,6 +84,8 @@ class RuleSpec(BaseModel):
     def _consistent(self) -> "RuleSpec":
         if not _ID_RE.fullmatch(self.id):
             raise ValueError(f"rule id {self.id!r} must be UPPER-KEBAB-CASE like NET-TCP-SACK")
+        if self.failure is not None:
+            _check_failure_template(self.failure)
         if self.kind == "check":
             missing = [f for f in ("probe", "fact", "operator") if getattr(self, f) is None]
             if missing:
@@ -83,12 +98,74 @@ class RuleSpec(BaseModel):
                 raise ValueError("a python rule needs 'function' (the registered id)")
         return self
 
+    @property
+    def conditions(self) -> list[Condition]:
+        """``where`` as a list (empty: none)."""
+        if self.where is None:
+            return []
+        return list(self.where) if isinstance(self.where, list) else [self.where]
+
     def variables(self) -> set[str]:
         """The profile variables the rule reads."""
         out: set[str] = set()
-        for value in (self.expected, self.where.expected if self.where else None):
+        for value in (self.expected, *(c.expected for c in self.conditions)):
             out |= whole_vars_in(value)
         return out
+
+
+def _check_failure_template(text: str) -> None:
+    try:
+        names = [f for _, f, spec, conv in string.Formatter().parse(text) if f is not None]
+    except ValueError as exc:
+        raise ValueError(f"failure {text!r}: {exc} (write a literal brace as {{{{ or }}}})") from None
+    unknown = [n for n in names if n not in FAILURE_FIELDS]
+    if unknown or not text.strip():
+        raise ValueError(f"failure {text!r}: fields are {', '.join('{' + f + '}' for f in FAILURE_FIELDS)}"
+                         + (f", not {', '.join('{' + n + '}' for n in unknown)}" if unknown else ""))
+
+
+def failure_line(rule: RuleSpec | None, finding: Any) -> str:
+    """What a failed (or waived) finding says is wrong: its rule's ``failure`` template rendered
+    with the finding's own fields. ``{host}`` is the finding's hosts folded into ranges
+    (``wn[01-04]``), ``{observed}`` and ``{expected}`` carry the rule's unit, ``{comparison}`` is the
+    expectation as the rule states it (``!= 0``, ``< 75%``, ``one of fq, fq_codel``). A rule without
+    a template (a site's own, or ``rule`` None: a rule no longer in the catalog) gets
+    "SUBJECT on HOSTS: observed OBSERVED, expected COMPARISON".
+
+    ``finding`` is anything with the fields of advisor.findings.Finding (``hosts``, ``subject``,
+    ``observed``, ``expected``, ``operator``, ``message``, ``unit``)."""
+    from advisor.rules.comparisons import comparison_text, value_text
+
+    unit = getattr(finding, "unit", None) or (rule.unit if rule else None)
+    operator = getattr(finding, "operator", None)
+    fields = {
+        "host": failure_hosts(finding.hosts),
+        "subject": finding.subject or "",
+        "observed": value_text(finding.observed, unit),
+        "expected": value_text(finding.expected, unit),
+        "comparison": comparison_text(operator, finding.expected, unit),
+        "message": finding.message or "",
+    }
+    template = rule.failure if rule and rule.failure else None
+    if template is None:
+        where = f"{fields['subject']} on {fields['host']}" if finding.subject else fields["host"]
+        return f"{where}: observed {fields['observed']}, expected {fields['comparison']}"
+    return " ".join(template.format_map(fields).split())
+
+
+def failure_hosts(hosts: list[str]) -> str:
+    """What ``{host}`` stands for in a failure line: the hosts folded into ranges, at most six items."""
+    from advisor.host_ranges import hosts_text
+
+    return hosts_text(hosts, limit=6) or "the site"
+
+
+def failure_for_host(finding: Any, host: str) -> str | None:
+    """A finding's failure line as one of its hosts reads it (a JUnit case is one rule on one host):
+    its hosts' ranges in the line become ``host``."""
+    if not finding.failure:
+        return None
+    return finding.failure.replace(failure_hosts(finding.hosts), host) if len(finding.hosts) > 1 else finding.failure
 
 
 class RulePackFile(BaseModel):
@@ -106,6 +183,10 @@ class ProfileSpec(BaseModel):
     exclude: list[str] = Field(default_factory=list)
     vars: dict[str, Any] = Field(default_factory=dict)
     severity: dict[str, Severity] = Field(default_factory=dict)
+    #: the storage systems the profile is for (advisor.storage_kinds names): ``rules list --profile``
+    #: shows their packs and the generic ones, as a site with these storage_systems loads them;
+    #: empty (and not inherited through ``include``): any
+    storage_systems: list[str] = Field(default_factory=list)
     source: str = Field("", exclude=True)
 
 
@@ -232,6 +313,29 @@ def load_profile_file(name_or_path: str, directory: Path | None = None,
         raise RuleDefinitionError(str(doc.error_from_validation(exc))) from None
     spec.source = str(p)
     return spec
+
+
+def profile_storage_systems(names: list[str], directory: Path | None = None,
+                            site_dirs: list[Path] | tuple[Path, ...] = ()) -> list[str]:
+    """The storage systems ``names`` are for: those each profile or a profile it includes names, together;
+    empty when one of them is for any (names none anywhere in its chain)."""
+    found: list[str] = []
+
+    def chain(name: str, stack: tuple[str, ...]) -> list[str]:
+        if name in stack:
+            raise RuleDefinitionError(f"profile include cycle: {' -> '.join(stack + (name,))}")
+        spec = load_profile_file(name, directory, site_dirs)
+        out = list(spec.storage_systems)
+        for inc in spec.include:
+            out += chain(inc, stack + (name,))
+        return out
+
+    for name in names:
+        systems = chain(name, ())
+        if not systems:
+            return []
+        found += [s for s in systems if s not in found]
+    return found
 
 
 class ResolvedProfile(BaseModel):

@@ -46,7 +46,9 @@ def world(ns_hosts):
     try:
         site = load_site(str(host.site_file(host.dir / "site.yml", ["worker"])))
         plan = Plan(site="rolestest", scan_started_at="-")
-        plan.host_vars["cr01"] = {"ceph_client": {"ceph_client_options": {"client_oc": "true"}}}
+        # a plan carries the roles it uses: both roles this test runs
+        plan.host_vars["cr01"] = {"ceph_client": {"ceph_client_options": {"client_oc": "true"}},
+                                  "hdfs_balancer": {"hdfs_balancer_properties": {"dfs.balancer.dispatcherThreads": "200"}}}
         out = host.dir / "plan"
         write_project(plan, site, out)
         yield {"host": host, "plan": out, "dir": host.dir}

@@ -126,7 +126,8 @@ def check_calibration(result: dict) -> None:
     names them apart, inside ``n``). A path the new measurement calls inconclusive is not compared."""
     cal = result["calibration"]
     assert result["prediction_source"] == "plan" and cal["n"] + cal["inconclusive"] >= 28, cal
-    assert 0.75 <= cal["median_ratio"] <= 1.33 and 0.75 <= cal["worst_ratio"] <= 1.33 and cal["outside"] == 0, cal
+    assert 0.75 <= cal["median_ratio"] <= 1.33 and 0.75 <= cal["worst_ratio"] <= 1.33 and cal["outside"] == 0, \
+        cal["misses"]
     assert cal["held"]["n"] + cal["inconclusive"] >= 8, cal  # the 8 storage->worker paths
     by_id = {c["id"]: c for c in result["causes"]}
     assert all(c["measured"] for c in by_id.values() if c["kind"] == "change"), result["causes"]

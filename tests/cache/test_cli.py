@@ -17,6 +17,7 @@ runner = CliRunner()
 def test_simulate_json_plots_and_types(trace_csv, tmp_path):
     path = trace_csv(5_000, 800)
     out = tmp_path / "res" / "sim.json"
+    out.parent.mkdir()  # storadvise creates no directory for a file
     r = runner.invoke(app, ["cache", "simulate", str(path), "--capacity", "1G,100M", "--policy", "lru,arc,xcache",
                             "--areas", "per-server", "--curve", "--output", str(out), "--json"])
     assert r.exit_code == 0, r.output

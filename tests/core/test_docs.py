@@ -160,11 +160,11 @@ def test_every_yaml_example_passes_rules_lint(body, tmp_path, request):
     assert isinstance(data, dict), f"{where}: not a mapping; mark it <!-- docs-test: other --> or fragment"
     if "rules" in data:  # a rule pack
         (tmp_path / "example.yml").write_text(body)
-        _lint(["--rules-dir", str(tmp_path)], where)
+        _lint(["--instead-of-shipped", str(tmp_path)], where)
     elif {"include", "select", "exclude", "severity"} & set(data):  # a profile, beside the shipped ones
         shutil.copytree(REPO / "rules", tmp_path / "rules")
         (tmp_path / "rules" / "profiles" / f"{data['name']}.yml").write_text(body)
-        _lint(["--rules-dir", str(tmp_path / "rules")], where)
+        _lint(["--instead-of-shipped", str(tmp_path / "rules")], where)
     else:  # a site file, or a section of one
         site = dict(data)
         site.setdefault("name", "example")

@@ -63,5 +63,6 @@ def test_the_findings_name_what_set_the_targets():
     nic["interfaces"]["eth0"]["speed_mbps"] = 25000  # a NIC that reports its speed
     by_nic = [f for f in _evaluate(nic) if f.rule_id == "NET-TCP-BUFFER-MAX"]
     assert by_nic and all("fasterdata for 25.00 Gb/s, from NIC eth0" in str(f.expected) for f in by_nic), by_nic
+    assert "from NIC eth0" in by_nic[0].failure
     by_site = [f for f in _evaluate(_nic("nic-vm-virtio-veth.txt"), "1gbit") if f.rule_id == "NET-CORE-BUFFER-MAX"]
     assert by_site and all("from the site file's link_rate" in str(f.expected) for f in by_site), by_site

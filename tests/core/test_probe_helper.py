@@ -14,7 +14,8 @@ import yaml
 
 from advisor.collector import probe_context
 from advisor.errors import SiteFileError
-from advisor.probe_helper import HostCommands, helper_text, root_probes, sudoers_text
+from advisor.probe_helper import HostCommands, helper_text, sudoers_text
+from advisor.probe_plan import root_probes
 from advisor.probe_helper_path import DEFAULT_HELPER_PATH
 from advisor.site_file import load_site
 from advisor.transport.base import sudo_flag
@@ -40,10 +41,12 @@ def test_the_helper_runs_each_root_probe_by_name_and_nothing_else(tmp_path):
     s = load_site(str(_site(tmp_path)))
     ctx = probe_context(s, s.hosts[0], False, 5.0)
     helper = tmp_path / "storadvise-probe"
-    helper.write_text(helper_text(ctx))
+    probes = root_probes(s, s.hosts[0])
+    helper.write_text(helper_text(ctx, probes))
     helper.chmod(0o755)
-    names = {p.name for p in root_probes()}
-    assert names == {p.name for p in all_probes().values() if p.needs_root} and "firewall" in names
+    names = {p.name for p in probes}
+    assert names == {p.name for p in all_probes().values() if p.needs_root and p.applies_to(["storage"])}
+    assert "firewall" in names
     listed = subprocess.run([str(helper), "--list"], capture_output=True, text=True, timeout=30)
     assert set(listed.stdout.split()) == names
     for bad in ("", "firewall;id", "../firewall", "host"):  # 'host' is a probe, but not a root one
@@ -53,7 +56,7 @@ def test_the_helper_runs_each_root_probe_by_name_and_nothing_else(tmp_path):
     fw = all_probes()["firewall"].script(ctx)
     assert "'" in fw or "$" in fw
     shown = tmp_path / "shown"
-    shown.write_text(helper_text(ctx).replace("exec sh -c ", "exec printf '%s\\n' "))
+    shown.write_text(helper_text(ctx, probes).replace("exec sh -c ", "exec printf '%s\\n' "))
     traced = subprocess.run(["sh", str(shown), "firewall"], capture_output=True, text=True, timeout=30)
     assert traced.stdout == fw.rstrip() + "\nstoradvise-probe\n", traced.stderr
 
@@ -81,18 +84,21 @@ def test_the_scan_command_refuses_a_helper_generated_for_other_variables(tmp_pat
     helper = own / "storadvise-probe"
     probe = all_probes()["firewall"]
     ctx.vars["probe_helper"] = other.vars["probe_helper"] = f"{HELPER_DIR}/storadvise-probe"
-    cmd = HostCommands(ctx).command(probe)
+    probes = root_probes(s, s.hosts[0])
+    cmd = HostCommands(ctx, probes).command(probe)
     assert cmd.sudo is False and f"sudo -n -- \"$h\" firewall" in cmd.script
     assert not sudo_flag(cmd, True)  # a host with 'sudo: true' still calls the helper itself
-    assert HostCommands(ctx).command(all_probes()["host"]).script == all_probes()["host"].script(ctx)
+    assert HostCommands(ctx, probes).command(all_probes()["host"]).script == all_probes()["host"].script(ctx)
 
     r = in_helper_dir(own, cmd.script)
     assert r.returncode == 126 and "is not installed" in r.stderr, r
-    helper.write_text(helper_text(other))
+    helper.write_text(helper_text(other, probes))
     helper.chmod(0o755)
     r = in_helper_dir(own, cmd.script)
     assert r.returncode == 126 and "is not the helper this storadvise generates" in r.stderr, r
-    helper.write_text(helper_text(ctx))
+    helper.write_text(helper_text(ctx, probes[1:]))  # generated for fewer probes (other roles): refused
+    assert in_helper_dir(own, cmd.script).returncode == 126
+    helper.write_text(helper_text(ctx, probes))
     r = in_helper_dir(own, cmd.script)  # as root here: the helper itself, no sudo
     assert r.returncode == 0 and "@@section" in r.stdout, r.stderr
 
@@ -111,7 +117,8 @@ def test_sudoers_names_the_helper_once_per_root_probe(tmp_path):
     r = _cli("sudoers", "--site", site)
     assert r.returncode == 0, r.stderr
     lines = [ln.strip().rstrip(", \\") for ln in r.stdout.splitlines() if ln.strip().startswith(DEFAULT_HELPER_PATH)]
-    assert lines == [f"{DEFAULT_HELPER_PATH} {p.name}" for p in root_probes()]
+    s = load_site(str(site))
+    assert lines == [f"{DEFAULT_HELPER_PATH} {p.name}" for p in root_probes(s, s.hosts[0])]
     assert r.stdout.rstrip().endswith("scanner ALL=(root) NOPASSWD: STORADVISE_PROBES")
     assert "ALL" not in r.stdout.replace("scanner ALL=(root)", "")
     dry = _cli("scan", "--site", site, "--dry-run")
@@ -120,4 +127,4 @@ def test_sudoers_names_the_helper_once_per_root_probe(tmp_path):
         bad = _cli("sudoers", "--site", site, "--user", user)
         assert bad.returncode == 1 and why in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
     with pytest.raises(ValueError):
-        sudoers_text("x,ALL", DEFAULT_HELPER_PATH)
+        sudoers_text("x,ALL", DEFAULT_HELPER_PATH, [all_probes()["firewall"]])

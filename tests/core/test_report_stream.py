@@ -34,7 +34,7 @@ def test_streamed_report_is_the_dump_and_reads_back(tmp_path):
         buf = io.StringIO()
         write_report_json(report, buf)
         data = json.loads(buf.getvalue())
-        assert data == json.loads(report.model_dump_json()) and data["schema_version"] == "2.0"
+        assert data == json.loads(report.model_dump_json()) and data["schema_version"] == "2.1"
         back = report_from_data("stream", data)
         assert back.hosts == report.hosts and back.findings == report.findings
         if n:

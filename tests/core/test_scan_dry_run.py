@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.collector import probe_context, probes_for
+from advisor.collector import probe_context
+from advisor.probe_plan import probes_for
 from advisor.site_file import load_site
 from tests.support.cli import storadvise
 
@@ -74,14 +75,16 @@ def test_dry_run_lists_every_command_per_host_and_contacts_none(site):
     assert [h["host"] for h in plan["hosts"]] == [h.name for h in the_site.hosts]
     for host, shown in zip(the_site.hosts, plan["hosts"]):
         ctx = probe_context(the_site, host, False, 5.0)
-        expected = {p.name: p for p in probes_for(host)}
+        expected = {p.name: p for p in probes_for(host, None, the_site.storage_systems)}
         assert {p["probe"] for p in shown["probes"]} == set(expected)
         for p in shown["probes"]:
             if p["probe"] == "disk.smart":
                 assert p["skipped"] is True
                 continue
             probe = expected[p["probe"]]
-            assert p["script"] == probe.script(ctx) and p["sudo"] == probe.needs_root
+            # the hosts log in as root: the root probes run as they are, without sudo
+            assert p["script"] == probe.script(ctx) and p["sudo"] is False
+            assert p["privilege"] == ("root" if probe.needs_root else "user")
             assert p["timeout_s"] == probe.timeout(ctx)
         assert "storadvise.XXXXXXXXXX" in shown["temp_dir"] and shown["reached_by"].startswith("ssh root@127.0.0.1:")
     mesh = plan["mesh"]
@@ -94,7 +97,7 @@ def test_dry_run_lists_every_command_per_host_and_contacts_none(site):
     r = storadvise("scan", "--site", path, "--dry-run", "--no-mesh")
     assert r.returncode == 0, r.stderr
     assert all(f"== {h.name} " in r.stdout for h in the_site.hosts)
-    assert "-- disk.smart: sudo -n, timeout 120 s (needs root)" in r.stdout and "smartctl" in r.stdout
+    assert "-- disk.smart: as root (the login user): no sudo, timeout 120 s (needs root)" in r.stdout and "smartctl" in r.stdout
     assert "iperf3 mesh" not in r.stdout and "active efficiency test" in r.stdout
     assert listener.accepted == 0  # nothing connected to any host
 

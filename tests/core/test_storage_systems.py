@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from advisor.collector import probes_for
+from advisor.probe_plan import probes_for
 from advisor.rules.specs import load_catalog, resolve_profiles
 from advisor.site import Host, Site
 from advisor.site_file import load_site

@@ -19,7 +19,7 @@ def test_trusted_equals_validated_and_dumps_the_same():
     f = {"rule_id": "R", "title": "t", "hosts": ["a"], "status": FindingStatus.fail, "severity": Severity.high,
          "observed": 1, "expected": 0, "evidence": ["a: x"], "rationale": "r", "references": [],
          "remediation": trusted(Remediation, dict(rem)), "changes": [], "subject": None, "message": None,
-         "operator": "ge"}
+         "operator": "ge", "unit": "threads", "failure": "x on a"}
     built = trusted(Finding, dict(f))
     assert built == Finding(**{**f, "remediation": Remediation(**rem)})
     assert built.model_copy(deep=True) == built

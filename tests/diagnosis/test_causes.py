@@ -47,8 +47,10 @@ def test_sack_alone_does_not_restore_the_far_lossy_paths_and_the_loss_is_named(d
     sack = _cause_with(d, lambda c: any(ch.key == "net.ipv4.tcp_sack" for ch in c.changes))[0]
     far = [p for p in sack.predicted if p.metric == "throughput" and p.subject.startswith("st01->wn1")]
     near = [p for p in sack.predicted if p.metric == "throughput" and p.subject in {f"st01->{w}" for w in RACK_A}]
-    # near (0.2 ms): SACK alone brings the LAN paths to about the link (Mathis with SACK above it)
-    assert near and all(p.after > 0.9 * G for p in near)
+    # near (0.2 ms): SACK alone brings the LAN paths near the link (Mathis with SACK above it): a
+    # range, the link at most, as a lossy flow on a LAN keeps it in the lab (lossy-link)
+    assert near and all(0.7 * G < p.after < 0.9 * G and p.model == "lossy-link" and p.inputs["at_most"] > 0.95 * G
+                        for p in near)
     # far (20 ms): loss holds them whatever SACK does; never predicted to reach the link
     for p in far:
         assert p.after < 0.3 * G, p
@@ -94,7 +96,7 @@ def test_plan_prediction_has_every_path_with_the_loss_still_in_place(diagnosis):
     by_subject = {p.subject: p for p in d.plan_prediction if p.metric == "throughput"}
     assert len(by_subject) == len(inp.mesh["paths"])
     assert by_subject["st02->wn01"].model == "measured"
-    assert by_subject["st01->wn01"].after > 0.9 * G  # SACK on a LAN path with loss
+    assert by_subject["st01->wn01"].after > 0.7 * G  # SACK on a LAN path with loss: near its link
     # 0.4% loss at 20 ms holds st01->wn11 with SACK on or off (the lab: 9 -> 10 Mbit/s): the buffers
     # raised and SACK on leave it where the loss puts it
     assert by_subject["st01->wn11"].after < 0.3 * G and by_subject["st01->wn11"].model in ("mathis", "measured")

@@ -307,7 +307,7 @@ def test_resolve_source_and_hosts():
     with pytest.raises(EfficiencyTestError, match="unknown host"):
         resolve_source(_site(), "nope")
     assert [h.name for h in resolve_hosts(_site(), None)] == ["wn01", "wn02"]
-    assert [h.name for h in resolve_hosts(_site(), "wn02,gpfs01")] == ["wn02", "gpfs01"]
+    assert [h.name for h in resolve_hosts(_site(), "wn02,gpfs01")] == ["gpfs01", "wn02"]  # the site's order, as --hosts
     with pytest.raises(EfficiencyTestError, match="no host, group or role"):
         resolve_hosts(_site(), ["cache"])
     # the site extension's source is used when no argument is given (through the config)

@@ -116,26 +116,32 @@ def test_bad_scan(tmp_path):
 
 
 def test_quantiles_one_sort_match_the_definition():
-    """quantiles(*qs): for each q the first bin whose cumulative count exceeds q * (n - 1)."""
+    """quantiles(*qs): type 7 (linear between the ranks floor(h) and floor(h) + 1, h = q * (n - 1)) over the
+    values while the histogram keeps them, else over the values of their bins."""
     import random
 
     from advisor.efficiency.analysis import Histogram
+
+    def type7(values, q):
+        v = sorted(values)
+        h = q * (len(v) - 1)
+        lo = int(h)
+        return v[lo] + (h - lo) * (v[min(lo + 1, len(v) - 1)] - v[lo])
 
     rnd = random.Random(3)
     assert Histogram().quantiles(0.5, 0.1) == [None, None]
     for _ in range(200):
         h = Histogram(log=rnd.random() < 0.3)
-        for _ in range(rnd.randint(1, 40)):
-            h.add(rnd.choice((0.0, rnd.uniform(0, 1.5), rnd.uniform(1e-3, 1e4))))
+        values = [rnd.choice((0.0, rnd.uniform(0, 1.5), rnd.uniform(1e-3, 1e4))) for _ in range(rnd.randint(1, 40))]
+        for v in values:
+            h.add(v)
+        binned = [h._value(k) for k, n in h.bins.items() for _ in range(n)]
         for q in (0.0, 0.1, 0.5, 0.9, 1.0):
-            target, seen, want = q * (h.count - 1), 0, None
-            for k in sorted(h.bins):
-                seen += h.bins[k]
-                if seen > target:
-                    want = h._value(k)
-                    break
-            assert h.quantile(q) == want
+            assert h.quantile(q) == pytest.approx(type7(values, q), rel=1e-12, abs=1e-12)
         assert h.quantiles(0.5, 0.1, 0.9) == [h.quantile(0.5), h.quantile(0.1), h.quantile(0.9)]
+        h.exact = None  # as a histogram whose values were dropped (more than EXACT_LIMIT)
+        for q in (0.0, 0.1, 0.5, 0.9, 1.0):
+            assert h.quantile(q) == pytest.approx(type7(binned, q), rel=1e-12, abs=1e-12)
 
 
 def test_to_dict_groups_and_hosts_from_the_same_merge():

@@ -55,7 +55,7 @@ def test_errors_are_one_line(tmp_path, fix):
                  ["ingest", "--scan", str(tmp_path / "nope.json"), fix("sacct-p-trailing-CONSTRUCTED.txt")]):
         r = run(*args)
         assert r.exit_code == 1, (args, r.output)
-        assert r.output.startswith("error: ") and r.output.count("\n") == 1, r.output
+        assert r.output.startswith("storadvise: error: ") and r.output.count("\n") == 1, r.output
     empty = tmp_path / "empty.txt"
     empty.write_text("")
     r = run("ingest", str(empty))

@@ -27,7 +27,7 @@ def test_no_record_parsed_is_exit_1(tmp_path):
     f.write_text(HEADER + BAD * 5)
     cp = _ingest(f)
     assert cp.returncode == 1 and "Traceback" not in cp.stderr
-    assert cp.stderr.strip() == f"error: {f}: no job record parsed (5 unparseable row(s))"
+    assert cp.stderr.strip() == f"storadvise: error: {f}: no job record parsed (5 unparseable row(s))"
     assert json.loads(cp.stdout)["summary"]["errors"] == 5  # printed before the verdict: nothing lost
 
 

@@ -24,6 +24,7 @@ import yaml
 
 from advisor.collector import probe_context
 from advisor.probe_helper import HostCommands, helper_text
+from advisor.probe_plan import root_probes
 from advisor.site_file import load_site
 from probes import all_probes
 
@@ -115,9 +116,10 @@ def test_the_scan_refuses_a_helper_others_can_change(tmp_path, loosen, why, fix)
     own = tmp_path / "sbin"
     own.mkdir(mode=0o755)
     helper = own / "storadvise-probe"
-    helper.write_text(helper_text(ctx))
+    probes = root_probes(s, s.hosts[0])
+    helper.write_text(helper_text(ctx, probes))
     helper.chmod(0o755)
-    cmd = HostCommands(ctx).command(all_probes()["firewall"])
+    cmd = HostCommands(ctx, probes).command(all_probes()["firewall"])
     ok = in_helper_dir(own, cmd.script)  # root-owned, 0755 all the way up: run (as root, without sudo)
     assert ok.returncode == 0 and "@@section" in ok.stdout, ok.stderr
     loosen(own, helper)
@@ -133,10 +135,11 @@ def test_the_scan_refuses_a_helper_that_is_a_symlink(tmp_path):
     own = tmp_path / "sbin"
     own.mkdir(mode=0o755)
     real = tmp_path / "real-helper"
-    real.write_text(helper_text(ctx))
+    probes = root_probes(s, s.hosts[0])
+    real.write_text(helper_text(ctx, probes))
     real.chmod(0o755)
     (own / "storadvise-probe").symlink_to(real)
-    r = in_helper_dir(own, HostCommands(ctx).command(all_probes()["firewall"]).script)
+    r = in_helper_dir(own, HostCommands(ctx, probes).command(all_probes()["firewall"]).script)
     assert r.returncode == 126 and "is a symlink" in r.stderr, r
 
 
@@ -172,7 +175,7 @@ def test_documented_locations_are_read_through_the_helper(tmp_path):
                                                "firewall_nftables_conf": "/etc/nftables/main.nft",
                                                "firewall_iptables_files": {"ip": ["/etc/sysconfig/iptables"]},
                                                "xcache_log": "/var/log/xrootd/cache/xrootd.log"}})))
-    text = helper_text(probe_context(s, s.hosts[0], False, 5.0))
+    text = helper_text(probe_context(s, s.hosts[0], False, 5.0), root_probes(s, s.hosts[0]))
     assert "/etc/nftables/main.nft" in text and "/etc/sysconfig/iptables" in text
     assert "/var/log/xrootd/cache/xrootd.log" in text and "readlink -f" in text
 
@@ -182,7 +185,7 @@ def test_the_helper_does_not_follow_a_log_symlink_out_of_the_log_directory(tmp_p
     """The xrootd user writes /var/log/xrootd: a symlink it plants there is not read as root."""
     s = load_site(str(site(tmp_path, {"vars": {"probe_helper": True}})))
     helper = tmp_path / "storadvise-probe"
-    helper.write_text(helper_text(probe_context(s, s.hosts[0], False, 5.0)))
+    helper.write_text(helper_text(probe_context(s, s.hosts[0], False, 5.0), root_probes(s, s.hosts[0])))
     secret = tmp_path / "secret"
     secret.write_text("Config effective /etc/xrootd/x.cfg pfc configuration:\n  pfc.ram SECRET-FROM-OUTSIDE\n")
     real = tmp_path / "real.log"

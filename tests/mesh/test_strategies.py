@@ -78,7 +78,7 @@ def test_estimate_and_bad_arguments():
     site = big_site()
     with pytest.raises(UsageError, match="unknown mesh strategy"):
         select_paths(site, [], "everything")
-    with pytest.raises(UsageError, match="--k"):
+    with pytest.raises(UsageError, match="--partners"):
         select_paths(site, [], "sample", k=0)
 
 

@@ -20,7 +20,7 @@ def test_a_real_scan_as_ndjson_has_one_type_per_key(tmp_path):
     docs = [json.loads(line) for line in lines]
     assert all(line.startswith("{") and "\n" not in line for line in lines)
     report = json.loads((tmp_path / "scan.json").read_text())
-    assert uuid.UUID(report["scan_id"]) and report["schema_version"] == "2.0"
+    assert uuid.UUID(report["scan_id"]) and report["schema_version"] == "2.1"
     assert {d["scan_id"] for d in docs} == {report["scan_id"]}
     by_type = [d["doc_type"] for d in docs]
     assert by_type.count("scan") == 1 and by_type.count("host") == 1

@@ -36,6 +36,7 @@ def _samples(text):
 
 def test_promtool_accepts_it(report, tmp_path):
     path = tmp_path / "collector" / "storadvise.prom"
+    path.parent.mkdir()  # node_exporter's textfile directory exists; storadvise creates no directory
     write_prometheus(report, path)
     r = subprocess.run([_promtool(), "check", "metrics"], input=path.read_text(), capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -13,10 +13,11 @@ DISKSTATS = "block.diskstats"
 
 
 def busy_devices(diskstats: dict, min_iops: float) -> dict[str, dict]:
-    """Whole devices with an await and at least ``min_iops`` requests per second over the sample."""
+    """Whole physical devices (no partition, no loop, zram, ram, dm or md device) with an await and at
+    least ``min_iops`` requests per second over the sample."""
     return {
         name: d for name, d in (diskstats.get("devices") or {}).items()
-        if not d.get("partition") and d.get("await_ms") is not None
+        if not d.get("partition") and not d.get("virtual") and d.get("await_ms") is not None
         and (d.get("r_s", 0) or 0) + (d.get("w_s", 0) or 0) >= min_iops
     }
 

@@ -187,6 +187,7 @@ def txqueuelen(ctx: RuleContext) -> Iterator[Finding]:
                 host.name, FindingStatus.passed if ok else FindingStatus.fail,
                 observed=i["txqueuelen"], expected=f">= {minimum}", subject=name,
                 evidence=[f"{host.name}: {name} speed {format_bps(speed)} txqueuelen {i['txqueuelen']}"],
+                values={"minimum": minimum},
             )
         if not checked:
             yield ctx.finding(host.name, FindingStatus.not_applicable, message="no interface of 10 Gb/s or more")

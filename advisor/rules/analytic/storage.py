@@ -171,17 +171,25 @@ def write_cache_risk(drive: dict[str, Any]) -> str | None:
     return None
 
 
+def _controllers(ctx: RuleContext, site_host: Any) -> str:
+    """The controllers SMcli addresses for a host, as its probe names them (``san_controllers``)."""
+    found = {**(ctx.site.vars if ctx.site else {}), **(site_host.vars if site_host else {})}.get("san_controllers")
+    return " ".join(str(c) for c in found or []) or "<controllers>"
+
+
 def _san_rule(rule_id: str):
     field, var, default, keyword, label = SAN_SETTINGS[rule_id]
 
     def run(ctx: RuleContext) -> Iterator[Finding]:
         expected = _as_bool(ctx.vars.get(var, default))
+        by_name = ctx.site.by_name() if ctx.site else {}
         for host in ctx.hosts():
             facts = ctx.facts(host, SAN)
             if facts is None:
                 yield from ctx.missing(host, SAN)
                 continue
             results = san_check(facts.get("drives") or {}, field, expected)
+            controllers = _controllers(ctx, by_name.get(host.name))
             if not results:
                 yield ctx.finding(host.name, FindingStatus.not_applicable,
                                   message=f"no logical drive reports '{label}'")
@@ -204,7 +212,7 @@ def _san_rule(rule_id: str):
                 yield ctx.finding(
                     host.name, status, subject=r["drive"], observed=r["observed"], expected=expected,
                     evidence=[f"{host.name}: {r['drive']}: {r['line']}"],
-                    values={"target": _smcli_value(expected)},
+                    values={"target": _smcli_value(expected), "controllers": controllers},
                 )
 
     run.__name__ = "san_" + field
