@@ -53,9 +53,13 @@ def build_plan(report: ScanReport | PlanScan, site: Site, source: str = "scan", 
     report = ensure_diagnosis(report)
     set_aside = {(s.host, s.adapter, s.key): s for s in report.set_aside}
     # symptoms a cause explains are the causes' business (PLAN.md "Causes"), not a by-hand line each;
-    # a measured state that is its own cause (a failing disk) stays one
-    covered = {(e.rule_id, e.subject, tuple(e.hosts)) for c in report.causes
-               if c.kind == "change" or len(c.explains) > 1 for e in c.explains}
+    # the measured states a by-hand cause repairs (a failing disk: SMART, its I/O errors, its await)
+    # stay one each
+    def key(e) -> tuple:
+        return e.rule_id, e.subject, tuple(e.hosts)
+
+    covered = {key(e) for c in report.causes for e in c.explains
+               if c.kind == "change" or key(e) not in {key(f) for f in c.findings}}
     registry = adapters()
     declared = declared or declared_changes(report, site)  # each change as its rule declares it, never as the file says
     plan = Plan(site=site.name, scan_started_at=report.started_at, min_severity=min_severity)

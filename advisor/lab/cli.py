@@ -44,7 +44,7 @@ def up(
         out.print_json(json.dumps({
             "name": rec.name, "reused": res.reused, "scenario": rec.scenario, "subnet": rec.subnet,
             "site_file": rec.site_file, "inventory": str(rec.dir / "inventory.ini"), "state_dir": str(rec.dir),
-            "timings": rec.timings,
+            "root_ifaces": rec.root_ifaces, "timings": rec.timings,
             "hosts": {h: {"address": i["address"], "roles": i["roles"]} for h, i in rec.hosts.items()},
         }))
         return

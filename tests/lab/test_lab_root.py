@@ -3,6 +3,7 @@ site file, and nothing left behind by `down` (also after a killed `up`). Needs r
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import signal
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.lab.records import host_ns, switch_ns
+from advisor.lab.records import LAB_POOL, host_ns, switch_ns
 from tests.support.lab import REPO, SMALL_SCENARIO, lab_cli, lab_traces, no_traces, require_root, root_snapshot, ssh
 
 
@@ -160,14 +161,23 @@ def test_site_file_and_inventory(small_lab: dict) -> None:
 
 
 def test_controller_route_is_the_lab_prefix_only(small_lab: dict) -> None:
+    """The controller reaches this lab through its own interface and for its own /24 only; every lab route
+    stays inside the lab pool (other labs, up at the same time, have interfaces of their own)."""
     routes = subprocess.run(["ip", "-4", "route", "show", "table", "all"], capture_output=True, text=True).stdout
-    mine = [r for r in routes.splitlines() if "salab" in r]
-    net = small_lab["subnet"]
-    assert mine and all(r.startswith(net) or r.startswith(f"local {net.split('/')[0][:-1]}")
-                        or r.startswith("broadcast") or r.startswith("local") for r in mine), mine
-    assert any(r.startswith(f"{net} dev salab") for r in mine)
+    net = ipaddress.ip_network(small_lab["subnet"])
+    (iface,) = small_lab["root_ifaces"]
+    mine = [r for r in routes.splitlines() if f" dev {iface} " in f"{r} "]
+    assert mine, routes
+    for r in mine:
+        dest = r.split()[1] if r.split()[0] in ("local", "broadcast") else r.split()[0]
+        assert ipaddress.ip_network(dest, strict=False).subnet_of(net), (r, net)
+    assert any(r.startswith(f"{net} dev {iface}") for r in mine)
+    for r in routes.splitlines():
+        if " dev salab" in r:
+            dest = r.split()[1] if r.split()[0] in ("local", "broadcast") else r.split()[0]
+            assert ipaddress.ip_network(dest, strict=False).subnet_of(LAB_POOL), r
     got = subprocess.run(["ip", "route", "get", addr(small_lab, "st1")], capture_output=True, text=True).stdout
-    assert "dev salab" in got
+    assert f"dev {iface}" in got
 
 
 def test_status_reports_healthy(small_lab: dict) -> None:

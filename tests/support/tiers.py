@@ -40,6 +40,9 @@ FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
 IMPLIED = {"lab": ("root", "quiet"), "netns": ("root",)}
 #: a test with any of these markers is slow: out of the fast tier
 SLOW_BECAUSE = ("lab", "netns", "ansible", "root")
+#: the markers under which a test may start each kind of work: a lab's own start makes namespaces (its
+#: capability probe's scratch namespace among them)
+COVERED_BY = {"netns": ("netns", "lab")}
 #: the fixture that gives each kind of process the guard watches for
 FIXTURE_FOR = {"lab": "lab_registry (tests/support/lab.py)",
                "netns": "netns, ns_hosts, netns_site or netns_pair (tests/support/), or mark it netns",
@@ -117,7 +120,8 @@ class StartGuard:
         outcome = yield
         if call.when != "teardown":
             return
-        unmarked = {k: cmd for k, cmd in self.started.items() if item.get_closest_marker(k) is None}
+        unmarked = {k: cmd for k, cmd in self.started.items()
+                     if not any(item.get_closest_marker(m) for m in COVERED_BY.get(k, (k,)))}
         if unmarked:
             report = outcome.get_result()
             report.outcome = "failed"
