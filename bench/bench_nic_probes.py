@@ -38,11 +38,11 @@ PROBES = ("nic.ports", "cpu.frequency", "network.nic", "network.sysctl")
 NEW = ("nic.ports", "cpu.frequency")
 
 
-def host_cpu_seconds(lab_dir: Path, address: str, script: str) -> float:
-    """User + sys CPU of ``script`` and its children on the host (the shell's ``times``)."""
+def host_cpu_seconds(lab_dir: Path, address: str, script: str) -> tuple[float, str]:
+    """User + sys CPU of ``script`` and its children on the host (the shell's ``times``), and what it printed."""
     cp = subprocess.run(["ssh", "-F", "/dev/null", "-i", str(lab_dir / "client_key"), "-o",
                          f"UserKnownHostsFile={lab_dir / 'known_hosts'}", "-o", "BatchMode=yes", f"root@{address}",
-                         "sh -s >/tmp/bench-nic.out 2>&1; times; head -c 200 /tmp/bench-nic.out >&2"],
+                         "sh -s >/tmp/bench-nic.out 2>/dev/null; times; cat /tmp/bench-nic.out >&2"],
                         input=script, capture_output=True, text=True, timeout=120)
     if "@@storadvise-not-applicable" in cp.stderr:
         raise SystemExit(f"the probe does not apply on the lab host: {cp.stderr.strip()[:200]}")
@@ -51,7 +51,22 @@ def host_cpu_seconds(lab_dir: Path, address: str, script: str) -> float:
         for part in line.split():
             m, _, s = part.rstrip("s").partition("m")
             total += float(m) * 60 + float(s)
-    return total
+    return total, cp.stderr
+
+
+def read_the_nic(text: str) -> None:
+    """The emulated NIC answered every ``ethtool`` call (link modes, rings, offloads, statistics): a probe whose
+    ``ethtool`` failed at once would measure cheap and say nothing."""
+    from probes.nic import parse_nic_ports
+
+    eth0 = parse_nic_ports(text).interfaces.get("eth0")
+    missing = [what for what, ok in (("eth0", eth0 is not None),
+                                     ("its link modes", eth0 is not None and eth0.max_supported_mbps is not None),
+                                     ("its rings", eth0 is not None and eth0.ring is not None),
+                                     ("its offloads", eth0 is not None and bool(eth0.offloads)),
+                                     ("its counters", eth0 is not None and eth0.counters_read > 0)) if not ok]
+    if missing:
+        raise SystemExit(f"nic.ports read no {', '.join(missing)} of the lab host's emulated NIC: nothing to measure")
 
 
 def main() -> int:
@@ -80,7 +95,10 @@ def main() -> int:
         results = {}
         for name in PROBES:
             script = probes[name].script(ctx)
-            runs = [host_cpu_seconds(Path(up.record.dir), host.address, script) for _ in range(args.runs)]
+            measured = [host_cpu_seconds(Path(up.record.dir), host.address, script) for _ in range(args.runs)]
+            if name == "nic.ports":
+                read_the_nic(measured[-1][1])
+            runs = [cpu for cpu, _out in measured]
             results[name] = {"median_s": statistics.median(runs), "runs_s": runs}
         base = results["network.nic"]["median_s"] or 0.001
         over = [n for n in NEW if results[n]["median_s"] > args.budget]
