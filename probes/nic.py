@@ -32,6 +32,7 @@ import shlex
 from pydantic import BaseModel, Field
 
 from probes.bonding_format import Bond, parse_bonding
+from probes.diskio import parse_uptime
 from probes.ethtool_format import (FEATURE_ALIASES, LinkSettings, Rings, parse_features, parse_link_settings,
                                    parse_nic_statistics, parse_rings)
 from probes.interrupts_format import parse_cpu_list, parse_interrupts
@@ -219,13 +220,6 @@ def _stats(sections: dict[str, str], n: str) -> dict[str, dict[str, int]]:
     return out
 
 
-def _uptime(text: str | None, label: str) -> float | None:
-    try:
-        return float((text or "").split()[0])
-    except (IndexError, ValueError):
-        raise ProbeParseError(f"nic.ports {label}: not /proc/uptime: {(text or '')[:40]!r}") from None
-
-
 def _in_prefixes(addresses: list[str], prefixes: list[str]) -> bool:
     nets = []
     for p in prefixes:
@@ -263,7 +257,8 @@ def parse_nic_ports(text: str) -> NicPortsFacts:
     else:
         addresses = _addresses_from_oneline(sections.get("ip-o-addr", ""))
     facts = NicPortsFacts(virtual=sorted(set(links) - physical), ethtool="no-ethtool" not in sections)
-    start, end = _uptime(sections["uptime1"], "uptime1"), _uptime(sections["uptime2"], "uptime2")
+    start = parse_uptime(sections["uptime1"], "nic.ports uptime1")
+    end = parse_uptime(sections["uptime2"], "nic.ports uptime2")
     seconds = round(end - start, 3) if end > start else None
     facts.interval_s = seconds
     online = sections.get("cpus", "").strip()
