@@ -12,5 +12,6 @@ from advisor.rules.analytic import (  # noqa: F401  (imported for their registra
     firewall,
     mesh,
     network,
+    nic,
     storage,
 )
