@@ -45,3 +45,14 @@ def site_link_rates(site) -> dict[str, int]:
     if site is None:
         return {}
     return {h.name: h.link_rate for h in site.hosts if h.link_rate}
+
+
+def address_mtu(nic_facts: dict | None, address: str | None) -> int | None:
+    """The MTU of the interface (``network.nic`` facts) that holds ``address`` (the one the site reaches the
+    host at); None when no interface holds it."""
+    if not address:
+        return None
+    for i in (nic_facts or {}).get("interfaces", {}).values():
+        if any(str(a).split("/")[0] == address for a in i.get("addresses") or []):
+            return i.get("mtu") if isinstance(i.get("mtu"), int) else None
+    return None

@@ -335,6 +335,9 @@ class MeshSpec(StrictModel):
 class StorageNetwork(StrictModel):
     prefixes: list[str] = Field(default_factory=list)
     interfaces: list[str] = Field(default_factory=list)
+    #: the MTU every switch port of the storage network carries (the site's word): a host's MTU is raised
+    #: to it by a plan only with it; None: unknown, an MTU is then raised by hand
+    mtu: int | None = Field(None, ge=68, le=65535)
 
     @field_validator("prefixes")
     @classmethod

@@ -36,6 +36,7 @@ import shlex
 
 from pydantic import BaseModel, Field
 
+from probes.diskio import parse_uptime
 from probes.probe import NOT_APPLICABLE_MARKER, SampledProbe, ProbeContext, ProbeParseError, section, split_sections
 from probes.ss_sockets import SsFormatError, SsSocket, parse_ss, split_endpoint
 
@@ -121,17 +122,6 @@ def ss_filter(ports: list[str]) -> str:
         for side in ("sport", "dport"):
             terms.append(f"{side} = :{lo}" if lo == hi else f"( {side} >= :{lo} and {side} <= :{hi} )")
     return "( " + " or ".join(terms) + " )"
-
-
-def _uptime(text: str, label: str) -> float:
-    fields = text.split()
-    try:
-        value = float(fields[0])
-    except (IndexError, ValueError):
-        raise ProbeParseError(f"network.flows {label}: expected /proc/uptime, got {text.strip()[:60]!r}") from None
-    if not 0 <= value < 1e10:
-        raise ProbeParseError(f"network.flows {label}: uptime out of range: {fields[0][:30]!r}")
-    return value
 
 
 def parse_net_dev(text: str, label: str) -> dict[str, tuple[int, int]]:
@@ -269,7 +259,8 @@ class FlowsProbe(SampledProbe):
         if missing:
             raise ProbeParseError(f"network.flows output truncated or not this probe's: no {', '.join(missing)} section")
         ports = _ports(sections["ports"])
-        window = round(_uptime(sections["uptime2"], "uptime2") - _uptime(sections["uptime1"], "uptime1"), 6)
+        window = round(parse_uptime(sections["uptime2"], "network.flows uptime2")
+                       - parse_uptime(sections["uptime1"], "network.flows uptime1"), 6)
         if not window > 0:
             raise ProbeParseError(f"network.flows: sample window is {window} s, expected > 0")
         dev1 = parse_net_dev(sections["netdev1"], "netdev1")

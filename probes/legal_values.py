@@ -16,6 +16,10 @@ from probes.probe import ProbeParseError
 #: a block device's name under /sys/block: the kernel's disk_name() -> letters, digits, '-', '_',
 #: '.', ':' and '!' (sysfs spelling of '/' as in cciss!c0d0); at most 32 characters (DISK_NAME_LEN)
 DEVICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:!+-]{0,31}")
+#: a network interface's name: at most 15 characters (IFNAMSIZ - 1), none of '/', ':' or blanks
+#: (net/core/dev.c dev_valid_name); here also no quote, '$' or other shell or udev metacharacter, as
+#: the name reaches ``ethtool`` command lines and udev rules
+IFACE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,14}")
 #: a GPFS configuration attribute as mmlsconfig/mmdiag print it (pagepool, maxMBpS, verbsRdma,
 #: nsdBufSpace, worker1Threads, ...): an identifier, dots and dashes allowed
 GPFS_ATTRIBUTE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")

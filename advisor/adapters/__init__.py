@@ -11,7 +11,8 @@ import importlib
 
 from advisor.adapters.base import Adapter, HostProbeFacts, same_value  # noqa: F401
 
-CORE_ADAPTER_MODULES = ("advisor.adapters.firewall", "advisor.adapters.sysctl", "advisor.adapters.block")
+CORE_ADAPTER_MODULES = ("advisor.adapters.firewall", "advisor.adapters.sysctl", "advisor.adapters.block",
+                        "advisor.adapters.nic", "advisor.adapters.cpufreq")
 
 #: adapters registered at run time (a plug-in outside the storage-kind registry, or a test)
 _EXTRA: dict[str, Adapter] = {}

@@ -95,6 +95,11 @@ class Adapter:
     def normalize_target(self, key: str, target: Any) -> Any:
         return target
 
+    def host_target(self, facts: HostProbeFacts, key: str, target: Any) -> Any:
+        """The target on one host, for a rule's target that the host's own facts decide (a NIC ring's
+        ``max``: that NIC's maximum). Default: the target as the rule gives it."""
+        return target
+
     def cannot_change(self, facts: HostProbeFacts, change: Change, host_vars: Mapping[str, Any]) -> str | None:
         """Why the host cannot make ``change`` (None: it can, as far as the scan knows).
 

@@ -93,7 +93,7 @@ def build_plan(report: ScanReport | PlanScan, site: Site, source: str = "scan", 
                                     "subject": f.subject, "text": f.remediation.text})
             continue
         for c in f.changes:
-            c = _as_declared(plan, declared, f, c, registry.get(c.adapter))
+            c = _as_declared(plan, declared, f, c, registry.get(c.adapter), facts.get(c.host) or {})
             if c is not None:
                 wanted.setdefault((c.host, c.adapter, c.key), []).append((c, f))
 
@@ -153,13 +153,21 @@ def build_plan(report: ScanReport | PlanScan, site: Site, source: str = "scan", 
     return plan
 
 
-def _as_declared(plan: Plan, declared: DeclaredChanges, f: Any, c: Any, adapter: Adapter | None) -> Any:
-    """The change as its rule declares it (its target derived where the rule fixes one), or None
-    (listed under "cannot apply", naming what the rule does not declare)."""
+def _as_declared(plan: Plan, declared: DeclaredChanges, f: Any, c: Any, adapter: Adapter | None,
+                 host_facts: dict | None = None) -> Any:
+    """The change as its rule declares it (its target derived where the rule fixes one, and decided on the
+    host's facts where the rule leaves it to them: a NIC ring's ``max``), or None (listed under "cannot
+    apply", naming what the rule does not declare)."""
     target, why = declared.check(f, c, adapter)
     if why:
         _cannot(plan, adapter, c, [f.rule_id], why)
         return None
+    if adapter is not None:
+        target = adapter.host_target(host_facts or {}, c.key, target)
+        if target is None:
+            _cannot(plan, adapter, c, [f.rule_id], f"the scan's facts of {c.host} do not say what "
+                                                   f"{adapter.label(c.key)} can be")
+            return None
     asked = adapter.normalize_target(c.key, c.target) if adapter else c.target
     if target == asked or (adapter is not None and adapter.same(target, asked)):
         return c

@@ -13,9 +13,22 @@ from advisor.findings import Change, Finding
 from advisor.trusted_models import trusted
 
 #: the kernel's limit classes each kind of fix acts on (a cause whose paths agree is confident)
-FIX_CLASS = {"sack": {"loss"}, "loss": {"loss"}, "loss_recv": {"loss"}, "rmem": {"receiver_window"},
-              "wmem": {"sender_buffer"}, "wscale": {"receiver_window", "sender_buffer"}, "firewall": {"policer", "loss"}}
+FIX_CLASS = {"sack": {"loss"}, "loss": {"loss"}, "loss_recv": {"loss"}, "nic_speed": {"link"}, "rmem": {"receiver_window"},
+              "wmem": {"sender_buffer"}, "wscale": {"receiver_window", "sender_buffer"}, "firewall": {"policer", "loss"},
+              "mtu_probing": set()}
 BUFFER_FAMILY = {"net.core.rmem_max": "net.ipv4.tcp_rmem", "net.core.wmem_max": "net.ipv4.tcp_wmem"}
+
+
+@dataclass
+class ByHand:
+    """A repair by hand a measurement names (a path-MTU black hole, a NIC negotiated low): what the cause
+    says, as advisor/diagnosis/nic_causes.py words it."""
+
+    title: str
+    action: str
+    hosts: list[str] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
+    confidence: float = 0.8
 
 
 @dataclass
@@ -26,6 +39,7 @@ class Candidate:
     proposed_by: list[Finding] = field(default_factory=list)
     fixes: set[Fix] = field(default_factory=set)
     blame: LossBlame | None = None
+    by_hand: ByHand | None = None
     #: a measured state to repair by hand: its most severe finding, and every finding of its object
     state: Finding | None = None
     folded: list[Finding] = field(default_factory=list)
@@ -64,6 +78,8 @@ def fix_of(setting: PlannedSetting) -> Fix | None:
         return Fix("sack", setting.host)
     if k == "net.ipv4.tcp_window_scaling" and t == "1":
         return Fix("wscale", setting.host)
+    if k == "net.ipv4.tcp_mtu_probing" and t in ("1", "2"):
+        return Fix("mtu_probing", setting.host)
     if k in ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"):
         try:
             return Fix("rmem" if k.endswith("rmem") else "wmem", setting.host, float(t.split()[-1]))

@@ -22,6 +22,7 @@ from typing import Any
 from advisor.diagnosis.candidates import FIX_CLASS, Candidate, change_candidates, fix_of, norm, planned, ref, refkey
 from advisor.diagnosis.efficiency import efficiency_predictions
 from advisor.diagnosis.localise import localise_loss
+from advisor.diagnosis.nic_causes import absorbed_by_loss, attribute_loss, black_hole, negotiated_low
 from advisor.diagnosis.report_types import Diagnosis, PlannedSetting, Predicted, SetAside
 from advisor.diagnosis.paths import INCONCLUSIVE, Fix, FixIndex, PathState, local_index, path_state, predict
 from advisor.paths.host_view import HostFacts
@@ -93,9 +94,13 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
     # packet loss is localised among the site's hosts: a path to or from outside votes for no host
     inside = [st for st in states.values() if OUTSIDE not in (st.src, st.dst)]
     blames = localise_loss([states[s] for s in conclusive if OUTSIDE not in (states[s].src, states[s].dst)], inside)
+    state_findings = [f for f in failed if tagged(f, "state")]
+    #: measured states a NIC cause repairs (advisor/diagnosis/nic_causes.py): not causes of their own
+    absorbed: set[tuple] = set()
     for b in blames:
         fixes = {Fix("loss" if b.side == "send" else "loss_recv", h) for h in b.hosts}
-        cands.append(Candidate(key=("loss", b.side, tuple(b.hosts)), kind="by_hand", fixes=fixes, blame=b))
+        took = absorbed_by_loss(b, attribute_loss(b, states, inp.facts), state_findings, inp.tags)
+        cands.append(Candidate(key=("loss", b.side, tuple(b.hosts)), kind="by_hand", fixes=fixes, blame=b, folded=took))
 
     by_host: dict[str, list[str]] = {}
     for s in conclusive:
@@ -109,12 +114,23 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
         cand.predicted += efficiency_predictions(inp.efficiency, states, cand.fixes, eff_symptoms, cand.explains, ref)
 
     kept = [c for c in cands if c.explains]
+    for c in kept:
+        if c.blame is not None:
+            for f in c.folded:
+                c.explains[refkey(f)] = ref(f)
+                absorbed.add(refkey(f))
+    hole = black_hole(paths, path_symptoms, inp.facts, inp.addresses)
+    if hole is not None:
+        kept.append(hole)
+    for c in negotiated_low(states, paths, path_symptoms, inp.facts, [f for f in state_findings if tagged(f, "speed")]):
+        kept.append(c)
+        absorbed |= {refkey(f) for f in c.folded}
     # what a by-hand repair buys is judged after the planned changes: their fixes stay in place
     plan_fixes = {fx for c in kept if c.kind == "change" for fx in c.fixes}
     for c in kept:
         if c.kind == "by_hand" and c.blame is not None:
             _after_plan(c, states, plan_fixes, inp.efficiency)
-    for group in fold_states([f for f in failed if tagged(f, "state")], inp.packs):
+    for group in fold_states([f for f in state_findings if refkey(f) not in absorbed], inp.packs):
         lead = group[0]
         c = Candidate(key=("state", lead.rule_id, lead.subject or "", tuple(lead.hosts)), kind="by_hand", state=lead,
                       folded=group)
@@ -295,7 +311,18 @@ def _then_held_by(kept: list[Candidate], states: dict[str, PathState]) -> None:
 
 def _judge_failed_tests(cand: Candidate, failed_paths: dict[str, dict], path_symptoms: dict[str, list[Finding]],
                         facts: dict[str, HostFacts]) -> None:
-    """A test that could not connect is unblocked by removing a dropping firewall on either end."""
+    """A test that could not connect is unblocked by removing a dropping firewall on either end; a test
+    a path-MTU black hole stalled (its full-MTU ping lost: ``path_mtu``) by MTU probing on its sender,
+    which lets TCP fall back to a smaller segment (RFC 4821): unquantified, the path's MTU stays smaller."""
+    probing = {f.host for f in cand.fixes if f.kind == "mtu_probing"}
+    for s, p in failed_paths.items():
+        if p.get("src") in probing and (p.get("path_mtu") or {}).get("carried") is False:
+            cand.predicted.append(Predicted(metric="throughput", subject=s, now=None, after=None, unit="bps",
+                                            model="unquantified",
+                                            inputs={"now": "test failed: " + str(p.get("error") or "")[:80],
+                                                    "path_mtu": p["path_mtu"].get("mtu")}))
+            for f in path_symptoms.get(s, []):
+                cand.explains[refkey(f)] = ref(f)
     hosts = {f.host for f in cand.fixes if f.kind == "firewall"}
     for s, p in failed_paths.items():
         err = str(p.get("error") or "").lower()

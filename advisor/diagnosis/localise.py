@@ -32,15 +32,26 @@ class LossBlame:
     #: the share of the blamed sides' measured paths that are lossy (the vote)
     share: float
     evidence: list[str] = field(default_factory=list)
+    #: the blamed hosts' NICs over the tests' windows (advisor/diagnosis/nic_causes.py ``attribute_loss``):
+    #: a NIC whose counters rose: what the title adds ("st03 eth0 rx_crc_errors +3,112: cable or optic") and
+    #: what to do instead of searching; none rose: why the NICs are not it (``nic_note``)
+    nic_title: str | None = None
+    nic_action: str | None = None
+    nic_note: str | None = None
+    nic_evidence: list[str] = field(default_factory=list)
 
     def title(self) -> str:
         way = "on the way to" if self.side == "send" else "on the way from"
-        return f"packet loss {self.loss:.2%} {way} {_short(self.peers)}"
+        base = f"packet loss {self.loss:.2%} {way} {_short(self.peers)}"
+        return f"{base}: {self.nic_title}" if self.nic_title else base
 
     def action(self) -> str:
         where = "NIC, cable, switch port or the switch between"
-        return (f"find where packets of {', '.join(self.paths[:3])}{' ...' if len(self.paths) > 3 else ''} are lost "
-                f"({where}): `ethtool -S` on {', '.join(self.hosts)} (rx/tx errors, drops), the switch port counters")
+        found = (f"find where packets of {', '.join(self.paths[:3])}{' ...' if len(self.paths) > 3 else ''} are lost "
+                 f"({where}): `ethtool -S` on {', '.join(self.hosts)} (rx/tx errors, drops), the switch port counters")
+        if self.nic_action:
+            return self.nic_action
+        return f"{found}. {self.nic_note}" if self.nic_note else found
 
 
 def _short(names: list[str]) -> str:

@@ -39,7 +39,8 @@ class Fix:
 
     kind: ``sack`` / ``wscale`` (turned on at ``host``), ``rmem`` / ``wmem`` (maximum raised to
     ``value`` bytes at ``host``), ``firewall`` (``host``'s acting rules removed), ``loss``
-    (packets ``host`` sends are no longer lost: a by-hand repair)."""
+    (packets ``host`` sends are no longer lost: a by-hand repair), ``nic_speed`` (``host``'s NIC
+    negotiated at its speed again: a by-hand repair)."""
 
     kind: str
     host: str
@@ -81,6 +82,12 @@ class PathState:
     #: what measured it: "mesh" (a test) or "flows" (production traffic)
     source: str = "mesh"
     inputs: dict[str, Any] = field(default_factory=dict)
+    #: "src"/"dst" -> {interface, rises: {counter: n}}: the NIC counters of each end that rose during the
+    #: test (advisor.mesh.results ``nic_errors``); an end whose counters were not read is absent
+    nic_errors: dict[str, dict] = field(default_factory=dict)
+    #: host -> its NIC's negotiated speed (bits/s), for the ends whose NIC runs below the expected rate: the
+    #: link the path has until a repair by hand (Fix ``nic_speed``) brings the NIC to its speed
+    nic_cap: dict[str, float] = field(default_factory=dict)
 
     @property
     def ratio(self) -> float | None:
@@ -130,6 +137,10 @@ def path_state(p: PathRecord | dict, facts: dict[str, HostFacts], addresses: dic
         policers=policers, dropping=sorted(set(dropping)), limited_by=rec.limited_by,
         congestion=rec.congestion, source=rec.source,
     )
+    st.nic_errors = {end: e for end, e in rec.nic_errors.items() if isinstance(e, dict)}
+    speeds = rec.nic_speed_bps
+    st.nic_cap = {h: float(speeds[end]) for end, h in (("src", src), ("dst", dst))
+                  if isinstance(speeds.get(end), (int, float)) and st.expected_bps and 0 < speeds[end] < st.expected_bps}
     loaded = rec.loaded_rtt_us
     st.rtt_loaded_s = max(st.rtt_s or 0.0, loaded / 1e6) if loaded else st.rtt_s
     st.inputs = {"rtt_ms": round(st.rtt_s * 1000, 3) if st.rtt_s else None, "mss": mss,
@@ -207,7 +218,10 @@ def _limits(st: PathState, by_kind: dict[str, dict[str, Fix]]) -> list[tuple[flo
     rtt_ms = st.inputs.get("rtt_ms")
     limits: list[tuple[float, str, dict]] = []
     if st.link_bps:
-        limits.append((st.link_bps, "link", {"expected_bps": st.expected_bps, "mss": st.mss}))
+        caps = [bps for h, bps in st.nic_cap.items() if h not in by_kind.get("nic_speed", {})]
+        link = min([st.link_bps] + [m.link_goodput_bps(c, st.mss) or c for c in caps])
+        limits.append((link, "link", {"expected_bps": st.expected_bps, "mss": st.mss,
+                                      **({"nic_speed_bps": min(caps)} if caps else {})}))
     if st.rtt_s:
         if any(not on and h not in by_kind.get("wscale", {}) for h, on in st.wscale.items()):
             limits.append((m.window_bps(UNSCALED_WINDOW, st.rtt_s), "window/rtt",

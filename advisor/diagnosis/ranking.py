@@ -29,6 +29,8 @@ def _title(c: Candidate) -> tuple[str, str | None]:
         return _what_is_wrong(c.state), c.state.remediation.text or None
     if c.blame is not None:
         return c.blame.title(), c.blame.action()
+    if c.by_hand is not None:
+        return c.by_hand.title, c.by_hand.action
     first = c.changes[0]
     if first.adapter == "firewall":
         n = len(c.changes)
@@ -60,6 +62,8 @@ def _what_is_wrong(f) -> str:
 def _confidence(c: Candidate) -> float:
     if c.state is not None:
         return 0.9
+    if c.by_hand is not None:
+        return c.by_hand.confidence
     if c.blame is not None:
         base = min(0.95, 0.5 + 0.45 * c.blame.share)
     elif c.judged:
@@ -100,11 +104,14 @@ def to_cause(c: Candidate, ids: dict[tuple, str] | None = None) -> Cause:
     a prediction leaves: ``inputs.then_held_by``)."""
     title, action = _title(c)
     hosts = sorted({ch.host for ch in c.changes} | set(c.blame.hosts if c.blame else [])
-                   | set(c.state.hosts if c.state else []))
+                   | set(c.state.hosts if c.state else []) | {h for f in c.folded for h in f.hosts}
+                   | set(c.by_hand.hosts if c.by_hand else []))
     evidence = [f"{f.rule_id} on {', '.join(f.hosts)}" + (f" [{f.subject}]" if f.subject else "")
                 for f in c.proposed_by[:6]]
     if c.blame:
-        evidence = c.blame.evidence + evidence
+        evidence = c.blame.evidence + c.blame.nic_evidence + evidence
+    if c.by_hand:
+        evidence = c.by_hand.evidence + evidence
     if c.state:
         folded = c.folded or [c.state]
         evidence = [line for f in folded for line in f.evidence[: max(1, 6 // len(folded))]]

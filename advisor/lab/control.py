@@ -191,16 +191,19 @@ def _build(rec: LabRecord, sc: Scenario, progress: Progress) -> None:
         ports += ["ctl"] if s.name == sc.controller_switch else []
         lines = ["link set lo up", "link set br0 up"]
         for p in ports:
+            lines += [f"link set {p} mtu {s.mtu}"] if s.mtu else []
             lines += [f"link set {p} master br0", f"link set {p} up"]
+        lines += [f"link set br0 mtu {s.mtu}"] if s.mtu else []
         nx.ip_batch(lines, ns)
-        nx.tc_batch([nx.tbf_line(rec.hosts[h.name]["port"], h.link_rate, h.link_queue) for h in sc.hosts
-                     if h.switch == s.name and h.link_rate], ns)
+        nx.tc_batch([nx.tbf_line(rec.hosts[h.name]["port"], h.shaping_rate(), h.link_queue) for h in sc.hosts
+                     if h.switch == s.name and h.shaping_rate()], ns)
     # 3. hosts
     for h in sc.hosts:
         info = rec.hosts[h.name]
-        nx.ip_batch(["link set lo up", f"addr add {info['address']}/{prefixlen} dev eth0", "link set eth0 up"], info["ns"])
-        if h.link_rate:
-            nx.tc_batch([nx.tbf_line("eth0", h.link_rate, h.link_queue)], info["ns"])
+        nx.ip_batch(["link set lo up", f"addr add {info['address']}/{prefixlen} dev eth0", "link set eth0 up"]
+                    + ([f"link set eth0 mtu {h.mtu}"] if h.mtu else []), info["ns"])
+        if h.shaping_rate():
+            nx.tc_batch([nx.tbf_line("eth0", h.shaping_rate(), h.link_queue)], info["ns"])
         nx.in_ns(info["ns"], ["ethtool", "-K", "eth0", "tso", "off", "gso", "off"])
     # each host's net.* values before any fault: what `lab reboot` resets to
     for h in sc.hosts:

@@ -23,6 +23,8 @@ class LabEmulation:
     model: type[BaseModel]
     #: the paths in a host that ``install`` binds (two emulations may not bind one on the same host)
     bind_dirs: tuple[str, ...] = ()
+    #: its section is gathered from keys of the scenario's hosts (``nic:``, ``cpu:``), never a top-level key
+    from_hosts: bool = False
     #: the fault kind ``lab generate`` draws for this system ("": it draws none; advisor/lab/generate.py)
     generated_fault: str = ""
     #: the shipped systems' place in the draw they share (kept, so that older seeds give the same
@@ -74,7 +76,7 @@ class LabEmulation:
 
 
 #: emulations of a host's own hardware, not of a storage kind: any scenario may carry them
-HOST_EMULATIONS = ("advisor.lab.emulators.disks_lab",)
+HOST_EMULATIONS = ("advisor.lab.emulators.disks_lab", "advisor.lab.emulators.nic_lab")
 
 
 def lab_emulations() -> dict[str, LabEmulation]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -47,7 +48,8 @@ def record_defaults(ns: str, hdir: Path) -> None:
     values = {}
     for line in cp.stdout.splitlines():
         k, sep, v = line.partition(" = ")
-        if sep and k.startswith("net."):
+        # an interface's IPv6 MTU follows its link's MTU (a host's ``mtu:``, a role's ip link set): not a setting
+        if sep and k.startswith("net.") and not re.fullmatch(r"net\.ipv6\.conf\.[^.]+\.mtu", k.strip()):
             values[k.strip()] = " ".join(v.split())
     (hdir / DEFAULTS_FILE).write_text(json.dumps(values, indent=0, sort_keys=True) + "\n")
 

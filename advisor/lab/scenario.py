@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from advisor.errors import SiteFileError, StoradviseError
+from advisor.lab.emulators.nic_lab import SECTION as HOST_NICS, HostCpu, HostNic
 from advisor.lab.scenario_faults import ExpectedFinding, GroupFirewall, merge_iptables
 from advisor.lab.scenario_traffic import Traffic, check_traffic
 from advisor.host_patterns import host_pattern
@@ -123,6 +124,20 @@ class ScenarioHost(_Strict):
     #: every test that runs there (the lab's hosts share the machine's cores, so its neighbours feel it too)
     cpu_load: int = Field(0, ge=0, le=16)
     vars: dict[str, Any] = Field(default_factory=dict)
+    #: the MTU of the host's eth0 (a real veth MTU; a switch carries its own ``mtu``)
+    mtu: int | None = Field(None, ge=576, le=9216)
+    #: an emulated physical NIC behind eth0 (advisor/lab/emulators/nic_lab.py): speed, rings, offloads,
+    #: counters, queue interrupts
+    nic: HostNic | None = None
+    #: emulated cpufreq: the governor and a frequency cap
+    cpu: HostCpu | None = None
+
+    def shaping_rate(self) -> int | None:
+        """The rate the lab shapes the host's link at: its ``link_rate`` (what the site expects), or less
+        when its emulated NIC negotiated less (that NIC carries no more)."""
+        if self.nic is not None and (self.link_rate is None or self.nic.speed * 10**6 < self.link_rate):
+            return self.nic.speed * 10**6
+        return self.link_rate
 
     @field_validator("name")
     @classmethod
@@ -170,6 +185,9 @@ class ScenarioHost(_Strict):
 class Switch(_Strict):
     name: str
     uplink: str | None = Field(None, description="switch this one hangs from (a tree)")
+    #: the MTU of the switch's ports (default: the kernel's 1500); hosts with a larger MTU behind ports
+    #: that carry less lose their larger frames without an ICMP message (a path-MTU black hole)
+    mtu: int | None = Field(None, ge=576, le=9216)
 
     @field_validator("name")
     @classmethod
@@ -247,7 +265,7 @@ class Scenario(_Strict):
             return data
         from advisor.lab.emulation import lab_emulations
 
-        known = lab_emulations()
+        known = {k: e for k, e in lab_emulations().items() if not e.from_hosts}
         found = {k: data[k] for k in known if k in data}
         if not found:
             return data
@@ -316,6 +334,11 @@ class Scenario(_Strict):
         from advisor.lab.emulation import lab_emulations
 
         known = lab_emulations()
+        nics = {h.name: {"nic": h.nic is not None, "cpu": h.cpu is not None} for h in self.hosts if h.nic or h.cpu}
+        if HOST_NICS in self.emulations and not isinstance(self.emulations[HOST_NICS], known[HOST_NICS].model):
+            raise ValueError(f"{HOST_NICS}: not a scenario section (give hosts a 'nic:' or 'cpu:' key)")
+        if nics:
+            self.emulations[HOST_NICS] = {"hosts": nics}
         for section, spec in list(self.emulations.items()):
             if section not in known:
                 raise ValueError(f"emulations: no storage kind emulates {section!r} (known: {', '.join(known) or 'none'})")

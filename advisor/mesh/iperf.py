@@ -160,20 +160,59 @@ def idle_rtt_script(address: str) -> str:
     without ping, or when ICMP is filtered, nothing is printed and the diagnosis falls back to the
     test's minimum RTT."""
     a = shlex.quote(address)
-    return (f"command -v ping >/dev/null 2>&1 && ping -n -q -c 3 -i 0.2 -w 2 {a} 2>/dev/null"
-            f" | sed -n 's|^.*min/avg/max[^=]*= *\\([0-9.]*\\)/.*$|{IDLE_RTT_MARK} \\1|p'; ")
+    return (f"sa_rtt=$(command -v ping >/dev/null 2>&1 && ping -n -q -c 3 -i 0.2 -w 2 {a} 2>/dev/null"
+            f" | sed -n 's|^.*min/avg/max[^=]*= *\\([0-9.]*\\)/.*$|{IDLE_RTT_MARK} \\1|p'); "
+            '[ -n "$sa_rtt" ] && echo "$sa_rtt"; ')
+
+
+#: the line the client command prints before iperf3's JSON when the sender's MTU is a jumbo one
+PATH_MTU_MARK = "@@path_mtu"
+
+
+def path_mtu_script(address: str) -> str:
+    """One ping of the sender's full MTU to the receiver with don't-fragment set, after the idle-RTT pings
+    (run only where those arrived): a hop that carries less drops it silently, a path-MTU black hole.
+    Only for jumbo MTUs (1500 < MTU <= 9216: a standard frame is carried by every Ethernet hop) and never
+    on loopback; prints ``@@path_mtu MTU IF carried|lost``, nothing where ping has no ``-M do``."""
+    a = shlex.quote(address)
+    return (f"if [ -n \"$sa_rtt\" ]; then sif=$(ip -o route get {a} 2>/dev/null | sed -n 's/.* dev \\([^ ]*\\).*/\\1/p' | head -n 1); "
+            "m=; [ -n \"$sif\" ] && [ \"$sif\" != lo ] && read -r m 2>/dev/null </sys/class/net/$sif/mtu; "
+            f"case {a} in *:*) h=48 ;; *) h=28 ;; esac; "
+            "if [ -n \"$m\" ] && [ \"$m\" -gt 1500 ] 2>/dev/null && [ \"$m\" -le 9216 ]; then "
+            f"o=$(ping -n -q -c 2 -i 0.2 -W 1 -w 2 -M do -s $((m - h)) {a} 2>&1); "
+            # a ping without -M (busybox) says so: unknown, never "lost"
+            "if [ $? -eq 0 ]; then r=carried; elif printf '%s' \"$o\" | grep -qi -e option -e usage; then r=; "
+            f"elif ping -n -q -c 1 -W 1 {a} >/dev/null 2>&1; then r=lost; else r=; fi; "
+            f"[ -n \"$r\" ] && echo \"{PATH_MTU_MARK} $m $sif $r\"; fi; fi; ")
 
 
 def split_idle_rtt(text: str) -> tuple[float | None, str]:
     """(idle RTT in us or None, the rest of the output) from the client command's stdout."""
-    first, sep, rest = (text or "").lstrip().partition("\n")
-    if first.startswith(IDLE_RTT_MARK):
-        try:
-            ms = float(first[len(IDLE_RTT_MARK):].strip())
-        except ValueError:
-            return None, rest
-        return (ms * 1000.0 if 0 < ms < 60_000 else None), rest
-    return None, text
+    idle, _mtu, rest = split_prefix(text)
+    return idle, rest
+
+
+def split_prefix(text: str) -> tuple[float | None, dict[str, Any] | None, str]:
+    """(idle RTT in us or None, the path-MTU ping's result or None, the rest of the output): the lines
+    the client command prints before iperf3's JSON."""
+    idle: float | None = None
+    mtu: dict[str, Any] | None = None
+    rest = text or ""
+    while True:
+        first, sep, after = rest.lstrip().partition("\n")
+        if first.startswith(IDLE_RTT_MARK):
+            try:
+                ms = float(first[len(IDLE_RTT_MARK):].strip())
+                idle = ms * 1000.0 if 0 < ms < 60_000 else None
+            except ValueError:
+                idle = None
+        elif first.startswith(PATH_MTU_MARK):
+            parts = first.split()
+            if len(parts) == 4 and parts[1].isdigit() and parts[3] in ("carried", "lost") and len(parts[2]) <= 15:
+                mtu = {"mtu": int(parts[1]), "interface": parts[2], "carried": parts[3] == "carried"}
+        else:
+            return idle, mtu, rest
+        rest = after
 
 
 def client_command(
@@ -197,7 +236,7 @@ def client_command(
     first (``idle_rtt_script``; one line before the JSON, read by ``parse_client_json``). ``sample``:
     the sender's kernel is sampled during the test (advisor.mesh.sampling; a section after the JSON).
     """
-    prefix = idle_rtt_script(address) if idle_rtt else ""
+    prefix = idle_rtt_script(address) + path_mtu_script(address) if idle_rtt else ""
     args = [
         "iperf3", "-c", address, "-p", str(int(port)),
         "-t", str(whole_seconds(duration, 1)), "-O", str(whole_seconds(omit, 0)), "-P", str(int(streams)), "-J",
@@ -266,6 +305,8 @@ class IperfResult:
     streams: int | None = None
     #: the minimum of the pings sent just before the test (None: not measured)
     idle_rtt_us: float | None = None
+    #: the full-MTU don't-fragment ping before the test: {mtu, interface, carried} (None: not sent)
+    path_mtu: dict[str, Any] | None = None
     #: iperf3's end.cpu_utilization_percent: host_total (this client) and remote_total (the server)
     cpu_host_pct: float | None = None
     cpu_remote_pct: float | None = None
@@ -321,10 +362,11 @@ def parse_client_json(text: str, rc: int | None = 0, stderr: str = "") -> IperfR
     A top-level ``error`` is a failure whatever ``rc`` says; so is output that is not JSON, a
     non-zero exit without JSON, or JSON without the end sums (never reported as 0 Mb/s).
     """
-    idle_rtt_us, text = split_idle_rtt(text or "")
+    idle_rtt_us, path_mtu, text = split_prefix(text or "")
     text, section = sampling.split_section(text)
     res = _parse_client_json(text, rc, stderr)
     res.idle_rtt_us = idle_rtt_us
+    res.path_mtu = path_mtu
     res.client_sample = sampling.parse_section(section)
     return res
 

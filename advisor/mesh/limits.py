@@ -41,7 +41,8 @@ nothing about the network. The order of the checks:
    machine the RTT rises by milliseconds as it would behind a queue, so this comes before 7);
 7. ``link``: the RTT during the test rose well above the idle RTT (a bottleneck queue) with few
    retransmits, and the path reached LINK_QUEUED_RATIO of its expected rate or an end's NIC moved
-   NIC_FULL of it (the link is full, shared: not a fault). Far below the expected rate with
+   NIC_FULL of it (the link is full, shared: not a fault), or NIC_FULL of its own negotiated speed
+   where that is below the expected rate (a NIC negotiated low: the diagnosis names it). Far below the expected rate with
    neither NIC full, a queue says a hop on the way is slower than the path should be: ``unknown``,
    never ``link``;
 8. ``unknown``: nothing above is supported.
@@ -244,14 +245,22 @@ def lossy(r: PathRecord, loss: float | None, starved: bool = False) -> bool:
 
 def _nic_full(r: PathRecord) -> str | None:
     """An end's NIC moved NIC_FULL of the path's expected rate during the test (its own traffic and
-    others' together): the link is full, shared rather than slow."""
+    others' together): the link is full, shared rather than slow. Or NIC_FULL of its own speed where it
+    negotiated less than the path expects (``nic_speed_bps``): the NIC's link is what is full, a NIC
+    negotiated low (the diagnosis names it)."""
     rates, want = r.data.get("nic_bps") or {}, r.expected_bps
     if not want:
         return None
+    speeds = r.nic_speed_bps
     for end, way in (("src", "sent"), ("dst", "received")):
         v = rates.get(end)
         if v is not None and v >= NIC_FULL * want:
             return f"{r.data.get(end)}'s NIC {way} {v / 1e6:.0f} Mb/s in all"
+        own = speeds.get(end)
+        if own and own < want and ((v is not None and v >= NIC_FULL * own)
+                                   or (r.measured_bps or 0) >= LINK_RATIO * own):
+            return (f"{r.data.get(end)}'s NIC, negotiated at {own / 1e6:.0f} Mb/s of the path's {want / 1e6:.0f}, "
+                    f"carried the path at {(r.measured_bps or 0) / 1e6:.0f} Mb/s")
     return None
 
 

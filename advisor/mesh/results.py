@@ -28,6 +28,11 @@ A path::
      "nic_other_bytes": None | {"src": int|None, "dst": int|None},  # bytes each end's NIC moved beyond the test's own
      "nic_bps": None | {"src": bps|None, "dst": bps|None},  # the sender's NIC transmitted, the receiver's received,
                                                              # bits/s over the test (all traffic: is a link full?)
+     "nic_errors": None | {"src": {"interface", "rises": {counter: n}} | None, "dst": ...},  # the error and drop
+                                                             # counters of each end's NIC that rose during the test
+     "path_mtu": None | {"mtu", "interface", "carried": bool|None},  # one ping of the sender's MTU, don't-fragment,
+                                                             # just before the test (small pings arrived): carried?
+     "nic_speed_bps": None | {"src": bps|None, "dst": bps|None},  # each end's physical NIC speed (network.nic)
      "test_bytes": int|None,             # payload the whole test moved, both directions (sender's ss, else iperf3)
      "limited_by": "link"|"receiver_window"|"sender_buffer"|"loss"|"policer"|"cpu"|"contended"|"unknown"|None,
      "limited_evidence": str|None}        # one line: why (advisor.mesh.limits)
@@ -66,6 +71,7 @@ from typing import Any
 from advisor.mesh.iperf import Direction, IperfResult
 from advisor.mesh.sampling import EndSample
 from advisor.mesh.tcp_info import SsFormatError, connection_bytes, summarise_samples
+from probes.nic_counters import counter_rises
 
 PATH_KEYS = (
     "src", "dst", "status", "error", "measured_bps", "sent_bps", "expected_bps", "expected_source",
@@ -73,7 +79,8 @@ PATH_KEYS = (
     "snd_buf", "rcv_buf", "max_snd_cwnd", "max_snd_wnd", "mss", "congestion", "duration_s",
     "round", "mode", "attempts", "streams", "retest",
     "tcp_info", "cpu_sender_pct", "cpu_receiver_pct", "host_cpu_busy", "cpu_wait_frac", "cpu_pressure_frac",
-    "nic_other_bytes", "nic_bps", "limited_by", "limited_evidence", "test_bytes",
+    "nic_other_bytes", "nic_bps", "limited_by", "limited_evidence", "test_bytes", "nic_errors", "path_mtu",
+    "nic_speed_bps",
 )
 
 #: TCP/IP header bytes per segment (IPv4 20 + TCP 20 + timestamps 12 + Ethernet 14)
@@ -113,7 +120,8 @@ def path_record(
         duration_s=round(duration_s, 3) if duration_s is not None else None,
     )
     if error is not None or direction is None or result is None:
-        rec.update(status="failed", error=error or (result.error if result else "no result"))
+        rec.update(status="failed", error=error or (result.error if result else "no result"),
+                   path_mtu=result.path_mtu if result else None, idle_rtt_us=result.idle_rtt_us if result else None)
         return rec
     rec.update(
         status="ok",
@@ -125,6 +133,7 @@ def path_record(
         min_rtt_us=direction.min_rtt_us,
         max_rtt_us=direction.max_rtt_us,
         idle_rtt_us=result.idle_rtt_us,
+        path_mtu=result.path_mtu,
         max_snd_cwnd=direction.max_snd_cwnd,
         max_snd_wnd=direction.max_snd_wnd,
         congestion=direction.congestion,
@@ -135,6 +144,11 @@ def path_record(
         cpu_sender_pct=cpu_sender_pct,
         cpu_receiver_pct=cpu_receiver_pct,
     )
+    if not direction.received_bps:
+        # the connection opened and then carried nothing (a path-MTU black hole stalls it so): a failed test,
+        # never a measured 0 b/s
+        rec.update(status="failed", measured_bps=None,
+                   error="the receiver got no data: the test's connection opened, then nothing arrived")
     rec["tcp_info"] = _tcp_info(sender_sample)
     if sender_sample is not None or receiver_sample is not None:
         rec["host_cpu_busy"] = {"src": sender_sample.cpu_busy_frac if sender_sample else None,
@@ -155,6 +169,7 @@ def path_record(
         rec["test_bytes"] = own["src"] or own["dst"]
         rec["nic_bps"] = {"src": _nic_rate(sender_sample, "tx", duration_s),
                           "dst": _nic_rate(receiver_sample, "rx", duration_s)}
+        rec["nic_errors"] = {"src": _nic_errors(sender_sample), "dst": _nic_errors(receiver_sample)}
     else:
         rec["test_bytes"] = test_bytes
     return rec
@@ -172,6 +187,15 @@ def _pressure_frac(sample: EndSample | None, duration_s: float | None) -> float 
     if sample is None or sample.cpu_pressure_s is None or not duration_s:
         return None
     return round(min(1.0, sample.cpu_pressure_s / duration_s), 4)
+
+
+def _nic_errors(sample: EndSample | None) -> dict[str, Any] | None:
+    """The end's NIC and the error and drop counters (probes/nic_counters.py) that rose during the test;
+    None when they were not read (no interface, an older script)."""
+    if sample is None or not sample.interface or not sample.counters_before or not sample.counters_after:
+        return None
+    rises = counter_rises(sample.counters_before, sample.counters_after, None)
+    return {"interface": sample.interface, "rises": {k: r.delta for k, r in sorted(rises.items()) if r.delta > 0}}
 
 
 def _nic_rate(sample: EndSample | None, way: str, duration_s: float | None) -> float | None:

@@ -194,9 +194,11 @@ def classify_paths(paths: list[dict]) -> None:
 
 class MeshRunner:
     def __init__(self, site: Site, transports: TransportSource, options: RunOptions,
-                 progress: Callable[[MeshProgress], None] | None = None):
+                 progress: Callable[[MeshProgress], None] | None = None, nic_speeds: dict[str, int] | None = None):
         self.site = site
         self.opts = options
+        #: host -> its physical NIC's speed (bits/s; advisor.measurements.nic_speeds): each path records its ends'
+        self.nic_speeds = nic_speeds or {}
         self.hosts = _Hosts(site, transports)
         self.progress = progress
         self._progress_lock = threading.Lock()
@@ -402,6 +404,9 @@ class MeshRunner:
             self.hosts.close()
         order = {(r.src, r.dst): k for k, r in enumerate(requests)}
         paths.sort(key=lambda p: order[(p["src"], p["dst"])])
+        for p in paths:
+            if self.nic_speeds.get(p["src"]) or self.nic_speeds.get(p["dst"]):
+                p["nic_speed_bps"] = {"src": self.nic_speeds.get(p["src"]), "dst": self.nic_speeds.get(p["dst"])}
         judge_paths(paths)
         classify_paths(paths)
         return {
@@ -459,5 +464,5 @@ def run_mesh(
         from advisor.mesh.render import RoundProgress
 
         with RoundProgress(console) as bar:
-            return MeshRunner(site, transports, opts, bar).run(reqs)
-    return MeshRunner(site, transports, opts, progress).run(reqs)
+            return MeshRunner(site, transports, opts, bar, nic_speeds).run(reqs)
+    return MeshRunner(site, transports, opts, progress, nic_speeds).run(reqs)

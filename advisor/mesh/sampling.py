@@ -6,6 +6,9 @@ parses its output).
 * the NIC byte counters (/sys/class/net/IF/statistics/{tx,rx}_bytes) of the interface that
   carries the test, just before and just after: what the NIC moved beyond the test's own bytes
   is other traffic (a loopback interface is not a NIC: its counters are not read);
+* that interface's error and drop counters (``ERROR_STATISTICS``, the kernel's names for every
+  driver), just before and just after: a counter that rose during the test is the NIC's part in
+  the loss the test saw (probes/nic_counters.py says which are errors and which drops);
 * the machine's CPU time (first line of /proc/stat) before and after: the share of it that was
   busy, all cores together (on a shared machine: everyone's load, so recorded, not decisive);
 * the host's CPU pressure (/proc/pressure/cpu, PSI ``some``, kernel >= 4.20) before and after:
@@ -33,9 +36,17 @@ SECTION_MARK = "@@storadvise-sampling"
 #: seconds between two ``ss`` samples
 SAMPLE_INTERVAL_S = 0.25
 
+#: the statistics files read before and after each test (Documentation/ABI/testing/sysfs-class-net-statistics)
+ERROR_STATISTICS = ("rx_crc_errors", "rx_frame_errors", "rx_length_errors", "rx_missed_errors", "rx_fifo_errors",
+                    "rx_over_errors", "rx_errors", "rx_dropped", "tx_errors", "tx_carrier_errors", "tx_aborted_errors",
+                    "tx_fifo_errors", "tx_dropped")
+
 _NIC_FN = (
     'snic() { [ -n "$sif" ] && [ -r "/sys/class/net/$sif/statistics/tx_bytes" ] && '
     'printf "%s %s" "$(cat "/sys/class/net/$sif/statistics/tx_bytes")" "$(cat "/sys/class/net/$sif/statistics/rx_bytes")"; }\n'
+    # the error and drop counters, name=value, by the shell's own read (no process per file)
+    f'serr() {{ [ -n "$sif" ] || return 0; for f in {" ".join(ERROR_STATISTICS)}; do '
+    'v=; read -r v 2>/dev/null <"/sys/class/net/$sif/statistics/$f" && printf " %s=%s" "$f" "$v"; done; }\n'
     # the host's CPU pressure (PSI, kernel >= 4.20): microseconds some task waited for a CPU
     "spsi() { sed -n 's/^some .*total=\\([0-9]*\\).*/\\1/p' /proc/pressure/cpu 2>/dev/null; }\n"
 )
@@ -71,16 +82,16 @@ def wrap_client(command: str, address: str, port: int) -> str:
         f"sif=$(ip -o route get {a} 2>/dev/null | sed -n 's/.* dev \\([^ ]*\\).*/\\1/p' | head -n 1)\n"
         '[ "$sif" = lo ] && sif=""\n'
         + _NIC_FN
-        + 'n0=$(snic); c0=$(head -n 1 /proc/stat 2>/dev/null); q0=$(spsi)\n'
+        + 'n0=$(snic); e0=$(serr); c0=$(head -n 1 /proc/stat 2>/dev/null); q0=$(spsi)\n'
         + "{\n" + command + "\n} &\nip3=$!\n"
         + 'if [ -n "$sd" ]; then\n' + _loop(filt, '"$sd/ss"', '[ -d "$sd" ] && kill -0 $ip3 2>/dev/null', "$ip3")
         + "fi\n"
         + "wait $ip3; src=$?\n"
-        + 'n1=$(snic); c1=$(head -n 1 /proc/stat 2>/dev/null); q1=$(spsi)\n'
+        + 'n1=$(snic); e1=$(serr); c1=$(head -n 1 /proc/stat 2>/dev/null); q1=$(spsi)\n'
         # the loop ends by itself once iperf3 has (never killed: its sleep would outlive it)
         + '[ -n "$sd" ] && wait $sp 2>/dev/null\n'
-        + f'echo; echo {SECTION_MARK}; echo "nic ${{sif:--}} $n0 $n1"; echo "cpu0 $c0"; echo "cpu1 $c1"; '
-        'echo "psi $q0 $q1"\n'
+        + f'echo; echo {SECTION_MARK}; echo "nic ${{sif:--}} $n0 $n1"; echo "nicerr0$e0"; echo "nicerr1$e1"; '
+        'echo "cpu0 $c0"; echo "cpu1 $c1"; echo "psi $q0 $q1"\n'
         + 'command -v ss >/dev/null 2>&1 || echo noss\n'
         + '[ -n "$sd" ] && { cat "$sd/ss.sched" "$sd/ss" 2>/dev/null; rm -rf "$sd"; }\n'
         + "(exit $src)"
@@ -95,7 +106,7 @@ def server_start_fragment(bind: str | None, port: int) -> str:
            if bind else 'sif=""\n')
     return (
         sif + '[ "$sif" = lo ] && sif=""\n' + _NIC_FN
-        + 'echo "$sif $(snic)" >"$d/nic0"; head -n 1 /proc/stat >"$d/cpu0" 2>/dev/null; spsi >"$d/psi0"\n'
+        + 'echo "$sif $(snic)" >"$d/nic0"; serr >"$d/nicerr0"; head -n 1 /proc/stat >"$d/cpu0" 2>/dev/null; spsi >"$d/psi0"\n'
         + _loop(filt, '"$d/ss"', 'kill -0 $pid 2>/dev/null && [ -d "$d" ]', "$pid")
         + 'echo $sp >"$d/sampler"\n'
     )
@@ -109,7 +120,8 @@ def server_report_fragment(workdir: str) -> str:
         f'read sp <{d}/sampler\nread sif n0a n0b <{d}/nic0\n'
         + _NIC_FN
         + f'n1=$(snic); c1=$(head -n 1 /proc/stat 2>/dev/null); q1=$(spsi)\n'
-        f'echo {SECTION_MARK}; echo "nic ${{sif:--}} $n0a $n0b $n1"; echo "cpu0 $(cat {d}/cpu0 2>/dev/null)"; echo "cpu1 $c1"\n'
+        f'echo {SECTION_MARK}; echo "nic ${{sif:--}} $n0a $n0b $n1"; echo "nicerr0$(cat {d}/nicerr0 2>/dev/null)"; '
+        f'echo "nicerr1$(serr)"; echo "cpu0 $(cat {d}/cpu0 2>/dev/null)"; echo "cpu1 $c1"\n'
         f'echo "psi $(cat {d}/psi0 2>/dev/null) $q1"\n'
         f'cat {d}/ss.sched {d}/ss 2>/dev/null\n'
         'fi\n'
@@ -141,6 +153,9 @@ class EndSample:
     iperf3_wait_s: float | None = None
     ss_text: str = ""
     ss_missing: bool = False
+    #: the interface's error and drop counters (ERROR_STATISTICS) before and after the test
+    counters_before: dict[str, int] | None = None
+    counters_after: dict[str, int] | None = None
 
     @property
     def nic_bytes(self) -> int | None:
@@ -200,6 +215,10 @@ def parse_section(section: str | None) -> EndSample | None:
             nums = [int(x) for x in parts[2:] if x.isdigit()]
             if len(nums) == 4 and out.interface:
                 out.tx_before, out.rx_before, out.tx_after, out.rx_after = nums
+        elif parts[0] in ("nicerr0", "nicerr1"):
+            values = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
+            counted = {k: int(v) for k, v in values.items() if k in ERROR_STATISTICS and v.isdigit() and len(v) <= 20}
+            setattr(out, "counters_before" if parts[0] == "nicerr0" else "counters_after", counted)
         elif parts[0] in ("cpu0", "cpu1"):
             cpu[parts[0]] = " ".join(parts[1:])
         elif parts[0] == "psi" and len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():

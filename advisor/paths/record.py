@@ -75,6 +75,10 @@ class PathRecord:
     max_snd_wnd: float | None = None
     #: the sender's kernel TCP_INFO summary (advisor.mesh.tcp_info's shape); {} when not read
     tcp_info: dict[str, Any] = field(default_factory=dict)
+    #: each end's NIC error and drop counters that rose during a mesh test, and each end's NIC speed
+    #: ({"src": ..., "dst": ...}; advisor/mesh/results.py); {} for a flow path
+    nic_errors: dict[str, Any] = field(default_factory=dict)
+    nic_speed_bps: dict[str, Any] = field(default_factory=dict)
     limited_by: str | None = None
     evidence: str | None = None
     error: str | None = None
@@ -149,6 +153,7 @@ class PathRecord:
             congestion=p.get("congestion") or (p.get("tcp_info") or {}).get("congestion") or None,
             streams=int(p.get("streams") or 1) if _pos(p.get("streams")) else 1,
             max_snd_wnd=_pos(p.get("max_snd_wnd")), tcp_info=dict(p.get("tcp_info") or {}),
+            nic_errors=dict(p.get("nic_errors") or {}), nic_speed_bps=dict(p.get("nic_speed_bps") or {}),
             limited_by=p.get("limited_by"), evidence=p.get("limited_evidence"), error=p.get("error"), data=p,
         )
 

@@ -58,16 +58,17 @@ def finding_changes(rule: Any, factset: FactSet, hosts: list[str], fields: dict[
             if ident not in by_facts:
                 runtime, persisted = adapter.current(facts, key)
                 boot = adapter.boot(facts, key, persisted)
-                scope = change_scope(adapter, runtime, persisted, target, boot)
-                by_facts[ident] = None if scope is None else (runtime, persisted, scope, boot)
+                own = adapter.host_target(facts, key, target)
+                scope = None if own is None else change_scope(adapter, runtime, persisted, own, boot)
+                by_facts[ident] = None if scope is None else (runtime, persisted, scope, boot, own)
             found = by_facts[ident]
             if found is None:
                 continue
-            runtime, persisted, scope, boot = found
+            runtime, persisted, scope, boot, own = found
             # built without re-validation: every value is of its field's type (host and key are
             # text, scope a ChangeScope; runtime, persisted and target are Any)
             change = trusted(Change, {"host": host, "adapter": adapter.name, "key": key, "runtime": runtime,
-                                      "persisted": persisted, "target": target, "scope": scope, "boot": boot})
+                                      "persisted": persisted, "target": own, "scope": scope, "boot": boot})
             ck = change_key(change)
             if ck not in seen:
                 seen.add(ck)

@@ -25,10 +25,10 @@ def test_the_registry_holds_every_adapter_in_play_order_each_with_its_shipped_ro
     from advisor.storage_kinds import storage_kinds
 
     reg = adapters()
-    assert list(reg)[:3] == ["firewall", "sysctl", "block"]
-    assert [a.role for a in reg.values()][:3] == ["firewall", "network_tuning", "block_tuning"]
+    assert list(reg)[:5] == ["firewall", "sysctl", "block", "nic", "cpufreq"]
+    assert [a.role for a in reg.values()][:5] == ["firewall", "network_tuning", "block_tuning", "nic_tuning", "cpu_tuning"]
     kinds = [k for k in storage_kinds().values() if k.adapter_module]
-    assert [reg[n].role for n in list(reg)[3:]] == [r for k in kinds for r in [k.role] + [
+    assert [reg[n].role for n in list(reg)[5:]] == [r for k in kinds for r in [k.role] + [
         get_adapter_of(m).role for m in k.extra_adapter_modules]]
     shipped = {p.name for p in (playbooks_dir() / "roles").iterdir() if p.is_dir()}
     assert {a.role for a in reg.values()} == shipped - {SUMMARY_ROLE, COLLECT_ROLE}

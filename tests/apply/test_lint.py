@@ -36,7 +36,7 @@ def test_every_role_has_an_argument_spec():
     import yaml
 
     roles = sorted(p for p in (playbooks_dir() / "roles").iterdir() if (p / "tasks").is_dir())
-    assert len(roles) == 14  # the 13 apply roles and collect_batch
+    assert len(roles) == 16  # the 15 apply roles and collect_batch
     for role in roles:
         spec = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]
         defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text()) or {}

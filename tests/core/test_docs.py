@@ -180,7 +180,7 @@ def test_role_lists_are_the_registrys_and_roles_need_the_collections_ansible():
     from advisor.role_docs import COLLECT_ROLE, DOCUMENTS, REGION, role_list_text, role_names
 
     on_disk = sorted(p.name for p in (REPO / "playbooks" / "roles").iterdir() if (p / "tasks").is_dir())
-    assert sorted([*role_names(), COLLECT_ROLE]) == on_disk and len(on_disk) == 14
+    assert sorted([*role_names(), COLLECT_ROLE]) == on_disk and len(on_disk) == 16
     for rel in DOCUMENTS:
         regions = REGION.findall((REPO / rel).read_text())
         assert regions and all(r[1] == role_list_text() for r in regions), \

@@ -179,3 +179,16 @@ def test_wrapper_script_runs_standalone(gstate: Path, tmp_path: Path) -> None:
     cp = subprocess.run([str(w), "pagepool"], capture_output=True, text=True, env={"STORADVISE_LAB_HOST": "gpfs01"},
                         cwd="/")
     assert cp.returncode == 0 and cp.stdout == "pagepool 512M\n"
+
+
+def test_an_isolated_wrapper_runs_its_python_isolated(tmp_path: Path) -> None:
+    """The shebang's flags reach python (Linux passes everything after the interpreter as one argument)."""
+    (tmp_path / "flags_emulator.py").write_text(
+        "import sys\n"
+        "def main(tool, argv, state):\n"
+        "    print(tool, argv, state, sys.flags.isolated, sys.flags.no_site)\n"
+        "    return 0\n")
+    w = tmp_path / "bin" / "ethtool"
+    write_wrapper(w, sys.executable, str(tmp_path), "flags_emulator", "ethtool", tmp_path / "st", "test", isolated=True)
+    cp = subprocess.run([str(w), "-g", "eth0"], capture_output=True, text=True, cwd="/")
+    assert cp.returncode == 0 and cp.stdout == f"ethtool ['-g', 'eth0'] {tmp_path / 'st'} 1 1\n", cp.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import json
 from pathlib import Path
 
@@ -101,8 +103,8 @@ def test_idle_rtt_line_before_the_json():
     assert rest == "{}" and idle is not None and 0 < idle < 5_000  # loopback: well under 5 ms
     # busybox's summary line is read as well; no line (no ping, ICMP filtered) leaves the text alone
     line = "round-trip min/avg/max = 0.045/0.052/0.061 ms"
-    out = subprocess.run(["sh", "-c", f"echo '{line}' | sed -n " + ip.idle_rtt_script("x").split("sed -n ", 1)[1]],
-                         capture_output=True, text=True).stdout
+    sed = re.search(r"sed -n ('[^']*')", ip.idle_rtt_script("x")).group(1)
+    out = subprocess.run(["sh", "-c", f"echo '{line}' | sed -n {sed}"], capture_output=True, text=True).stdout
     assert ip.split_idle_rtt(out)[0] == 45.0
     assert ip.split_idle_rtt('{"start": {}}') == (None, '{"start": {}}')
     res = ip.parse_client_json("@@idle_rtt_ms 2.150\n" + '{"error": "unable to connect to server"}')

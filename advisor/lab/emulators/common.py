@@ -63,13 +63,15 @@ def read_invocations(state_dir: Path) -> list[dict]:
 
 
 def write_wrapper(path: Path, python: str, package_root: str, module: str, tool: str, state_dir: Path, note: str,
-                  vendor: str | None = None) -> None:
+                  vendor: str | None = None, isolated: bool = False) -> None:
     """A tiny executable that runs ``module.main(tool, argv, state_dir)`` with the given python; its header
-    names whose software it is not (``vendor``; default IBM's, HEADER_COMMENT)."""
+    names whose software it is not (``vendor``; default IBM's, HEADER_COMMENT). ``isolated``: python ``-I -S``
+    (no site-packages, no environment; one word, ``-IS``, since Linux passes a shebang's arguments as one): a
+    stdlib-only emulator a probe runs several times starts in half the time."""
     path.parent.mkdir(parents=True, exist_ok=True)
     header = HEADER_COMMENT if vendor is None else f"# storadvise lab emulator — not {vendor} software"
     path.write_text(
-        f"#!{python}\n"
+        f"#!{python}{' -IS' if isolated else ''}\n"
         f"{header}\n"
         f"# {note}\n"
         "import sys\n"

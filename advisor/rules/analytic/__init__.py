@@ -13,5 +13,6 @@ from advisor.rules.analytic import (  # noqa: F401  (imported for their registra
     flows,
     mesh,
     network,
+    nic,
     storage,
 )

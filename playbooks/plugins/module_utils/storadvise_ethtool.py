@@ -1,0 +1,1 @@
+../../module_utils/storadvise_ethtool.py

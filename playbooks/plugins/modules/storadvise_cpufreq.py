@@ -1,0 +1,1 @@
+../../roles/cpu_tuning/library/storadvise_cpufreq.py

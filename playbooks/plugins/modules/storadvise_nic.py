@@ -1,0 +1,1 @@
+../../roles/nic_tuning/library/storadvise_nic.py
