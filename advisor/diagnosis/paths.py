@@ -248,18 +248,22 @@ def _limits(st: PathState, by_kind: dict[str, dict[str, Fix]]) -> list[tuple[flo
     rtt_loss = st.loss_rtt_s or st.rtt_s
     if loss >= MIN_MODEL_LOSS and rtt_loss:
         sack = all(on or h in by_kind.get("sack", {}) for h, on in st.sack.items())
+        bounds: list[m.Bound] = []
         b = m.loss_bound(st.mss, rtt_loss, loss, sack=sack, congestion=st.congestion)
         if b is None and not sack:
             b = m.bbr_nosack_bound(st.measured_bps, loss, st.congestion)
-        if not sack and st.limited_by == "loss" and (b is None or b.bps > st.measured_bps):
-            # the mesh saw the loss hold it, where the models give more: on a LAN, what it measured
-            b = m.lan_nosack_bound(st.measured_bps, loss, rtt_loss, st.congestion) or b
         if b is not None:
-            limits.append((b.bps, b.model, b.inputs))
+            bounds.append(b)
         if sack and (b is None or b.bps >= (st.link_bps or 0)):
             lan = m.lossy_lan_bound(st.link_bps, st.mss, st.rtt_s, loss, st.congestion)
             if lan is not None:
-                limits.append((lan.bps, lan.model, lan.inputs))
+                bounds.append(lan)
+        # the mesh saw this loss hold the path, SACK as it was, where the models give more: the
+        # measurement is the loss's limit until the loss or SACK changes
+        held = st.limited_by == "loss" and sack == all(st.sack.values())
+        if held and bounds and all(x.bps > st.measured_bps for x in bounds):
+            bounds = [m.loss_as_measured(st.measured_bps, loss, rtt_loss, st.congestion, sack)]
+        limits += [(x.bps, x.model, x.inputs) for x in bounds]
     return limits
 
 

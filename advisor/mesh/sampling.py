@@ -1,8 +1,8 @@
 """What each end of a mesh test samples from its kernel while the test runs (pure: builds sh text,
 parses its output).
 
-* the sender's TCP_INFO of the test connection: ``ss -tinH state established`` filtered to the
-  connection, every SAMPLE_INTERVAL_S while the test runs (advisor.mesh.tcp_info parses it);
+* the sender's TCP_INFO of the test connection: ``ss -tinoH state established`` filtered to the
+  connection (``-o``: without it ss prints none of the negotiated options ``ts`` and ``sack``), every SAMPLE_INTERVAL_S while the test runs (advisor.mesh.tcp_info parses it);
 * the NIC byte counters (/sys/class/net/IF/statistics/{tx,rx}_bytes) of the interface that
   carries the test, just before and just after: what the NIC moved beyond the test's own bytes
   is other traffic (a loopback interface is not a NIC: its counters are not read);
@@ -65,7 +65,7 @@ def _loop(filter_expr: str, out: str, alive: str, root: str) -> str:
     ``root`` and its descendants into ``out``.sched; its pid in $sp."""
     return (
         _KIDS_FN
-        + f"( while {alive}; do echo {SAMPLE_MARK}; ss -tinH state established {filter_expr} 2>/dev/null; "
+        + f"( while {alive}; do echo {SAMPLE_MARK}; ss -tinoH state established {filter_expr} 2>/dev/null; "
         f"for k in {root} $(kids {root}); do read c </proc/$k/comm && read a b n </proc/$k/schedstat "
         f"&& echo \"sched $k $c $a $b $n\" >>{out}.sched; done 2>/dev/null; "
         f"sleep {SAMPLE_INTERVAL_S:g}; done ) >{out} 2>/dev/null </dev/null &\nsp=$!\n"

@@ -148,17 +148,20 @@ def bbr_nosack_bound(observed_bps: float, p: float, congestion: str | None) -> B
     return Bound(float(observed_bps), "bbr-nosack", {"loss": round(p, 5), "congestion": congestion})
 
 
-def lan_nosack_bound(observed_bps: float, p: float, rtt_s: float | None, congestion: str | None) -> Bound | None:
-    """A flow without SACK that loss holds on a LAN (RTT below LAN_RTT_S): the measured rate is the
-    limit. No model holds there (docs/diagnosis.md, the characterisation): recovery without SACK
-    costs round trips the idle RTT does not show and the occasional timeout of 200 ms or more, and
-    Padhye's formula at the idle RTT gives several times what such a flow carries (the lab: 0.3%
-    loss, 0.01 ms, cubic: 0.10-0.16 of a 1 Gbit/s link where Padhye gives the link)."""
-    if not rtt_s or rtt_s >= LAN_RTT_S or not p or not observed_bps:
+def loss_as_measured(observed_bps: float, p: float, rtt_s: float | None, congestion: str | None,
+                     sack: bool) -> Bound | None:
+    """A flow the mesh saw held by loss, where the loss models give more than it carried: the
+    measured rate is the loss's limit while the loss and SACK stay as they were. The models fall
+    short where recovery costs round trips the idle RTT does not show and timeouts of 200 ms or
+    more: without SACK on a LAN (the lab: 0.3% loss at 0.01 ms, cubic, 0.04-0.16 of a 1 Gbit/s link
+    where Padhye gives the link), and at a few percent of loss with SACK (3%: 0.03-0.05 of the link
+    where the lossy-link range gives most of it). docs/diagnosis.md, the characterisation."""
+    if not p or not observed_bps:
         return None
-    return Bound(float(observed_bps), "lan-nosack",
-                 {"loss": round(p, 5), "rtt_ms": round(rtt_s * 1000, 3), "congestion": congestion,
-                  "basis": "without SACK on a LAN no model holds: the loss holds it at the rate measured"})
+    return Bound(float(observed_bps), "loss-as-measured",
+                 {"loss": round(p, 5), "rtt_ms": round(rtt_s * 1000, 3) if rtt_s else None, "sack": sack,
+                  "congestion": congestion,
+                  "basis": "the mesh saw the loss hold it below what the models give: held at the rate measured"})
 
 
 def policer_bps(packets_per_s: float | None, mss: int | None) -> float | None:

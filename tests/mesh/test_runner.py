@@ -61,6 +61,9 @@ def test_loopback_full_mesh_with_local_transport():
         assert p["measured_bps"] > 1e8  # loopback: far above 100 Mb/s
         # the sender's kernel was read during the test (ss), both ends' CPU reported; lo is not a NIC
         assert p["tcp_info"]["source"] == "ss" and p["tcp_info"]["samples"] >= 1 and p["tcp_info"]["busy_s"] > 0, p
+        # the options the connection negotiated (loopback: SACK and timestamps, as the sysctls say);
+        # ss prints them only with -o, and a listing without it read as "sack off" on every path
+        assert p["tcp_info"]["sack"] is True and p["tcp_info"]["timestamps"] is True, p["tcp_info"]
         assert p["cpu_sender_pct"] is not None and p["cpu_receiver_pct"] is not None
         assert set(p["cpu_wait_frac"]) == {"src", "dst"} and p["nic_other_bytes"] == {"src": None, "dst": None}
         assert p["limited_by"] in ("link", "cpu") and p["limited_evidence"], p
