@@ -66,6 +66,10 @@ def test_the_lossy_port_is_named_by_its_rising_counter(nic_lab) -> None:
     # the tests' own counters said it: st03's port, during the tests, on the paths into it
     into = [p for p in scan["mesh"]["paths"] if p["dst"] == "st03" and p["status"] == "ok"]
     assert into and all((p["nic_errors"]["dst"]["rises"] or {}).get("rx_crc_errors", 0) > 0 for p in into)
+    # every lossy path into st03 is the loss's, wn01's behind its 100 Mb/s NIC too (capped there)
+    lossy = {f"{p['src']}->st03" for p in into if p["limited_by"] == "loss"}
+    assert lossy and lossy <= {r["subject"] for r in loss["explains"]}, (lossy, loss["explains"])
+    assert not [u for u in scan["unexplained"] if u["subject"] in lossy], scan["unexplained"]
 
 
 def test_the_black_hole_is_a_cause_on_its_paths(nic_lab) -> None:
