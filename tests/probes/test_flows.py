@@ -173,5 +173,8 @@ def test_the_script_samples_real_connections_on_loopback():
     assert len(server_side) == 1 and len(client_side) == 1
     # both ends of the one connection saw the window's bytes: the sender acked, the receiver received
     assert server_side[0].bytes_sent > 1_000_000 and client_side[0].bytes_received > 1_000_000
+    # the options the connection negotiated (loopback: SACK and timestamps, the kernel's defaults):
+    # ss prints them with -e or -o only (the mesh's plain -tin read "sack off" on every path)
+    assert all(c.sack and c.timestamps for c in server_side + client_side), server_side + client_side
     assert server_side[0].busy_ms > 0 and client_side[0].bytes_sent < 10_000
     assert f.interfaces["lo"].tx_bytes >= server_side[0].bytes_sent
