@@ -28,7 +28,9 @@ pytestmark = [
 #: things (device, meminfo field); the values may differ.
 LIVE_SECTIONS = {"block.diskstats": {"uptime1", "uptime2", "diskstats1", "diskstats2"}, "host": {"meminfo"},
                  "block.ioerrors": {"log-lines"},  # the kernel log's length: it grows meanwhile
-                 "xrootd.process": {"fds"}}  # a running xrootd's open-descriptor count ("fds PID"): it opens and closes files
+                 "xrootd.process": {"fds"},
+                 # production flows: the clock, the NICs' counters and the connections, read twice
+                 "network.flows": {"uptime1", "uptime2", "netdev1", "netdev2", "ss1", "ss2"}}  # a running xrootd's open-descriptor count ("fds PID"): it opens and closes files
 #: manifest fields that are timestamps
 TIMESTAMPS = {"collected_at"}
 
@@ -49,6 +51,8 @@ def _names(section: bytes, line: bytes) -> list[bytes] | int:
         return line.split()[:3]
     if section.startswith(b"uptime") or section == b"log-lines" or section.startswith(b"fds "):
         return len(line.split())
+    if section in (b"ss1", b"ss2"):  # a connection's line, or its TCP information (the values move)
+        return [b"info" if line[:1] in (b" ", b"\t") else b"socket"]
     return line.split()[:1]
 
 

@@ -177,4 +177,6 @@ def test_the_script_samples_real_connections_on_loopback():
     # ss prints them with -e or -o only (the mesh's plain -tin read "sack off" on every path)
     assert all(c.sack and c.timestamps for c in server_side + client_side), server_side + client_side
     assert server_side[0].busy_ms > 0 and client_side[0].bytes_sent < 10_000
-    assert f.interfaces["lo"].tx_bytes >= server_side[0].bytes_sent
+    # lo carried what the connection sent over the window: each sample reads /proc/net/dev, then ss, so
+    # the counters are a few milliseconds apart (CI: 5,572,520,976 against 5,580,718,080 bytes)
+    assert f.interfaces["lo"].tx_bytes >= 0.98 * server_side[0].bytes_sent
