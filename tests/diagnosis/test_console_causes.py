@@ -5,7 +5,7 @@ from io import StringIO
 
 from rich.console import Console
 
-from advisor.diagnosis.report_types import FindingRef
+from advisor.diagnosis.report_types import FindingRef, Predicted
 from advisor.report.console_causes import render_causes
 from tests.support.reports import make_report
 
@@ -41,13 +41,18 @@ def test_the_console_lists_the_first_causes_and_says_how_many_more_the_report_ho
     rep.causes = [Cause(id=f"c{i}", title=f"packet loss on the way from c{i:04d}-stor01", kind="by_hand",
                         hosts=[f"c{i:04d}-wn01"], confidence=0.9, action="find where")
                   for i in range(1, CONSOLE_CAUSES + 6)]
+    # the first is held further by six others: the first three shown are named, then how many more
+    rep.causes[0].predicted = [Predicted(metric="throughput", subject="c0001-stor01->c0001-wn01", now=1e7, after=1e8,
+                                         unit="bps", model="link", inputs={"then_held_by": ["c9", "c3", "c4", "c2", "c7", "c8"]})]
     out = _text(rep)
+    assert ("the rest is held by: 2. packet loss on the way from c0002-stor01; 3. packet loss on the way from "
+            "c0003-stor01; 4. packet loss on the way from c0004-stor01; and 3 more cause(s)") in " ".join(out.split()), out
     assert f"What to change first: {CONSOLE_CAUSES + 5} cause(s)" in out
     assert f"c{CONSOLE_CAUSES:04d}-stor01" in out and f"c{CONSOLE_CAUSES + 1:04d}-stor01" not in out
     rest = ", ".join(f"c{i:04d}-wn01" for i in range(CONSOLE_CAUSES + 1, CONSOLE_CAUSES + 6))
     assert f"… 5 more cause(s), on {rest}: every cause is in the JSON and HTML reports" in " ".join(out.split()), out
     rep.causes = rep.causes[:CONSOLE_CAUSES]
-    assert "more cause(s)" not in _text(rep)
+    assert "more cause(s), on" not in _text(rep)
 
 
 def test_an_error_every_host_reports_alike_is_one_block_with_their_hosts():
