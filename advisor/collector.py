@@ -14,6 +14,7 @@ from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.flows.ports import site_flow_ports
 from advisor.gc_paused import gc_paused
 from advisor.output_store import OutputStore
+from advisor.forked_parse import parse_on_every_core
 from advisor.probe_helper import HostCommands
 from advisor.probe_plan import probe_plan, root_probes
 from advisor.probe_selection import SKIPPED, skipped_message
@@ -172,9 +173,10 @@ def collect_site_facts(site: Site, transport_factory: TransportFactory, *, paral
                        sample_seconds: float = 5.0, probes: list[str] | None = None,
                        hosts: list[Host] | None = None, progress: ProgressCallback | None = None,
                        sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None,
-                       requested: dict[str, list[str]] | None = None) -> FactSet:
+                       requested: dict[str, list[str]] | None = None, captured: bool = False) -> FactSet:
     """Probe every host of the site (or ``hosts``) in parallel with a bounded pool; ``requested``:
-    the keys the loaded rules ask the probes to read (advisor.rules.probe_requests)."""
+    the keys the loaded rules ask the probes to read (advisor.rules.probe_requests); ``captured``:
+    the transports replay a capture (parsed on every core when it is large: advisor.forked_parse)."""
     targets = hosts if hosts is not None else site.hosts
     factset = FactSet(site=site.name, context=site_context(site))
     if not targets:
@@ -183,7 +185,7 @@ def collect_site_facts(site: Site, transport_factory: TransportFactory, *, paral
     # heap wait until they are all in, then they are frozen
     with gc_paused():
         _collect_into(factset, site, targets, transport_factory, parallel, sample_seconds, probes, progress, sink,
-                      requested)
+                      requested, captured)
     factset.hosts = {h.name: factset.hosts[h.name] for h in targets}
     # the facts live as long as the scan and hold no reference cycles to reclaim: leave them out
     # of the cyclic collector's full passes (over 10,000 hosts those passes cost more than the rules)
@@ -194,15 +196,16 @@ def collect_site_facts(site: Site, transport_factory: TransportFactory, *, paral
 def _collect_into(factset: FactSet, site: Site, targets: list[Host], transport_factory: TransportFactory,
                   parallel: int, sample_seconds: float, probes: list[str] | None, progress: ProgressCallback | None,
                   sink: Callable[[Host, list[Command], list[CommandResult]], None] | None,
-                  requested: dict[str, list[str]] | None) -> None:
+                  requested: dict[str, list[str]] | None, captured: bool = False) -> None:
     store = OutputStore()
     workers = max(1, min(parallel, len(targets)))
-    if workers == 1:  # one at a time (a capture): no pool, no thread
-        for h in targets:
-            factset.hosts[h.name] = hf = collect_host(site, h, transport_factory, sample_seconds, probes, sink, store,
-                                                      requested)
+    if workers == 1:  # one at a time (a capture): no thread; a large capture is parsed on every core
+        parse = lambda hosts: [collect_host(site, h, transport_factory, sample_seconds, probes, sink, store,  # noqa: E731
+                                            requested) for h in hosts]
+        for hf in parse_on_every_core(targets, parse, forked=captured and sink is None):
+            factset.hosts[hf.name] = hf
             if progress:
-                progress(h.name, True, _progress_status(hf))
+                progress(hf.name, True, _progress_status(hf))
         return
     pool = ThreadPoolExecutor(max_workers=workers)
     try:

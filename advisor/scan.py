@@ -233,7 +233,8 @@ def run_scan(target: ScanTarget, options: ScanOptions, *, stages: tuple[str, ...
         factset = collect_site_facts(site, target.transports, parallel=1 if target.from_capture else options.parallel,
                                      sample_seconds=options.sample_seconds, hosts=target.hosts,
                                      probes=None if target.probes is None else sorted(target.probes),
-                                     progress=progress, sink=sink, requested=target.requested)
+                                     progress=progress, sink=sink, requested=target.requested,
+                                     captured=target.from_capture)
     else:
         from advisor.collector import site_context
 
