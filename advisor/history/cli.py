@@ -86,14 +86,14 @@ def history_diff(
 
     Exit 2 when a finding at or above --fail-on still fails or is new, as verify does."""
     from advisor.apply.cli import _render_verify
-    from advisor.history.compare import diff_scans
+    from advisor.apply.verify import verify_result
 
     check_fail_on(fail_on)
     with _store(history) as store:
         ra, rb = store.report(a), store.report(b)
     if ra.site != rb.site:
         raise UsageError(f"scan {a} is of site {ra.site!r}, scan {b} of {rb.site!r}: diff compares scans of one site")
-    result = diff_scans(ra, rb, fail_on)
+    result = verify_result(ra, rb, fail_on)  # A -> B as verify shows before -> after
     result.update({"a": a, "b": b})
     if json_out:
         print(json.dumps(result, indent=2, default=str))
