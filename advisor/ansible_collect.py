@@ -23,16 +23,16 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from advisor.apply.ansible_data import as_data, dump_data, load_data
-from advisor.atomic_files import write_atomic
+from advisor.util.ansible_data import as_data, dump_data, load_data
+from advisor.util.atomic_files import write_atomic
 from advisor.collector import now_iso, probe_context
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 from advisor.facts import HostFacts
-from advisor.path_component import path_component
+from advisor.util.path_component import path_component
 from advisor.probe_helper import HostCommands
 from advisor.probe_plan import probe_plan, root_probes
 from advisor.secret_vars import redact_vars
-from advisor.shipped_code import module_utils
+from advisor.util.shipped_code import module_utils
 from advisor.site import Site
 from advisor.transport.base import MAX_OUTPUT_BYTES
 from advisor.transport.batch_framing import SharedScript

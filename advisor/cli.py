@@ -24,11 +24,11 @@ try:  # typer >= 0.20 vendors its own click
     from typer._click import exceptions as click_exceptions
 except ImportError:  # pragma: no cover - older typer depends on click
     from click import exceptions as click_exceptions
-from advisor.atomic_files import check_output_paths
-from advisor.errors import ERROR_PREFIX, StoradviseError, UsageError
+from advisor.util.atomic_files import check_output_paths
+from advisor.util.errors import ERROR_PREFIX, StoradviseError, UsageError
 from advisor.fail_on import check_fail_on, fail_on_option
-from advisor.help_format import HELP_FORMAT
-from advisor.option_aliases import ALIAS_HELP, one_of_aliases
+from advisor.util.help_format import HELP_FORMAT
+from advisor.util.option_aliases import ALIAS_HELP, one_of_aliases
 from advisor.scan_options import ScanOptions
 from advisor.scan_flags import scan_options
 

@@ -12,17 +12,17 @@ from pathlib import Path
 
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.flows.ports import site_flow_ports
-from advisor.gc_paused import gc_paused
+from advisor.util.gc_paused import gc_paused
 from advisor.output_store import OutputStore
 from advisor.probe_helper import HostCommands
 from advisor.probe_plan import probe_plan, root_probes
 from advisor.probe_selection import SKIPPED, skipped_message
 from advisor.ruleset_canonical import CONTROLLER_STEPS
-from advisor.path_component import path_component
+from advisor.util.path_component import path_component
 from advisor.secret_vars import redact_vars
-from advisor.shipped_code import module_utils
+from advisor.util.shipped_code import module_utils
 from advisor.site import Host, Site
-from advisor.trusted_models import trusted
+from advisor.util.trusted_models import trusted
 from advisor.transport.base import MAX_OUTPUT_BYTES, Command, CommandResult, Transport, TransportError
 from probes.probe import NOT_APPLICABLE_MARKER, Probe, ProbeContext, ProbeParseError, not_applicable_reason
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.collector import probe_context
-from advisor.host_tmp import MKTEMP
+from advisor.util.host_tmp import MKTEMP
 from advisor.probe_helper import HostCommands
 from advisor.probe_plan import Privilege, login_is_root, probe_plan, root_probes
 from advisor.scan_options import ScanOptions

@@ -12,8 +12,8 @@ from typing import Any, Optional
 import typer
 
 from advisor.efficiency.protocols import parse_protocols
-from advisor.atomic_files import check_output_paths
-from advisor.errors import ERROR_PREFIX, StoradviseError, UsageError
+from advisor.util.atomic_files import check_output_paths
+from advisor.util.errors import ERROR_PREFIX, StoradviseError, UsageError
 
 
 def _parse_clients(text: str) -> list[int]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from advisor.errors import UsageError
+from advisor.util.errors import UsageError
 from advisor.findings import SEVERITY_ORDER
 
 #: the exit status of a command whose failures reach --fail-on

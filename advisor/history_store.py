@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 from advisor.report.model import ScanReport, report_from_data
 from advisor.report.saved_json import load_json
 

@@ -26,9 +26,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from advisor.errors import SiteFileError
+from advisor.util.errors import SiteFileError
 from advisor.site import ROLE_NAMES, Host, Site
-from advisor.yaml_lines import LocatedYaml
+from advisor.util.yaml_lines import LocatedYaml
 
 #: make a source Ansible cannot parse an error rather than a warning and an empty inventory
 _STRICT_ENV = {

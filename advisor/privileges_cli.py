@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from advisor import probe_cli
-from advisor.errors import UsageError
+from advisor.util.errors import UsageError
 
 
 def _site(site: Optional[str], inventory: Optional[Path], role_map: list[str]):
@@ -20,7 +20,7 @@ def _site(site: Optional[str], inventory: Optional[Path], role_map: list[str]):
 
 
 def _write(text: str, output: Optional[Path], mode: int) -> None:
-    from advisor.atomic_files import check_output_paths
+    from advisor.util.atomic_files import check_output_paths
 
     check_output_paths({"--output": output})
     if output is None or str(output) == "-":

@@ -9,8 +9,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from advisor.errors import StoradviseError
-from advisor.help_format import HELP_FORMAT
+from advisor.util.errors import StoradviseError
+from advisor.util.help_format import HELP_FORMAT
 
 app = typer.Typer(**HELP_FORMAT, help="Inspect probes: list them, parse a saved output.\n\nExample: storadvise probe list",
                   no_args_is_help=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable
 
-from advisor.errors import UsageError
+from advisor.util.errors import UsageError
 
 #: the words that mark a probe (and the findings of its rules) as left out by the selection
 SKIPPED = "not run: left out by --probes/--skip-probes"

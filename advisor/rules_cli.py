@@ -9,9 +9,9 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from advisor.errors import UsageError
-from advisor.help_format import HELP_FORMAT
-from advisor.option_aliases import ALIAS_HELP, one_of_aliases
+from advisor.util.errors import UsageError
+from advisor.util.help_format import HELP_FORMAT
+from advisor.util.option_aliases import ALIAS_HELP, one_of_aliases
 
 app = typer.Typer(**HELP_FORMAT, help="Rule packs, profiles and waivers.\n\nExample: storadvise rules lint --site ifca",
                   no_args_is_help=True)

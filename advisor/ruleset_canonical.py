@@ -29,7 +29,7 @@ import shutil
 import subprocess
 from typing import Any, Callable
 
-from advisor.shipped_code import canonical, module_utils
+from advisor.util.shipped_code import canonical, module_utils
 
 SCRATCH = "scratch-netns"
 PYTHON = "python"

@@ -19,10 +19,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from advisor.errors import SiteFileError
+from advisor.util.errors import SiteFileError
 from advisor.host_patterns import host_pattern
 from advisor.probe_helper_path import HELPER_VAR, helper_path, helper_read_problem
-from advisor.units import parse_rate_bps
+from advisor.util.units import parse_rate_bps
 
 
 class Role(str, Enum):
@@ -547,7 +547,7 @@ def local_site() -> Site:
 
 def give_local_roles(site: Site, roles: list[str] | tuple[str, ...]) -> Site:
     """The local host takes ``roles`` (``--role``); refused for a site whose hosts are not this machine."""
-    from advisor.errors import UsageError
+    from advisor.util.errors import UsageError
 
     if not roles:
         return site

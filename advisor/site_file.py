@@ -7,11 +7,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from advisor.errors import SiteFileError, UsageError
+from advisor.util.errors import SiteFileError, UsageError
 from advisor.inventory import parse_role_map, site_from_inventory, site_from_inventory_section, skipped_hosts_line
 from advisor.site import LOCAL_SITE, Site, local_site
 from advisor.site_lookup import find_site_file
-from advisor.yaml_lines import load_located_yaml
+from advisor.util.yaml_lines import load_located_yaml
 
 
 def load_site(name_or_path: str) -> Site:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from advisor.errors import SiteFileError
+from advisor.util.errors import SiteFileError
 
 
 def site_search_dirs() -> list[Path]:

@@ -47,7 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from advisor.errors import StoradviseError  # noqa: E402
+from advisor.util.errors import StoradviseError  # noqa: E402
 
 #: a real network.sysctl output (tests/fixtures/network: captured in a network namespace of the lab)
 SYSCTL_OUTPUT = ROOT / "tests" / "fixtures" / "network" / "sysctl-netns-gpfs-server.txt"

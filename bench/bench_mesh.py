@@ -121,7 +121,7 @@ def main() -> int:
     ap.add_argument("--no-bidir", action="store_true", help="one direction per test (reverse right after)")
     ap.add_argument("--json", help="write both result dicts to this file")
     args = ap.parse_args()
-    from advisor.units import parse_rate_bps
+    from advisor.util.units import parse_rate_bps
 
     lab_name = None
     if args.lab:

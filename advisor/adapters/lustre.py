@@ -19,7 +19,7 @@ from typing import Any
 
 from advisor.adapters.base import SITE_FACTS, Adapter, HostProbeFacts
 from advisor.findings import Change, ChangeScope
-from advisor.shipped_code import module_utils
+from advisor.util.shipped_code import module_utils
 
 PROBE = "lustre.params"
 DEVICE_TYPES = ("osc", "mdc", "llite")

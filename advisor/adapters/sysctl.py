@@ -10,7 +10,7 @@ from typing import Any
 from advisor.adapters.base import Adapter, HostProbeFacts
 from advisor.findings import BootSource, Change, ChangeScope
 from advisor.kernel_defaults import sysctl_default
-from advisor.shipped_code import module_utils
+from advisor.util.shipped_code import module_utils
 
 #: the one key grammar and the families storadvise tunes, shared with the role's module
 _keys = module_utils("storadvise_sysctl_keys")

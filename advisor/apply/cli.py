@@ -10,11 +10,11 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from advisor.atomic_files import check_output_paths
-from advisor.errors import UsageError
+from advisor.util.atomic_files import check_output_paths
+from advisor.util.errors import UsageError
 from advisor.fail_on import EXIT_FAILED, check_fail_on, fail_on_option
 from advisor.findings import SEVERITY_ORDER
-from advisor.option_aliases import ALIAS_HELP, one_of_aliases
+from advisor.util.option_aliases import ALIAS_HELP, one_of_aliases
 from advisor.report.safe_text import markup_text as m_
 from advisor.scan_options import ScanOptions
 from advisor.scan_flags import scan_options
@@ -132,7 +132,7 @@ def _render_plan(the_plan, out_dir: Path) -> None:
 
     from advisor.apply.plan_causes import order_by_cause
     from advisor.apply.plan_markdown import UNKNOWN_VALUE, group_changes
-    from advisor.host_ranges import hosts_text
+    from advisor.util.host_ranges import hosts_text
     from advisor.report.whole_values import Column, print_whole_table
 
     _render_plan_causes(the_plan)

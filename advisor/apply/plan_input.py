@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 from advisor.findings import ChangeScope, FindingStatus, Severity
 from advisor.report.saved_json import check_value, past_limit
 from advisor.report.wire import facts_from_leaves, major_of

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 from advisor.findings import BootValue, ChangeScope
 
 SCOPE_TEXT = {

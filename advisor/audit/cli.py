@@ -10,10 +10,10 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from advisor.errors import UsageError
-from advisor.atomic_files import check_output_paths
+from advisor.util.errors import UsageError
+from advisor.util.atomic_files import check_output_paths
 from advisor.fail_on import check_fail_on, fail_on_option
-from advisor.option_aliases import ALIAS_HELP
+from advisor.util.option_aliases import ALIAS_HELP
 from advisor.scan import ScanOptions
 
 out = Console(emoji=False)  # host text such as ":skull:" is shown as written

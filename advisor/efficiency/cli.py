@@ -9,8 +9,8 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from advisor.errors import ERROR_PREFIX, StoradviseError, UsageError
-from advisor.help_format import HELP_FORMAT
+from advisor.util.errors import ERROR_PREFIX, StoradviseError, UsageError
+from advisor.util.help_format import HELP_FORMAT
 from advisor.efficiency import aggregate_findings
 from advisor.efficiency.analysis import Summary, site_group_mapper
 from advisor.efficiency.ingest import FORMATS, IssueLog, detect_format, ingest_into, iter_records

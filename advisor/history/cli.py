@@ -9,9 +9,9 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from advisor.errors import UsageError
+from advisor.util.errors import UsageError
 from advisor.fail_on import EXIT_FAILED, check_fail_on, fail_on_option
-from advisor.help_format import HELP_FORMAT
+from advisor.util.help_format import HELP_FORMAT
 
 app = typer.Typer(**HELP_FORMAT, help="Stored scans: list, show, diff two, trends per path and host, prune.\n\n"
                   "Example: storadvise history list --site ifca", no_args_is_help=True)
@@ -59,7 +59,7 @@ def history_show(
     json_out: bool = typer.Option(False, "--json", help="Print the stored scan JSON (as 'scan --json' printed it)."),
 ) -> None:
     """One stored scan: the console summary, or its JSON."""
-    from advisor.atomic_files import check_output_paths
+    from advisor.util.atomic_files import check_output_paths
     from advisor.report.console import render_scan
     from advisor.report.outputs import ReportFiles, write_report_files
 

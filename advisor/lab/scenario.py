@@ -1,7 +1,7 @@
 """Lab scenario files: the topology of a miniature site and the faults injected into it.
 
 A scenario is YAML (schema in docs/lab.md), validated here with pydantic; a problem is reported
-as one line naming file, line and field (advisor.yaml_lines). Built-in scenarios live in
+as one line naming file, line and field (advisor.util.yaml_lines). Built-in scenarios live in
 ``advisor/lab/scenarios/NAME.yml``; ``--scenario`` takes a built-in name or a path.
 """
 
@@ -13,14 +13,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from advisor.errors import SiteFileError, StoradviseError
+from advisor.util.errors import SiteFileError, StoradviseError
 from advisor.lab.emulators.nic_lab import SECTION as HOST_NICS, HostCpu, HostNic
 from advisor.lab.scenario_faults import ExpectedFinding, GroupFirewall, merge_iptables
 from advisor.lab.scenario_traffic import Traffic, check_traffic
 from advisor.host_patterns import host_pattern
 from advisor.site import MeshSpec, Role
-from advisor.units import parse_rate_bps
-from advisor.yaml_lines import load_located_yaml
+from advisor.util.units import parse_rate_bps
+from advisor.util.yaml_lines import load_located_yaml
 
 BUILTIN_DIR = Path(__file__).parent / "scenarios"
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 from advisor.mesh import iperf
 from advisor.mesh.iperf_auth import AUTH_PROBE, IperfAuth, supports_auth
 from advisor.mesh.limits import INCONCLUSIVE, classify_path

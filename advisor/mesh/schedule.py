@@ -15,8 +15,8 @@ import itertools
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from advisor.errors import SiteFileError
-from advisor.gc_paused import gc_paused
+from advisor.util.errors import SiteFileError
+from advisor.util.gc_paused import gc_paused
 from advisor.mesh.edge_colouring import (  # noqa: F401  (circle_rounds ... re-exported for callers)
     Edge,
     circle_rounds,

@@ -26,7 +26,7 @@ import random
 from collections import defaultdict
 from collections.abc import Sequence
 
-from advisor.errors import UsageError
+from advisor.util.errors import UsageError
 from advisor.mesh.schedule import PathRequest
 from advisor.site import Site
 

@@ -10,7 +10,7 @@ from advisor.findings import FindingStatus
 from advisor.probe_selection import skipped_probes_of
 from advisor.report.console_causes import render_causes
 from advisor.report.finding_text import comparison_line, headline
-from advisor.host_ranges import hosts_text
+from advisor.util.host_ranges import hosts_text
 from advisor.report.model import ScanReport
 from advisor.report.safe_text import markup_text, terminal_text
 

@@ -9,10 +9,10 @@ from rich.console import Console
 from rich.text import Text
 
 from advisor.diagnosis.report_types import Cause, FindingRef, Predicted
-from advisor.host_ranges import hosts_text
+from advisor.util.host_ranges import hosts_text
 from advisor.report.model import ScanReport
 from advisor.report.safe_text import markup_text, terminal_text
-from advisor.units import format_bps
+from advisor.util.units import format_bps
 
 SEVERITY_STYLE = {"critical": "bold white on red", "high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim"}
 

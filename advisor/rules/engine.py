@@ -12,10 +12,10 @@ from collections.abc import Callable
 from typing import Any
 
 import advisor.rules.analytic  # noqa: F401  (its modules register the shipped analytic rules)
-from advisor.errors import RuleDefinitionError
+from advisor.util.errors import RuleDefinitionError
 from advisor.facts import FactSet, HostFacts
 from advisor.findings import Finding, FindingStatus
-from advisor.gc_paused import gc_paused
+from advisor.util.gc_paused import gc_paused
 from advisor.host_failures import collapse_host_failures
 from advisor.rules.checks import evaluate_check
 from advisor.rules.context import RuleContext, analytic_functions

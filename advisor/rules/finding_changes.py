@@ -8,11 +8,11 @@ from typing import Any
 from advisor.adapters import Adapter, get_adapter
 from advisor.adapters.base import SITE_FACTS
 from advisor.rules.change_templates import TemplateError, render_change_groups
-from advisor.errors import RuleDefinitionError
+from advisor.util.errors import RuleDefinitionError
 from advisor.facts import FactSet, ProbeStatus
 from advisor.rules.finding_groups import change_key
 from advisor.findings import BootValue, Change, ChangeScope
-from advisor.trusted_models import trusted
+from advisor.util.trusted_models import trusted
 
 
 def finding_changes(rule: Any, factset: FactSet, hosts: list[str], fields: dict[str, Any],

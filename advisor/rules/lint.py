@@ -6,7 +6,7 @@ import datetime as dt
 import fnmatch
 from pathlib import Path
 
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 import advisor.rules.analytic  # noqa: F401  (its modules register the shipped analytic rules)
 from advisor.rules.context import analytic_functions
 from advisor.rules.references import unshipped_files

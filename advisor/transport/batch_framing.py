@@ -14,8 +14,8 @@ import secrets
 import shlex
 from dataclasses import dataclass
 
-from advisor.host_tmp import MKTEMP
-from advisor.shipped_code import module_utils
+from advisor.util.host_tmp import MKTEMP
+from advisor.util.shipped_code import module_utils
 from advisor.transport.base import MAX_OUTPUT_BYTES, Command, CommandResult, sudo_flag
 
 frames = module_utils("storadvise_batch_frames")

@@ -3,7 +3,7 @@
 # Licensed as storadvise itself.
 """The one place where a persisted value and a runtime value are compared by meaning.
 
-Used by the product (advisor.adapters, through advisor.shipped_code) and by the roles' modules
+Used by the product (advisor.adapters, through advisor.util.shipped_code) and by the roles' modules
 (``from ansible.module_utils.storadvise_canonical import ...``), so a plan and the role that
 applies it agree on what "already right" means:
 

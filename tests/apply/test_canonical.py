@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from advisor.ruleset_canonical import PYTHON, SCRATCH, canonical_rules, canonicalise_firewall_facts, same_rule
-from advisor.shipped_code import canonical as cn
-from advisor.shipped_code import module_utils
+from advisor.util.shipped_code import canonical as cn
+from advisor.util.shipped_code import module_utils
 
 REPO = Path(__file__).resolve().parents[2]
 FIX = REPO / "tests" / "fixtures"

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from advisor.apply.project_files import module_utils_of
-from advisor.resources import playbooks_dir
+from advisor.util.resources import playbooks_dir
 from tests.core.test_whole_values import _saved
 from tests.support.ansible import ANSIBLE_PLAYBOOK
 from tests.support.ns_host import STORADVISE

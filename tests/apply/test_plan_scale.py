@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from advisor.apply.ansible_data import load_data
+from advisor.util.ansible_data import load_data
 from advisor.apply.changesets import split_vars
 from advisor.apply.plan_input import load_plan_scan
 from advisor.apply.plan_markdown import change_table, group_changes, plan_markdown
 from advisor.apply.plan_model import Plan, PlannedChange
 from advisor.apply.planner import build_plan
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 from advisor.facts import FactSet
 from advisor.findings import ChangeScope
 from advisor.report.model import build_report, load_report

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from advisor.efficiency.active import resolve_hosts
-from advisor.errors import UsageError
+from advisor.util.errors import UsageError
 from advisor.findings import Finding, FindingStatus, Severity
 from advisor.lab.scenario import Scenario
 from advisor.mesh.schedule import expand_pairs

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from advisor.errors import SiteFileError
+from advisor.util.errors import SiteFileError
 from advisor.inventory import parse_role_map, site_from_inventory
 from advisor.site_file import resolve_site
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from advisor.collector import probe_context
-from advisor.errors import SiteFileError
+from advisor.util.errors import SiteFileError
 from advisor.probe_helper import HostCommands, helper_text, sudoers_text
 from advisor.probe_plan import root_probes
 from advisor.probe_helper_path import DEFAULT_HELPER_PATH

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from advisor.probe_selection import SKIPPED, selected_probes
-from advisor.errors import UsageError
+from advisor.util.errors import UsageError
 from advisor.rules.specs import load_catalog
 from tests.support.cli import storadvise
 

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from advisor.errors import RuleDefinitionError
+from advisor.util.errors import RuleDefinitionError
 from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.findings import FindingStatus
 from advisor.rules.comparisons import compare

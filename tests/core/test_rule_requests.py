@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.errors import RuleDefinitionError
+from advisor.util.errors import RuleDefinitionError
 from advisor.rules.probe_requests import requested_keys
 from advisor.rules.specs import load_catalog, resolve_profiles
 from advisor.scan import open_scan, run_scan

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from advisor.errors import SiteFileError
+from advisor.util.errors import SiteFileError
 from advisor.inventory import parse_inventory_list, parse_role_map, site_from_inventory
 from advisor.site import Role, local_site
 from advisor.site_file import load_site

@@ -88,11 +88,11 @@ def _rule(rule_id: str):
 def _validators():
     """(name, a legal value, check) of the validators of names that reach commands, files and plans:
     check(value) raises, or returns a false value, to refuse. Each is the product's own entry point."""
-    from advisor.apply.ansible_data import vars_as_data
+    from advisor.util.ansible_data import vars_as_data
     from advisor.efficiency.active_plan import _dir, python_command
-    from advisor.path_component import path_component
+    from advisor.util.path_component import path_component
     from advisor.probe_helper_path import helper_path
-    from advisor.shipped_code import module_utils
+    from advisor.util.shipped_code import module_utils
     from advisor.site import Host, HostDefaults, Site, host_address
     from advisor.transport.capture_objects import is_object_id
     from probes.legal_values import DEVICE_NAME, GPFS_ATTRIBUTE, SMCLI_NAME, check_name, check_path

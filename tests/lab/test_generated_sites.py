@@ -69,7 +69,7 @@ def cannot_apply_section(plan_md: str) -> str:
 
 def cannot_apply_hosts(section: str) -> set[str]:
     """The hosts the section's rows name (their first cell, host ranges such as wn[01-03] expanded)."""
-    from advisor.host_ranges import expand_hosts
+    from advisor.util.host_ranges import expand_hosts
 
     cells = [ln.split("|")[1].strip() for ln in section.splitlines() if ln.startswith("| ") and "---" not in ln]
     return {h for cell in cells[1:] for h in expand_hosts(cell.split(", "))}

@@ -102,7 +102,7 @@ def test_queue_plan_one_queue_per_delay() -> None:
 def test_delay_refused_without_nfqueue(tmp_path: Path) -> None:
     import yaml
 
-    from advisor.errors import StoradviseError
+    from advisor.util.errors import StoradviseError
 
     sc = Scenario.model_validate(yaml.safe_load(DELAY_SCENARIO))
     assert sc.needs_delay and sc.paths[0].delay == 20.0

@@ -8,7 +8,7 @@ import itertools
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from advisor.errors import SiteFileError
+from advisor.util.errors import SiteFileError
 from advisor.mesh.schedule import (
     PathRequest,
     circle_rounds,

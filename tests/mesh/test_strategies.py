@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from advisor.errors import UsageError
+from advisor.util.errors import UsageError
 from advisor.mesh.schedule import expand_pairs, mesh_schedule
 from advisor.mesh.strategies import estimated_wall_seconds, runs_to_cover, select_paths
 from advisor.site import Site

@@ -9,7 +9,7 @@ from typing import Any
 from advisor.link_rate import host_link_rate, physical_nics, site_link_rates
 from advisor.findings import Finding, FindingStatus
 from advisor.rules.context import RuleContext, analytic_rule
-from advisor.units import format_bps
+from advisor.util.units import format_bps
 
 SYSCTL = "network.sysctl"
 NIC = "network.nic"

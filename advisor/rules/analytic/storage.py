@@ -12,8 +12,8 @@ from typing import Any
 
 from advisor.findings import Finding, FindingStatus
 from advisor.rules.context import RuleContext, analytic_rule
-from advisor.shipped_code import canonical
-from advisor.units import parse_size_bytes
+from advisor.util.shipped_code import canonical
+from advisor.util.units import parse_size_bytes
 
 MMLSCONFIG = "gpfs.mmlsconfig"
 MMDIAG = "gpfs.mmdiag"

@@ -47,7 +47,7 @@ def check_output_paths(paths: dict[str, str | os.PathLike | None]) -> None:
     """Refuse, before any work is done, an output file (``{"--output": path, ...}``) whose directory
     does not exist, or that is a directory: storadvise creates no directory for a file it is asked to
     write (a typo in a path is an error, not a new tree). ``-`` (stdout) passes."""
-    from advisor.errors import UsageError
+    from advisor.util.errors import UsageError
 
     for option, value in paths.items():
         if value is None or str(value) == "-":

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from advisor.errors import SiteFileError
+from advisor.util.errors import SiteFileError
 
 #: values (scalars and collections, aliases counted at their full size) a document may expand to:
 #: a 10,000-host site file is ~300,000

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from advisor.errors import UsageError
+from advisor.util.errors import UsageError
 
 T = TypeVar("T")
 

@@ -13,7 +13,7 @@ import sys
 import threading
 from types import ModuleType
 
-from advisor.resources import playbooks_dir
+from advisor.util.resources import playbooks_dir
 
 
 _loading = threading.RLock()

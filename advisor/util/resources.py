@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-_PKG = Path(__file__).resolve().parent
+_PKG = Path(__file__).resolve().parents[1]  # advisor/: this file is advisor/util/resources.py
 
 
 def _data_dir(name: str) -> Path:

@@ -4,8 +4,8 @@ no control character, not empty, at most 255 characters."""
 
 from __future__ import annotations
 
-from advisor.errors import StoradviseError
-from advisor.shipped_code import module_utils
+from advisor.util.errors import StoradviseError
+from advisor.util.shipped_code import module_utils
 
 #: the rule itself lives with the capture layout, which the collect playbook's module runs without storadvise
 _layout = module_utils("storadvise_capture_layout")

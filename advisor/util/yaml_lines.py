@@ -16,8 +16,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from advisor.errors import SiteFileError
-from advisor.yaml_shape import MAX_DEPTH, check_shape, deep_line
+from advisor.util.errors import SiteFileError
+from advisor.util.yaml_shape import MAX_DEPTH, check_shape, deep_line
 
 PathKey = tuple[Any, ...]
 

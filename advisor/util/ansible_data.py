@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
