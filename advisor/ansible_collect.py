@@ -27,7 +27,7 @@ from advisor.util.ansible_data import as_data, dump_data, load_data
 from advisor.util.atomic_files import write_atomic
 from advisor.collector import now_iso, probe_context
 from advisor.util.errors import StoradviseError
-from advisor.facts import HostFacts
+from advisor.model.facts import HostFacts
 from advisor.util.path_component import path_component
 from advisor.probe_helper import HostCommands
 from advisor.probe_plan import probe_plan, root_probes

@@ -26,7 +26,7 @@ except ImportError:  # pragma: no cover - older typer depends on click
     from click import exceptions as click_exceptions
 from advisor.util.atomic_files import check_output_paths
 from advisor.util.errors import ERROR_PREFIX, StoradviseError, UsageError
-from advisor.fail_on import check_fail_on, fail_on_option
+from advisor.model.fail_on import check_fail_on, fail_on_option
 from advisor.util.help_format import HELP_FORMAT
 from advisor.util.option_aliases import ALIAS_HELP, one_of_aliases
 from advisor.scan_options import ScanOptions
@@ -146,7 +146,7 @@ def scan(
 
 def _plan_step(report, site, inventory, role_map, options: ScanOptions, output: Optional[Path]) -> Optional[str]:
     """The ``plan`` that writes the fix of this scan (None: no failed finding names a change)."""
-    from advisor.findings import FindingStatus, Severity
+    from advisor.model.findings import FindingStatus, Severity
     from advisor.apply.next_steps import plan_after_scan
 
     fixable = [f.severity for f in report.findings if f.status == FindingStatus.fail and f.changes]

@@ -10,10 +10,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.flows.ports import site_flow_ports
 from advisor.util.gc_paused import gc_paused
-from advisor.output_store import OutputStore
+from advisor.model.output_store import OutputStore
 from advisor.probe_helper import HostCommands
 from advisor.probe_plan import probe_plan, root_probes
 from advisor.probe_selection import SKIPPED, skipped_message
@@ -51,7 +51,7 @@ def interpret(probe: Probe, result: CommandResult, store: OutputStore | None = N
     """Turn a command's outcome into a probe result: ok with facts, not_applicable, or error.
 
     With a ``store``, an output already seen (same probe, same text, same exit) is not parsed
-    again: its stored outcome and text are reused (advisor.output_store)."""
+    again: its stored outcome and text are reused (advisor.model.output_store)."""
     duration = round(result.duration_s, 3)
     base = dict(probe=probe.name, raw=result.stdout, duration_s=duration)
     if result.timed_out:

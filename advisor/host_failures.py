@@ -12,8 +12,8 @@ code 3 are decided from the facts, as before.
 
 from __future__ import annotations
 
-from advisor.facts import FactSet, ProbeStatus
-from advisor.findings import Finding, FindingStatus, Severity
+from advisor.model.facts import FactSet, ProbeStatus
+from advisor.model.findings import Finding, FindingStatus, Severity
 
 UNREACHABLE_RULE = "SCAN-HOST-UNREACHABLE"
 PROBE_ERROR_RULE = "SCAN-PROBE-ERROR"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from advisor.link_rate import host_link_rate_bps
-from advisor.facts import FactSet
+from advisor.model.link_rate import host_link_rate_bps
+from advisor.model.facts import FactSet
 from advisor.site import Host, Site
 from advisor.transport.base import Transport
 

@@ -46,7 +46,7 @@ from typing import Any
 from advisor.report.diagnosed import diagnose_report
 from advisor.collector import MANIFEST, READABLE_CAPTURE_FORMATS, TransportFactory, collect_site_facts, now_iso
 from advisor.util.errors import StoradviseError, UsageError
-from advisor.facts import FactSet
+from advisor.model.facts import FactSet
 from advisor.flows.compare import compare_with_mesh
 from advisor.flows.paths import flow_paths
 from advisor.measurements import run_site_measurements

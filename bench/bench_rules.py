@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advisor.collector import collect_site_facts  # noqa: E402
-from advisor.facts import FactSet, ProbeStatus  # noqa: E402
+from advisor.model.facts import FactSet, ProbeStatus  # noqa: E402
 from advisor.rules.fact_paths import MISSING, get_path, split_path  # noqa: E402
 from advisor.rules.engine import evaluate  # noqa: E402
 from advisor.rules.specs import load_catalog, resolve_profiles, substitute_vars  # noqa: E402

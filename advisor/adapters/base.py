@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from advisor.findings import BootSource, BootValue, Change
+from advisor.model.findings import BootSource, BootValue, Change
 from advisor.util.shipped_code import canonical
 
 #: probe name -> that probe's facts (plain data) on one host; a probe that did not run is absent

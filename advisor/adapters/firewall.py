@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.adapters.base import Adapter, HostProbeFacts
-from advisor.findings import BootSource, BootValue, Change
+from advisor.model.findings import BootSource, BootValue, Change
 from advisor.ruleset_canonical import SCRATCH, same_rule
 
 PROBE = "firewall"

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.adapters.base import Adapter, HostProbeFacts
-from advisor.findings import BootSource, Change, ChangeScope
+from advisor.model.findings import BootSource, Change, ChangeScope
 from advisor.kernel_defaults import sysctl_default
 from advisor.util.shipped_code import module_utils
 

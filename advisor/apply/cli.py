@@ -12,8 +12,8 @@ from rich.console import Console
 
 from advisor.util.atomic_files import check_output_paths
 from advisor.util.errors import UsageError
-from advisor.fail_on import EXIT_FAILED, check_fail_on, fail_on_option
-from advisor.findings import SEVERITY_ORDER
+from advisor.model.fail_on import EXIT_FAILED, check_fail_on, fail_on_option
+from advisor.model.findings import SEVERITY_ORDER
 from advisor.util.option_aliases import ALIAS_HELP, one_of_aliases
 from advisor.report.safe_text import markup_text as m_
 from advisor.scan_options import ScanOptions

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.util.errors import StoradviseError
-from advisor.findings import BootValue, ChangeScope
+from advisor.model.findings import BootValue, ChangeScope
 
 SCOPE_TEXT = {
     ChangeScope.both: "runtime and persisted",

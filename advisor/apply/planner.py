@@ -18,7 +18,7 @@ import msgspec
 from advisor.adapters import Adapter, adapters
 from advisor.apply.declared_changes import DeclaredChanges, declared_changes
 from advisor.rules.finding_changes import change_with_scope
-from advisor.findings import SEVERITY_ORDER, BootValue, Change, Finding, FindingStatus, Severity
+from advisor.model.findings import SEVERITY_ORDER, BootValue, Change, Finding, FindingStatus, Severity
 from advisor.apply.plan_input import PlanScan
 from advisor.apply.plan_model import Plan, PlanError, PlannedChange
 from advisor.apply.plan_outcome import predicted_outcome

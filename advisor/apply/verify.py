@@ -12,7 +12,7 @@ from typing import Any
 from advisor.apply.verify_predictions import by_hand_subjects, calibration, verify_causes
 from advisor.report.diagnosed import ensure_diagnosis
 from advisor.util.errors import StoradviseError
-from advisor.findings import SEVERITY_ORDER, FindingStatus
+from advisor.model.findings import SEVERITY_ORDER, FindingStatus
 from advisor.report.model import ScanReport
 from advisor.report.scan_compare import compare_findings, compare_paths
 

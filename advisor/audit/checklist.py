@@ -19,7 +19,7 @@ import fnmatch
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from advisor.findings import SEVERITY_ORDER, FindingStatus
+from advisor.model.findings import SEVERITY_ORDER, FindingStatus
 from advisor.host_failures import UNREACHABLE_RULE
 from advisor.mesh.results import GREEN_RATIO, path_ratio
 from advisor.report.finding_text import said

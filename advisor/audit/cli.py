@@ -12,7 +12,7 @@ from rich.console import Console
 
 from advisor.util.errors import UsageError
 from advisor.util.atomic_files import check_output_paths
-from advisor.fail_on import check_fail_on, fail_on_option
+from advisor.model.fail_on import check_fail_on, fail_on_option
 from advisor.util.option_aliases import ALIAS_HELP
 from advisor.scan import ScanOptions
 

@@ -9,7 +9,7 @@ from typing import Any
 from advisor.diagnosis.localise import LossBlame
 from advisor.diagnosis.report_types import FindingRef, PlannedSetting, Predicted
 from advisor.diagnosis.paths import Fix
-from advisor.findings import Change, Finding
+from advisor.model.findings import Change, Finding
 from advisor.util.trusted_models import trusted
 
 #: the kernel's limit classes each kind of fix acts on (a cause whose paths agree is confident)

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 
 from advisor.util.errors import UsageError
-from advisor.fail_on import EXIT_FAILED, check_fail_on, fail_on_option
+from advisor.model.fail_on import EXIT_FAILED, check_fail_on, fail_on_option
 from advisor.util.help_format import HELP_FORMAT
 
 app = typer.Typer(**HELP_FORMAT, help="Stored scans: list, show, diff two, trends per path and host, prune.\n\n"

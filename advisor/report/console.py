@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from advisor.findings import FindingStatus
+from advisor.model.findings import FindingStatus
 from advisor.probe_selection import skipped_probes_of
 from advisor.report.console_causes import render_causes
 from advisor.report.finding_text import comparison_line, headline

@@ -172,7 +172,7 @@ def hygiene_lines(report: ScanReport) -> list[tuple[str, str]]:
     """(severity, line) per hygiene finding, worst first: each setting's current -> target value
     ("NET-DEFAULT-QDISC on wn[01-04]: net.core.default_qdisc pfifo_fast -> fq"), or, for a fix by hand,
     what is wrong in the rule's words (advisor.report.finding_text); hosts that say the same share a line."""
-    from advisor.findings import SEVERITY_ORDER
+    from advisor.model.findings import SEVERITY_ORDER
     from advisor.report.finding_text import headline
 
     by_ref: dict[tuple, list] = {}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from advisor.util.atomic_files import write_atomic
 from advisor.util.errors import StoradviseError
-from advisor.findings import SEVERITY_ORDER, FindingStatus
+from advisor.model.findings import SEVERITY_ORDER, FindingStatus
 from advisor.mesh.results import path_ratio
 from advisor.report.model import ScanReport
 

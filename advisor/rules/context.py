@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from advisor.util.errors import RuleDefinitionError
-from advisor.facts import FactSet, HostFacts, ProbeStatus
-from advisor.findings import Finding, FindingStatus, Remediation, Severity
+from advisor.model.facts import FactSet, HostFacts, ProbeStatus
+from advisor.model.findings import Finding, FindingStatus, Remediation, Severity
 from advisor.rules.change_templates import render_text
 from advisor.rules.finding_changes import finding_changes
 from advisor.rules.profile_vars import interpolate

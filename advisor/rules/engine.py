@@ -13,8 +13,8 @@ from typing import Any
 
 import advisor.rules.analytic  # noqa: F401  (its modules register the shipped analytic rules)
 from advisor.util.errors import RuleDefinitionError
-from advisor.facts import FactSet, HostFacts
-from advisor.findings import Finding, FindingStatus
+from advisor.model.facts import FactSet, HostFacts
+from advisor.model.findings import Finding, FindingStatus
 from advisor.util.gc_paused import gc_paused
 from advisor.host_failures import collapse_host_failures
 from advisor.rules.checks import evaluate_check

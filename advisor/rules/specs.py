@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from advisor.util.errors import RuleDefinitionError, SiteFileError
 from advisor.rules.change_templates import RemediationSpec
-from advisor.findings import Severity
+from advisor.model.findings import Severity
 from advisor.rules.profile_vars import substitute_vars, whole_var, whole_vars_in  # noqa: F401  (substitute_vars: re-exported)
 from advisor.rules.rule_regex import compile_rule_regex
 from advisor.util.resources import rules_dir
@@ -132,7 +132,7 @@ def failure_line(rule: RuleSpec | None, finding: Any) -> str:
     a template (a site's own, or ``rule`` None: a rule no longer in the catalog) gets
     "SUBJECT on HOSTS: observed OBSERVED, expected COMPARISON".
 
-    ``finding`` is anything with the fields of advisor.findings.Finding (``hosts``, ``subject``,
+    ``finding`` is anything with the fields of advisor.model.findings.Finding (``hosts``, ``subject``,
     ``observed``, ``expected``, ``operator``, ``message``, ``unit``)."""
     from advisor.rules.comparisons import comparison_text, value_text
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from advisor.findings import Finding, FindingStatus
+from advisor.model.findings import Finding, FindingStatus
 from advisor.rules.finding_groups import evidence_host
 from advisor.site import Host, Waiver
 

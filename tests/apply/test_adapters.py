@@ -4,7 +4,7 @@ a change, and the role variables it writes (the names the roles read, playbooks/
 from __future__ import annotations
 
 from advisor.adapters import adapters, get_adapter
-from advisor.findings import Change, ChangeScope
+from advisor.model.findings import Change, ChangeScope
 from probes.firewall import FirewallProbe
 from probes.network import NetworkSysctlProbe
 from probes.xcache import parse_xrootd_files
@@ -190,7 +190,7 @@ def test_xcache_adapter_on_the_osg_configuration():
 
 def test_verify_measures_the_mesh_again_when_a_change_acts_on_the_network():
     from advisor.apply.verify import network_touched
-    from advisor.findings import Finding, FindingStatus, Severity
+    from advisor.model.findings import Finding, FindingStatus, Severity
     from advisor.report.model import ScanReport, ScanSummary
 
     def report(*changes):

@@ -20,8 +20,8 @@ from advisor.apply.plan_markdown import change_table, group_changes, plan_markdo
 from advisor.apply.plan_model import Plan, PlannedChange
 from advisor.apply.planner import build_plan
 from advisor.util.errors import StoradviseError
-from advisor.facts import FactSet
-from advisor.findings import ChangeScope
+from advisor.model.facts import FactSet
+from advisor.model.findings import ChangeScope
 from advisor.report.model import build_report, load_report
 from advisor.rules.engine import evaluate
 from advisor.site import Site

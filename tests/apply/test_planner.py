@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from advisor.apply.declared_changes import DeclaredChanges
 from advisor.apply.planner import build_plan
-from advisor.facts import FactSet
-from advisor.findings import Change, Finding, FindingStatus, Severity
+from advisor.model.facts import FactSet
+from advisor.model.findings import Change, Finding, FindingStatus, Severity
 from advisor.report.model import build_report
 from advisor.rules.engine import evaluate
 from advisor.rules.specs import RuleCatalog, RuleSpec

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from advisor.cli import app, main
-from advisor.findings import SEVERITY_ORDER
+from advisor.model.findings import SEVERITY_ORDER
 
 from tests.support.cli import every_command as _commands
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
-from advisor.findings import Finding, FindingStatus, Severity
+from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.model.findings import Finding, FindingStatus, Severity
 from advisor.report.console import render_scan
 from advisor.report.html import scan_html
 from advisor.report.junit import junit_xml

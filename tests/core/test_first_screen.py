@@ -17,7 +17,7 @@ from pathlib import Path
 from rich.console import Console
 
 from advisor.audit.checklist import audit_checklist
-from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.report.console import render_scan
 from advisor.report.diagnosed import diagnose_report
 from advisor.report.junit import junit_xml

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from advisor.efficiency.active import resolve_hosts
 from advisor.util.errors import UsageError
-from advisor.findings import Finding, FindingStatus, Severity
+from advisor.model.findings import Finding, FindingStatus, Severity
 from advisor.lab.scenario import Scenario
 from advisor.mesh.schedule import expand_pairs
 from advisor.rules.waivers import apply_waivers

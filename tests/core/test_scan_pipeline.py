@@ -73,7 +73,7 @@ def local_site(tmp_path: Path) -> Path:
 ])
 def test_unknown_profile_refused_before_any_host_is_probed(tmp_path, listener, command):
     site = ssh_site(tmp_path, listener.port)
-    from advisor.facts import FactSet, HostFacts
+    from advisor.model.facts import FactSet, HostFacts
     from advisor.report.model import build_report
 
     factset = FactSet(site="probe-site", hosts={n: HostFacts(name=n, roles=[r]) for n, r in

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.facts import ProbeResult, ProbeStatus
-from advisor.findings import Finding, FindingStatus, Remediation, Severity
+from advisor.model.facts import ProbeResult, ProbeStatus
+from advisor.model.findings import Finding, FindingStatus, Remediation, Severity
 from advisor.util.trusted_models import trusted
 
 

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.mesh import symptoms as dg
 from advisor.mesh.runner import MeshProgress, run_mesh
 from advisor.site import Site

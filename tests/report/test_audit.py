@@ -9,7 +9,7 @@ from pathlib import Path
 from lxml import etree
 
 from advisor.audit.checklist import audit_checklist
-from advisor.findings import Finding, FindingStatus, Severity
+from advisor.model.findings import Finding, FindingStatus, Severity
 from advisor.rules.specs import load_catalog
 from advisor.site import Host, MeshPair, MeshSpec, Site, Waiver
 

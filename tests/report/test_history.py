@@ -26,7 +26,7 @@ WRITER = """
 import sys
 sys.path.insert(0, {repo!r})
 from tests.support.reports import make_report
-from advisor.findings import Finding, FindingStatus, Severity
+from advisor.model.findings import Finding, FindingStatus, Severity
 from advisor.history_store import HistoryStore
 n, rows = int(sys.argv[2]), int(sys.argv[3])
 big = [Finding(rule_id="R", hosts=[f"h{{i}}" for i in range(rows)], status=FindingStatus.fail, severity=Severity.low)]

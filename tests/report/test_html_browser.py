@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from advisor.findings import Finding, FindingStatus, Severity
+from advisor.model.findings import Finding, FindingStatus, Severity
 from advisor.report.html import host_groups, scan_html
 
 from tests.support.browser import open_page

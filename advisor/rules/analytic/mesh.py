@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from advisor.findings import ChangeTarget, Finding, FindingStatus
+from advisor.model.findings import ChangeTarget, Finding, FindingStatus
 from advisor.mesh import symptoms as dg
 from advisor.mesh.results import judge_paths
 from advisor.rules.context import RuleContext, analytic_rule

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from advisor.findings import Finding, FindingStatus
+from advisor.model.findings import Finding, FindingStatus
 from advisor.rules.context import RuleContext, analytic_rule
 from advisor.util.shipped_code import canonical
 from advisor.util.units import parse_size_bytes

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from advisor.util.errors import UsageError
-from advisor.findings import SEVERITY_ORDER
+from advisor.model.findings import SEVERITY_ORDER
 
 #: the exit status of a command whose failures reach --fail-on
 EXIT_FAILED = 2

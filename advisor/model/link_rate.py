@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from advisor.facts import HostFacts
+from advisor.model.facts import HostFacts
 
 
 class LinkRate(NamedTuple):
