@@ -31,9 +31,9 @@ from advisor.model.facts import HostFacts
 from advisor.util.path_component import path_component
 from advisor.probe_helper import HostCommands
 from advisor.probe_plan import probe_plan, root_probes
-from advisor.secret_vars import redact_vars
+from advisor.site.secret_vars import redact_vars
 from advisor.util.shipped_code import module_utils
-from advisor.site import Site
+from advisor.site.model import Site
 from advisor.transport.base import MAX_OUTPUT_BYTES
 from advisor.transport.batch_framing import SharedScript
 

@@ -19,9 +19,9 @@ from advisor.probe_plan import probe_plan, root_probes
 from advisor.probe_selection import SKIPPED, skipped_message
 from advisor.ruleset_canonical import CONTROLLER_STEPS
 from advisor.util.path_component import path_component
-from advisor.secret_vars import redact_vars
+from advisor.site.secret_vars import redact_vars
 from advisor.util.shipped_code import module_utils
-from advisor.site import Host, Site
+from advisor.site.model import Host, Site
 from advisor.util.trusted_models import trusted
 from advisor.transport.base import MAX_OUTPUT_BYTES, Command, CommandResult, Transport, TransportError
 from probes.probe import NOT_APPLICABLE_MARKER, Probe, ProbeContext, ProbeParseError, not_applicable_reason

@@ -19,7 +19,7 @@ from advisor.util.host_tmp import MKTEMP
 from advisor.probe_helper import HostCommands
 from advisor.probe_plan import Privilege, login_is_root, probe_plan, root_probes
 from advisor.scan_options import ScanOptions
-from advisor.site import Host, Site
+from advisor.site.model import Host, Site
 from probes.probe import Probe
 
 #: where the batch wrapper (advisor/transport/batch_framing.py) keeps each probe's script and output

@@ -140,7 +140,7 @@ def register_active(app: typer.Typer) -> None:
         from advisor.efficiency.active import EfficiencyTestError
         from advisor.scan import open_scan, run_scan
         from advisor.scan_options import ScanOptions
-        from advisor.site_file import load_site
+        from advisor.site.file import load_site
 
         try:
             counts = _parse_clients(clients) if clients else None

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from advisor.model.link_rate import host_link_rate_bps
 from advisor.model.facts import FactSet
-from advisor.site import Host, Site
+from advisor.site.model import Host, Site
 from advisor.transport.base import Transport
 
 

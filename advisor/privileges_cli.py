@@ -14,7 +14,7 @@ from advisor.util.errors import UsageError
 
 
 def _site(site: Optional[str], inventory: Optional[Path], role_map: list[str]):
-    from advisor.site_file import required_site
+    from advisor.site.file import required_site
 
     return required_site(site, inventory, role_map)
 
@@ -86,7 +86,7 @@ def sudoers(
     ('storadvise probe helper') and probe_helper set. Check it with 'visudo -cf FILE' before installing it
     in /etc/sudoers.d. See docs/privileges.md."""
     from advisor.probe_helper import sudoers_text
-    from advisor.probe_helper_path import DEFAULT_HELPER_PATH, helper_path
+    from advisor.site.probe_helper_path import DEFAULT_HELPER_PATH, helper_path
     from advisor.probe_plan import site_root_probes
     from advisor.scan import select_hosts
 

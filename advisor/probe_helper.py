@@ -24,7 +24,7 @@ import hashlib
 import re
 import shlex
 
-from advisor.probe_helper_path import HELPER_VAR, helper_path, helper_read_problem
+from advisor.site.probe_helper_path import HELPER_VAR, helper_path, helper_read_problem
 from advisor.transport.base import Command
 from probes.probe import Probe, ProbeContext
 
@@ -144,7 +144,7 @@ def sudoers_text(user: str, helper: str, probes: list[Probe]) -> str:
     """A sudoers snippet (/etc/sudoers.d/storadvise) allowing ``user`` exactly ``probes`` through the
     helper (the root probes of the hosts it is for: advisor.probe_plan.site_root_probes). A ValueError
     for a user that is not one login name (``ALL``, an alias, a group, a uid), a helper outside the
-    root-owned system directories (advisor.probe_helper_path), or no probe."""
+    root-owned system directories (advisor.site.probe_helper_path), or no probe."""
     if not _SUDOERS_USER_RE.fullmatch(user):
         raise ValueError(f"user {user[:40]!r} is not a user name sudoers can take (a login name: letters, digits, "
                          "'_', '.', '-')")

@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from advisor.probe_helper_path import helper_path
+from advisor.site.probe_helper_path import helper_path
 from advisor.storage_kinds import storage_gate
 from probes import all_probes
 from probes.probe import Probe
 
 if TYPE_CHECKING:  # pragma: no cover
-    from advisor.site import Host, Site
+    from advisor.site.model import Host, Site
 
 
 class Privilege(str, Enum):

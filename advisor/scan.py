@@ -56,8 +56,8 @@ from advisor.report.model import ScanReport, build_report
 from advisor.rules.engine import evaluate
 from advisor.rules.specs import RuleCatalog, load_catalog, resolve_profiles
 from advisor.scan_options import ScanOptions
-from advisor.site import Host, Site, give_local_roles
-from advisor.site_file import resolve_site
+from advisor.site.model import Host, Site, give_local_roles
+from advisor.site.file import resolve_site
 from advisor.transport.base import Command, CommandResult, HostUnreachable
 from advisor.transport.capture_files import read_captured
 from advisor.transport.capture_objects import CaptureObjects
@@ -99,7 +99,7 @@ class ScanRun:
 
 
 def select_hosts(site: Site, pattern: str | None) -> list[Host]:
-    """The hosts ``--hosts`` names: a host pattern (advisor.host_patterns.HostPattern: names, globs, groups,
+    """The hosts ``--hosts`` names: a host pattern (advisor.site.host_patterns.HostPattern: names, globs, groups,
     roles, comma lists, ``!exclusion``); all without one."""
     if not pattern:
         return list(site.hosts)

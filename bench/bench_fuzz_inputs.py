@@ -240,8 +240,8 @@ def fuzz_site_files(cases: int, rng: random.Random, case_seconds: float) -> Tall
     from advisor.collector import probe_context
     from advisor.probe_helper import helper_text, sudoers_text
     from advisor.probe_plan import root_probes, site_root_probes
-    from advisor.probe_helper_path import SYSTEM_DIRS, helper_path
-    from advisor.site_file import load_site
+    from advisor.site.probe_helper_path import SYSTEM_DIRS, helper_path
+    from advisor.site.file import load_site
 
     t = Tally("site_files", case_seconds)
     with tempfile.TemporaryDirectory() as tmp:
@@ -350,7 +350,7 @@ def fuzz_saved_scans(cases: int, rng: random.Random, case_seconds: float) -> Tal
     from advisor.apply.plan_input import load_plan_scan
     from advisor.apply.planner import build_plan
     from advisor.report.model import load_report
-    from advisor.site_file import load_site
+    from advisor.site.file import load_site
 
     t = Tally("saved_scans", case_seconds)
     with tempfile.TemporaryDirectory() as tmp:

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advisor.mesh.runner import run_mesh  # noqa: E402
 from advisor.mesh.schedule import PathRequest  # noqa: E402
-from advisor.site import Site  # noqa: E402
+from advisor.site.model import Site  # noqa: E402
 
 
 def full_mesh(names: list[str], rate: int | None) -> list[PathRequest]:
@@ -149,7 +149,7 @@ def main() -> int:
 
 def _run(args, parse_rate_bps) -> int:
     if args.site:
-        from advisor.site_file import load_site
+        from advisor.site.file import load_site
         from advisor.transport.factory import transport_for
 
         site = load_site(args.site)

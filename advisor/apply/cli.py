@@ -58,7 +58,7 @@ def plan(
     from advisor.apply.planner import build_plan
     from advisor.apply.project import write_project
     from advisor.scan import open_scan
-    from advisor.site_file import resolve_site
+    from advisor.site.file import resolve_site
 
     out_dir = one_of_aliases(out_dir, out_dir_old, "--out-dir", "--out")
     if out_dir is None:
@@ -214,7 +214,7 @@ def verify(
     from advisor.history_store import store_scan
     from advisor.report.outputs import ReportFiles, write_report_files
     from advisor.scan import open_scan
-    from advisor.site_file import resolve_site
+    from advisor.site.file import resolve_site
 
     check_fail_on(fail_on)
     check_output_paths({"--output": output, "--html": html})

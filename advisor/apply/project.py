@@ -38,8 +38,8 @@ from advisor.util.atomic_files import write_atomic
 from advisor.util.errors import StoradviseError
 from advisor.util.path_component import path_component
 from advisor.util.resources import playbooks_dir
-from advisor.secret_vars import redact_vars
-from advisor.site import Host, Site
+from advisor.site.secret_vars import redact_vars
+from advisor.site.model import Host, Site
 
 PROJECT_MARK = "plan.json"
 #: what every plan directory holds of the shipped playbooks/ (what a plan was made of before: removed

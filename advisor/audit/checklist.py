@@ -25,7 +25,7 @@ from advisor.mesh.results import GREEN_RATIO, path_ratio
 from advisor.report.finding_text import said
 from advisor.report.model import ScanReport
 from advisor.rules.specs import RuleCatalog
-from advisor.site import Site
+from advisor.site.model import Site
 
 DEFAULT_PROFILE = "pre-deployment"
 DEFAULT_THRESHOLD = "medium"

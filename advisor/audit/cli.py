@@ -46,7 +46,7 @@ def audit(
     from advisor.report.outputs import ReportFiles, write_report_files
     from advisor.report.progress import ScanProgress
     from advisor.scan import open_scan, run_scan
-    from advisor.site_file import required_site
+    from advisor.site.file import required_site
 
     given_as = "--fail-on"
     if threshold is not None:

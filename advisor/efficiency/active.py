@@ -36,7 +36,7 @@ from advisor.efficiency.scaling_curve import find_knee
 from advisor.efficiency.scaling_run import run_points
 from advisor.util import host_tmp
 from advisor.util.host_tmp import MKTEMP
-from advisor.site import Host
+from advisor.site.model import Host
 from advisor.transport.base import Transport, TransportError
 
 JOB_PATH = Path(__file__).with_name("active_job.py")

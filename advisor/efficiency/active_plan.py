@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping
 from advisor.efficiency.protocols import EfficiencyTestError, parse_protocols
 from advisor.efficiency.scaling_curve import MIN_EFFICIENCY, RATE_DROP, find_knee
 from advisor.util.errors import StoradviseError
-from advisor.site import Host, Site, host_address
+from advisor.site.model import Host, Site, host_address
 from advisor.util.units import parse_rate_bps
 
 DEFAULTS: dict[str, Any] = {

@@ -99,7 +99,7 @@ def ingest(
     scan_findings = aggregate_findings.load_scan(scan) if scan else None
     group_of = None
     if site:
-        from advisor.site_file import load_site
+        from advisor.site.file import load_site
 
         group_of = site_group_mapper(load_site(site))
 

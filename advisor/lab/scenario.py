@@ -17,8 +17,8 @@ from advisor.util.errors import SiteFileError, StoradviseError
 from advisor.lab.emulators.nic_lab import SECTION as HOST_NICS, HostCpu, HostNic
 from advisor.lab.scenario_faults import ExpectedFinding, GroupFirewall, merge_iptables
 from advisor.lab.scenario_traffic import Traffic, check_traffic
-from advisor.host_patterns import host_pattern
-from advisor.site import MeshSpec, Role
+from advisor.site.host_patterns import host_pattern
+from advisor.site.model import MeshSpec, Role
 from advisor.util.units import parse_rate_bps
 from advisor.util.yaml_lines import load_located_yaml
 
@@ -224,14 +224,14 @@ class PathFault(_Strict):
 class SiteSection(_Strict):
     description: str | None = None
     storage_kind: str = "other"
-    #: the site file's ``storage_systems`` (advisor.site.Site): given, they gate the storage probes and packs
+    #: the site file's ``storage_systems`` (advisor.site.model.Site): given, they gate the storage probes and packs
     storage_systems: list[str] = Field(default_factory=list)
     profiles: list[str] = Field(default_factory=lambda: ["generic"])
     vars: dict[str, Any] = Field(default_factory=dict)
     mesh: MeshSpec | None = None
-    #: advisor.site.Waiver entries, copied into the site file (e.g. what a namespace cannot set)
+    #: advisor.site.model.Waiver entries, copied into the site file (e.g. what a namespace cannot set)
     waivers: list[dict[str, Any]] = Field(default_factory=list)
-    #: advisor.site.ImmutableSetting entries (settings no plan may change), copied into the site file
+    #: advisor.site.model.ImmutableSetting entries (settings no plan may change), copied into the site file
     immutable: list[Any] = Field(default_factory=list)
     #: extra site-file sections (e.g. ``efficiency:`` for the active CPU-efficiency test)
     extensions: dict[str, Any] = Field(default_factory=dict)
@@ -382,7 +382,7 @@ class Scenario(_Strict):
                 h.firewall = own
 
     def select(self, selector: str) -> list[ScenarioHost]:
-        """The hosts of a host pattern (advisor.host_patterns.HostPattern, the grammar of site files: names,
+        """The hosts of a host pattern (advisor.site.host_patterns.HostPattern, the grammar of site files: names,
         globs, groups, roles, comma lists, ``!exclusion``); a malformed pattern selects none."""
         try:
             return host_pattern(selector).select(self.hosts)

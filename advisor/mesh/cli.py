@@ -26,7 +26,7 @@ err = Console(stderr=True)
 
 
 def _site(name: str):
-    from advisor.site_file import load_site
+    from advisor.site.file import load_site
 
     site = load_site(name)
     if site.mesh is None or not site.mesh.pairs:

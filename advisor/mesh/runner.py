@@ -22,7 +22,7 @@ from advisor.mesh.limits import INCONCLUSIVE, classify_path
 from advisor.mesh.results import judge_paths, path_record
 from advisor.mesh.sampling import EndSample
 from advisor.mesh.schedule import PathRequest, expand_pairs, mesh_schedule
-from advisor.site import Host, MeshSpec, Site
+from advisor.site.model import Host, MeshSpec, Site
 from advisor.transport.base import Transport, TransportError
 
 TransportSource = Mapping[str, Transport] | Callable[[Host], Transport]

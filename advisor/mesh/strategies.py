@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 from advisor.util.errors import UsageError
 from advisor.mesh.schedule import PathRequest
-from advisor.site import Site
+from advisor.site.model import Site
 
 STRATEGIES = ("full", "bipartite", "sample", "representative")
 

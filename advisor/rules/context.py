@@ -17,7 +17,7 @@ from advisor.rules.change_templates import render_text
 from advisor.rules.finding_changes import finding_changes
 from advisor.rules.profile_vars import interpolate
 from advisor.rules.specs import RuleSpec
-from advisor.site import Site
+from advisor.site.model import Site
 from advisor.util.trusted_models import trusted
 
 AnalyticFunction = Callable[["RuleContext"], Iterable[Finding]]

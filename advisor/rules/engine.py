@@ -22,7 +22,7 @@ from advisor.rules.context import RuleContext, analytic_functions
 from advisor.rules.finding_groups import group_findings
 from advisor.rules.specs import ResolvedProfile, RuleCatalog, RuleSpec, failure_line, load_catalog, resolve_profiles
 from advisor.rules.waivers import apply_waivers
-from advisor.site import Site
+from advisor.site.model import Site
 
 
 # --------------------------------------------------------------------------- entry point

@@ -25,7 +25,7 @@ def lint(site_name: str | None = None, today: dt.date | None = None,
     warnings: list[str] = []
     site = None
     if site_name:
-        from advisor.site_file import load_site
+        from advisor.site.file import load_site
 
         try:
             site = load_site(site_name)

@@ -24,7 +24,7 @@ from advisor.model.facts import FactSet
 from advisor.model.findings import ChangeScope
 from advisor.report.model import build_report, load_report
 from advisor.rules.engine import evaluate
-from advisor.site import Site
+from advisor.site.model import Site
 from tests.support.planner_facts import TODAY, healthy, host, sysctl
 
 ANSIBLE_INVENTORY = shutil.which("ansible-inventory", path=str(Path(sys.executable).parent))

@@ -11,7 +11,7 @@ from advisor.model.findings import Change, Finding, FindingStatus, Severity
 from advisor.report.model import build_report
 from advisor.rules.engine import evaluate
 from advisor.rules.specs import RuleCatalog, RuleSpec
-from advisor.site import Site
+from advisor.site.model import Site
 from tests.support.planner_facts import TODAY, healthy, host, sysctl
 
 

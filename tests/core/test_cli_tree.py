@@ -186,7 +186,7 @@ def test_report_file_prints_the_console_summary(failing):
 
 def test_efficiency_test_hosts_is_a_host_pattern():
     from advisor.efficiency.active_plan import resolve_hosts
-    from advisor.site import Site
+    from advisor.site.model import Site
 
     site = Site(name="t", hosts=[{"name": "wn01", "roles": ["worker"]}, {"name": "wn02", "roles": ["worker"]},
                                  {"name": "wn03", "roles": ["worker"], "groups": ["slow"]},

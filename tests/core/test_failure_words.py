@@ -22,7 +22,7 @@ from advisor.report.junit import junit_xml
 from advisor.report.model import build_report
 from advisor.rules.engine import evaluate
 from advisor.rules.specs import FAILURE_FIELDS, failure_line, load_catalog, substitute_vars
-from advisor.site import Site
+from advisor.site.model import Site
 from probes import all_probes
 from probes.network import SysctlFacts
 

@@ -24,7 +24,7 @@ from advisor.report.junit import junit_xml
 from advisor.report.model import build_report
 from advisor.rules.engine import evaluate
 from advisor.rules.specs import load_catalog
-from advisor.site import Site
+from advisor.site.model import Site
 from probes.network import SysctlFacts
 
 REPO = Path(__file__).resolve().parents[2]

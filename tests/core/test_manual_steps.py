@@ -12,7 +12,7 @@ import yaml
 from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.model.findings import FindingStatus
 from advisor.rules.engine import evaluate
-from advisor.site import Site
+from advisor.site.model import Site
 from probes import all_probes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -16,8 +16,8 @@ from advisor.collector import probe_context
 from advisor.util.errors import SiteFileError
 from advisor.probe_helper import HostCommands, helper_text, sudoers_text
 from advisor.probe_plan import root_probes
-from advisor.probe_helper_path import DEFAULT_HELPER_PATH
-from advisor.site_file import load_site
+from advisor.site.probe_helper_path import DEFAULT_HELPER_PATH
+from advisor.site.file import load_site
 from advisor.transport.base import sudo_flag
 from probes import all_probes
 

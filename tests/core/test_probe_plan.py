@@ -26,7 +26,7 @@ from advisor.lab.scenario import Scenario, builtin_scenarios, load_scenario
 from advisor.lab.site_files import site_document
 from advisor.scan import open_scan
 from advisor.scan_options import ScanOptions
-from advisor.site import Site
+from advisor.site.model import Site
 from advisor.transport.base import CommandResult, Transport
 from advisor.transport.batch_framing import BatchScript
 
@@ -155,7 +155,7 @@ def test_gpfs_only_site_dry_run_scan_and_sudoers_agree(tmp_path):
     r = _cli("scan", "--site", site_file, "--dry-run", "--json")
     assert r.returncode == 0, r.stderr
     dry = {h["host"]: {p["probe"] for p in h["probes"]} for h in json.loads(r.stdout)["hosts"]}
-    from advisor.site_file import load_site
+    from advisor.site.file import load_site
 
     site = load_site(str(site_file))
     sent: dict[str, dict[str, str]] = {}

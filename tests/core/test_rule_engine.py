@@ -14,7 +14,7 @@ from advisor.rules.engine import evaluate
 from advisor.rules.waivers import apply_waivers
 from advisor.rules.fact_paths import MISSING, get_path, split_path
 from advisor.rules.specs import load_catalog, resolve_profiles
-from advisor.site import Host, Site, Waiver
+from advisor.site.model import Host, Site, Waiver
 from tests.support.rule_packs import SACK_PACK, write_rules
 
 

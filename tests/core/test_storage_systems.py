@@ -15,8 +15,8 @@ from pydantic import ValidationError
 
 from advisor.probe_plan import probes_for
 from advisor.rules.specs import load_catalog, resolve_profiles
-from advisor.site import Host, Site
-from advisor.site_file import load_site
+from advisor.site.model import Host, Site
+from advisor.site.file import load_site
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -34,7 +34,7 @@ from advisor.efficiency.active import (
     run_active,
 )
 from advisor.efficiency.active_plan import _config, build_active_plan
-from advisor.site import Site
+from advisor.site.model import Site
 
 JOB = str(active.JOB_PATH)
 #: 1 Gbit/s healthy path, compute = 1.5 x the healthy read time per MiB (the default)

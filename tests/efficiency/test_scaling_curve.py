@@ -89,7 +89,7 @@ def test_parse_protocols():
 
 
 def _site(**ext):
-    from advisor.site import Site
+    from advisor.site.model import Site
 
     return Site(name="s", hosts=[
         {"name": "xrd01", "address": "10.0.0.1", "roles": ["storage"],

@@ -25,7 +25,7 @@ import yaml
 from advisor.collector import probe_context
 from advisor.probe_helper import HostCommands, helper_text
 from advisor.probe_plan import root_probes
-from advisor.site_file import load_site
+from advisor.site.file import load_site
 from probes import all_probes
 
 REPO = Path(__file__).resolve().parents[2]

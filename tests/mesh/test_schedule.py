@@ -18,7 +18,7 @@ from advisor.mesh.schedule import (
     mesh_schedule,
     schedule_method,
 )
-from advisor.site import Site
+from advisor.site.model import Site
 
 
 def check_rounds(requested: list[tuple[str, str]], rounds: list[list[tuple[str, str]]]) -> None:

@@ -13,7 +13,7 @@ import pytest
 from advisor.util.errors import UsageError
 from advisor.mesh.schedule import expand_pairs, mesh_schedule
 from advisor.mesh.strategies import estimated_wall_seconds, runs_to_cover, select_paths
-from advisor.site import Site
+from advisor.site.model import Site
 
 N_WORKERS, N_STORAGE = 400, 6
 

@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from advisor.util.errors import SiteFileError
-from advisor.site import ROLE_NAMES, Host, Site
+from advisor.site.model import ROLE_NAMES, Host, Site
 from advisor.util.yaml_lines import LocatedYaml
 
 #: make a source Ansible cannot parse an error rather than a warning and an empty inventory

@@ -1,9 +1,9 @@
 """The site model: hosts, roles, groups, expected link rates, profiles, waivers, mesh pairs.
 
 A site comes from a site file (YAML, documented in docs/site-file.md) or from an Ansible
-inventory plus a role map (see advisor.inventory), read by advisor.site_file.load_site, after
-advisor.site_lookup has found it by name (``./sites/NAME.yml``, ``~/.config/storadvise/sites/NAME.yml``,
-the lab's registry directory) or as a path. Host patterns: advisor.host_patterns.
+inventory plus a role map (see advisor.site.inventory), read by advisor.site.file.load_site, after
+advisor.site.lookup has found it by name (``./sites/NAME.yml``, ``~/.config/storadvise/sites/NAME.yml``,
+the lab's registry directory) or as a path. Host patterns: advisor.site.host_patterns.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from advisor.util.errors import SiteFileError
-from advisor.host_patterns import host_pattern
-from advisor.probe_helper_path import HELPER_VAR, helper_path, helper_read_problem
+from advisor.site.host_patterns import host_pattern
+from advisor.site.probe_helper_path import HELPER_VAR, helper_path, helper_read_problem
 from advisor.util.units import parse_rate_bps
 
 

@@ -1,5 +1,5 @@
 """Reading a site: a site file (a host list or an ``inventory:`` section), an Ansible inventory
-given on the command line, or the local host. ``advisor/site.py`` holds the models only, so the
+given on the command line, or the local host. ``advisor/site/model.py`` holds the models only, so the
 site model and the inventory reader do not import each other."""
 
 from __future__ import annotations
@@ -8,16 +8,16 @@ import sys
 from pathlib import Path
 
 from advisor.util.errors import SiteFileError, UsageError
-from advisor.inventory import parse_role_map, site_from_inventory, site_from_inventory_section, skipped_hosts_line
-from advisor.site import LOCAL_SITE, Site, local_site
-from advisor.site_lookup import find_site_file
+from advisor.site.inventory import parse_role_map, site_from_inventory, site_from_inventory_section, skipped_hosts_line
+from advisor.site.model import LOCAL_SITE, Site, local_site
+from advisor.site.lookup import find_site_file
 from advisor.util.yaml_lines import load_located_yaml
 
 
 def load_site(name_or_path: str) -> Site:
     """Load and validate a site by name or path; errors name file, line and field.
 
-    ``local`` with no site file of that name is this machine (``advisor.site.local_site``)."""
+    ``local`` with no site file of that name is this machine (``advisor.site.model.local_site``)."""
     if name_or_path == LOCAL_SITE:
         try:
             path = find_site_file(name_or_path)
