@@ -252,7 +252,7 @@ def collect(
     """Save every probe's raw output per host, for offline analysis with 'scan --from DIR' (--out-dir), or as
     readable files, one per host and probe (--export)."""
     out_dir = one_of_aliases(out_dir, out_dir_old, "--out-dir", "--out")
-    from advisor.collector import now_iso, write_manifest
+    from advisor.collect.collector import now_iso, write_manifest
     from advisor.report.progress import ScanProgress
     from advisor.scan import open_scan, run_scan
     from advisor.transport.capture_objects import CaptureObjects
@@ -322,7 +322,7 @@ def collect(
 
 def _collect_ansible(site, inventory, role_map, options, ansible_vars, from_ansible, out_dir, json_out) -> None:
     """collect.yml's two ends: the vars file it runs, and the capture from what it saved."""
-    from advisor.ansible_collect import batch_vars, import_frames, write_vars_file
+    from advisor.collect.ansible import batch_vars, import_frames, write_vars_file
     from advisor.scan import open_scan
 
     if ansible_vars is None:

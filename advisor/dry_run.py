@@ -2,7 +2,7 @@
 without contacting any host.
 
 Per host: how it is reached (SSH user@address:port, or the local host), the batch wrapper's private
-temporary directory, and per probe its privilege (advisor.probe_plan: as the login user, as root, through
+temporary directory, and per probe its privilege (advisor.collect.probe_plan: as the login user, as root, through
 ``sudo -n`` or through the probe helper; sudo is shown only where the scan uses it), its timeout and its
 exact POSIX sh script (the files it reads are named in it). Then the iperf3 mesh (the paths, the rounds,
 the commands on the receiving and the sending host) and the active efficiency test (workers,
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.collector import probe_context
+from advisor.collect.collector import probe_context
 from advisor.util.host_tmp import MKTEMP
-from advisor.probe_helper import HostCommands
-from advisor.probe_plan import Privilege, login_is_root, probe_plan, root_probes
+from advisor.collect.probe_helper import HostCommands
+from advisor.collect.probe_plan import Privilege, login_is_root, probe_plan, root_probes
 from advisor.scan_options import ScanOptions
 from advisor.site.model import Host, Site
 from probes.probe import Probe

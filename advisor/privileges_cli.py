@@ -1,5 +1,5 @@
 """``storadvise sudoers`` and ``storadvise probe helper``: what a site installs so that the scan's
-root probes run as fixed commands, allowed by a narrow sudoers rule (advisor.probe_helper)."""
+root probes run as fixed commands, allowed by a narrow sudoers rule (advisor.collect.probe_helper)."""
 
 from __future__ import annotations
 
@@ -53,13 +53,13 @@ def helper(
 
     Install it as root:root 0755 at the host's probe_helper path (default /usr/local/sbin/storadvise-probe),
     set probe_helper for the host, and allow it with 'storadvise sudoers'. See docs/privileges.md."""
-    from advisor.collector import probe_context
-    from advisor.probe_helper import helper_text
-    from advisor.probe_plan import root_probes
+    from advisor.collect.collector import probe_context
+    from advisor.collect.probe_helper import helper_text
+    from advisor.collect.probe_plan import root_probes
 
     s = _site(site, inventory, role_map)
     h = _host(s, host)
-    probes = root_probes(s, h)  # what the scan runs as root there (advisor.probe_plan), nothing else
+    probes = root_probes(s, h)  # what the scan runs as root there (advisor.collect.probe_plan), nothing else
     if not probes:
         raise UsageError(f"no probe the scan runs on {h.name} needs root: the host needs no helper")
     try:
@@ -85,9 +85,9 @@ def sudoers(
     It names the probe helper with each root probe as its one argument; hosts need the helper installed
     ('storadvise probe helper') and probe_helper set. Check it with 'visudo -cf FILE' before installing it
     in /etc/sudoers.d. See docs/privileges.md."""
-    from advisor.probe_helper import sudoers_text
+    from advisor.collect.probe_helper import sudoers_text
     from advisor.site.probe_helper_path import DEFAULT_HELPER_PATH, helper_path
-    from advisor.probe_plan import site_root_probes
+    from advisor.collect.probe_plan import site_root_probes
     from advisor.scan import select_hosts
 
     s = _site(site, inventory, role_map)

@@ -13,7 +13,7 @@ open        :func:`open_scan` (here): the site (site file, inventory, capture ma
             ``--hosts`` selects, the probes ``--probes``/``--skip-probes`` leave in and the profiles
             resolved. Everything a user can get wrong is refused here, before any host is probed: an
             unknown profile, a selection that matches nothing.
-collect     ``advisor/collector.py`` ``collect_site_facts``: the probes of each host, hosts in parallel.
+collect     ``advisor/collect/collector.py`` ``collect_site_facts``: the probes of each host, hosts in parallel.
 measure     ``advisor/measurements.py`` ``run_site_measurements``: the iperf3 mesh and the active
             CPU-efficiency test (never from a capture: they need live hosts). Then the hosts'
             production flows are joined into paths (``advisor/flows/paths.py``, from a capture too)
@@ -44,14 +44,14 @@ from pathlib import Path
 from typing import Any
 
 from advisor.report.diagnosed import diagnose_report
-from advisor.collector import MANIFEST, READABLE_CAPTURE_FORMATS, TransportFactory, collect_site_facts, now_iso
+from advisor.collect.collector import MANIFEST, READABLE_CAPTURE_FORMATS, TransportFactory, collect_site_facts, now_iso
 from advisor.util.errors import StoradviseError, UsageError
 from advisor.model.facts import FactSet
 from advisor.flows.compare import compare_with_mesh
 from advisor.flows.paths import flow_paths
 from advisor.measurements import run_site_measurements
 from advisor.rules.probe_requests import requested_keys
-from advisor.probe_selection import selected_probes
+from advisor.collect.probe_selection import selected_probes
 from advisor.report.model import ScanReport, build_report
 from advisor.rules.engine import evaluate
 from advisor.rules.specs import RuleCatalog, load_catalog, resolve_profiles
@@ -235,7 +235,7 @@ def run_scan(target: ScanTarget, options: ScanOptions, *, stages: tuple[str, ...
                                      probes=None if target.probes is None else sorted(target.probes),
                                      progress=progress, sink=sink, requested=target.requested)
     else:
-        from advisor.collector import site_context
+        from advisor.collect.collector import site_context
 
         factset = FactSet(site=site.name, context=site_context(site))
     if "measure" in stages and not target.from_capture:

@@ -236,10 +236,10 @@ def _site(rng: random.Random) -> str:
 
 
 def fuzz_site_files(cases: int, rng: random.Random, case_seconds: float) -> Tally:
-    from advisor.ansible_collect import batch_vars
-    from advisor.collector import probe_context
-    from advisor.probe_helper import helper_text, sudoers_text
-    from advisor.probe_plan import root_probes, site_root_probes
+    from advisor.collect.ansible import batch_vars
+    from advisor.collect.collector import probe_context
+    from advisor.collect.probe_helper import helper_text, sudoers_text
+    from advisor.collect.probe_plan import root_probes, site_root_probes
     from advisor.site.probe_helper_path import SYSTEM_DIRS, helper_path
     from advisor.site.file import load_site
 

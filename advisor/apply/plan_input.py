@@ -58,7 +58,7 @@ class PlanHost(msgspec.Struct):
     reachable: bool
     address: str | None = None
     errors: list[str] = []
-    #: probe name -> why it did not run (a probe --skip-probes left out: advisor.probe_selection)
+    #: probe name -> why it did not run (a probe --skip-probes left out: advisor.collect.probe_selection)
     probe_messages: dict[str, str] = {}
     #: probe name -> its facts: raw JSON as decoded, then (load_plan_scan) a RawProbeFacts mapping
     facts: dict[str, msgspec.Raw] = {}

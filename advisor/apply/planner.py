@@ -25,7 +25,7 @@ from advisor.apply.plan_outcome import predicted_outcome
 from advisor.report.diagnosed import ensure_diagnosis
 from advisor.report.model import ScanReport
 from advisor.site.model import Host, Site
-from advisor.probe_selection import skipped_in, skipped_probes
+from advisor.collect.probe_selection import skipped_in, skipped_probes
 
 __all__ = ["Plan", "PlanError", "PlannedChange", "build_plan", "check_report_matches"]
 

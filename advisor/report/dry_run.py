@@ -9,7 +9,7 @@ from rich.console import Console
 
 
 def _privilege_text(p: dict[str, Any]) -> str:
-    """How a probe runs (advisor.probe_plan.Privilege), with sudo only where the scan uses it."""
+    """How a probe runs (advisor.collect.probe_plan.Privilege), with sudo only where the scan uses it."""
     unless = " unless the login is root" if p["sudo"] is None else ""
     privilege = p["privilege"]
     if privilege == "helper":

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.model.findings import SEVERITY_ORDER, FindingStatus
-from advisor.probe_selection import is_skipped, skipped_probes_of
+from advisor.collect.probe_selection import is_skipped, skipped_probes_of
 from advisor.report.model import ScanReport
 
 

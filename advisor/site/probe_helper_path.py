@@ -1,12 +1,12 @@
 """Where a host's probe helper is installed: its ``probe_helper`` variable, validated (the path names
-a command sudo runs as root; advisor.probe_helper writes the helper and the sudoers rule for it).
+a command sudo runs as root; advisor.collect.probe_helper writes the helper and the sudoers rule for it).
 The site model checks every host's value with this, before any transport or probe is involved.
 
 The helper runs as root for whoever may call it through sudo, so whoever may write it, or rename
 anything in a directory above it, is root on that host. Its path must therefore lie in a system
 directory only root writes (``SYSTEM_DIRS``); the scan also checks, on the host and before sudo,
 that the helper and every directory above it are owned by root and not group- or world-writable
-(advisor.probe_helper)."""
+(advisor.collect.probe_helper)."""
 
 from __future__ import annotations
 

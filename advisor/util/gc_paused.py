@@ -7,7 +7,7 @@ of 2,000 workers: 2x its time). Nested uses are fine: the collector is resumed b
 
 With ``freeze=True``, after a stage that allocated over a million tracked objects, the objects
 alive on resuming are frozen (``gc.freeze``, as
-``advisor.collector`` does for the collected facts): the collector's next pass does not traverse
+``advisor.collect.collector`` does for the collected facts): the collector's next pass does not traverse
 the millions of objects the stage built (1.3 s per mesh stage at 2,000 workers); reference
 counting still frees them, but garbage in a reference cycle at that moment is kept until the
 process ends, so only one-shot stages of a command use it (and a small stage never freezes).

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.collector import probe_context
+from advisor.collect.collector import probe_context
 from advisor.util.errors import SiteFileError
 from advisor.flows.ports import site_flow_ports
 from advisor.site.file import load_site

@@ -1,4 +1,4 @@
-"""What runs where has one answer (advisor.probe_plan): the probes the collector sends to each host, the
+"""What runs where has one answer (advisor.collect.probe_plan): the probes the collector sends to each host, the
 ones ``scan --dry-run`` lists, the ones ``collect --ansible-vars`` batches, the root ones the host's probe
 helper holds and the ones the sudoers snippet allows are the same sets, with the same privilege, on every
 shipped lab scenario and on generated sites (each as written and narrowed to its storage kind), and on a
@@ -16,9 +16,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from advisor.ansible_collect import batch_vars
+from advisor.collect.ansible import batch_vars
 from advisor.cli import app
-from advisor.collector import collect_site_facts
+from advisor.collect.collector import collect_site_facts
 from advisor.dry_run import scan_dry_run
 from advisor.lab.generate import generate_scenario
 from advisor.lab.records import LabRecord

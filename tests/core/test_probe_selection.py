@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.probe_selection import SKIPPED, selected_probes
+from advisor.collect.probe_selection import SKIPPED, selected_probes
 from advisor.util.errors import UsageError
 from advisor.rules.specs import load_catalog
 from tests.support.cli import storadvise

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.collector import probe_context
-from advisor.probe_plan import probes_for
+from advisor.collect.collector import probe_context
+from advisor.collect.probe_plan import probes_for
 from advisor.site.file import load_site
 from tests.support.cli import storadvise
 

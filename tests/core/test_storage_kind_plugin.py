@@ -133,7 +133,7 @@ def scan(site, collect_site_facts, transport_for):
 def test_a_new_storage_kind_is_scanned_planned_applied_and_verified(fakefs, tmp_path):
     from advisor.apply.planner import build_plan
     from advisor.apply.project import write_project
-    from advisor.collector import collect_site_facts
+    from advisor.collect.collector import collect_site_facts
     from advisor.site.model import Site
     from advisor.transport.factory import transport_for
 

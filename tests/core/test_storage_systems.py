@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from advisor.probe_plan import probes_for
+from advisor.collect.probe_plan import probes_for
 from advisor.rules.specs import load_catalog, resolve_profiles
 from advisor.site.model import Host, Site
 from advisor.site.file import load_site

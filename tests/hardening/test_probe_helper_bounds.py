@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.collector import probe_context
-from advisor.probe_helper import HostCommands, helper_text
-from advisor.probe_plan import root_probes
+from advisor.collect.collector import probe_context
+from advisor.collect.probe_helper import HostCommands, helper_text
+from advisor.collect.probe_plan import root_probes
 from advisor.site.file import load_site
 from probes import all_probes
 

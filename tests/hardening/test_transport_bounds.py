@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.collector import collect_site_facts, interpret
+from advisor.collect.collector import collect_site_facts, interpret
 from advisor.site.model import Host, Site
 from advisor.transport.base import MAX_OUTPUT_BYTES, Command, CommandResult, Transport
 from advisor.transport.factory import SshOptions

@@ -4,7 +4,7 @@ Without a helper a root probe runs as ``sudo -n -- sh $TMP/N.sh``: a script in a
 which only a rule allowing any command can permit. A host whose ``probe_helper`` variable names a
 path runs each root probe as ``sudo -n -- PATH NAME`` instead. PATH is the *probe helper*, a POSIX sh
 script generated for that host (``storadvise probe helper``): one case per root probe the scan runs
-there (advisor.probe_plan: its roles and the site's storage systems decide), each the very script the
+there (advisor.collect.probe_plan: its roles and the site's storage systems decide), each the very script the
 scan would otherwise send, fixed at install time. The sudoers snippet ``storadvise sudoers`` prints
 allows exactly ``PATH NAME`` for each root probe of the hosts it is made for, nothing else.
 
@@ -39,7 +39,7 @@ _SUDOERS_ALIAS_RE = re.compile(r"[A-Z][A-Z0-9_]*")
 
 def _body(ctx: ProbeContext, probes: list[Probe]) -> str:
     """The helper's body for the host ``ctx`` describes, holding ``probes`` (the host's root probes:
-    advisor.probe_plan.root_probes, in name order); a ValueError when its variables make a root probe
+    advisor.collect.probe_plan.root_probes, in name order); a ValueError when its variables make a root probe
     read a location the probe does not document (``Probe.root_paths``)."""
     ctx = ctx.model_copy(update={"root_helper": True})
     problem = helper_read_problem(ctx.vars)
@@ -80,7 +80,7 @@ class HostCommands:
     """The commands of one host's probes: each probe's script (through sudo when it needs root), or, on
     a host whose variables name a helper, a call of the installed helper for the root probes, after
     checking it is the one this storadvise generates for the host (its hash computed once per host).
-    ``root_probes``: the host's root probes, which its helper holds (advisor.probe_plan.root_probes)."""
+    ``root_probes``: the host's root probes, which its helper holds (advisor.collect.probe_plan.root_probes)."""
 
     def __init__(self, ctx: ProbeContext, root_probes: list[Probe]):
         self.ctx = ctx
@@ -142,7 +142,7 @@ def _helper_check(helper: str, body: str) -> str:
 
 def sudoers_text(user: str, helper: str, probes: list[Probe]) -> str:
     """A sudoers snippet (/etc/sudoers.d/storadvise) allowing ``user`` exactly ``probes`` through the
-    helper (the root probes of the hosts it is for: advisor.probe_plan.site_root_probes). A ValueError
+    helper (the root probes of the hosts it is for: advisor.collect.probe_plan.site_root_probes). A ValueError
     for a user that is not one login name (``ALL``, an alias, a group, a uid), a helper outside the
     root-owned system directories (advisor.site.probe_helper_path), or no probe."""
     if not _SUDOERS_USER_RE.fullmatch(user):

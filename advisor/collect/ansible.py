@@ -25,12 +25,12 @@ from typing import Any
 
 from advisor.util.ansible_data import as_data, dump_data, load_data
 from advisor.util.atomic_files import write_atomic
-from advisor.collector import now_iso, probe_context
+from advisor.collect.collector import now_iso, probe_context
 from advisor.util.errors import StoradviseError
 from advisor.model.facts import HostFacts
 from advisor.util.path_component import path_component
-from advisor.probe_helper import HostCommands
-from advisor.probe_plan import probe_plan, root_probes
+from advisor.collect.probe_helper import HostCommands
+from advisor.collect.probe_plan import probe_plan, root_probes
 from advisor.site.secret_vars import redact_vars
 from advisor.util.shipped_code import module_utils
 from advisor.site.model import Site
@@ -53,7 +53,7 @@ def batch_vars(site: Site, hosts: list, sample_seconds: float, probes: list[str]
     seen: dict[str, int] = {}
     host_batch: dict[str, int] = {}
     for host in hosts:
-        plan = probe_plan(site, host, probes)  # what runs where (advisor.probe_plan), as the collector asks it
+        plan = probe_plan(site, host, probes)  # what runs where (advisor.collect.probe_plan), as the collector asks it
         host_commands = HostCommands(probe_context(site, host, False, sample_seconds, requested),
                                      root_probes(site, host, plan))
         commands = [host_commands.command(pp.probe) for pp in plan if pp.selected]

@@ -14,9 +14,9 @@ from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.flows.ports import site_flow_ports
 from advisor.util.gc_paused import gc_paused
 from advisor.model.output_store import OutputStore
-from advisor.probe_helper import HostCommands
-from advisor.probe_plan import probe_plan, root_probes
-from advisor.probe_selection import SKIPPED, skipped_message
+from advisor.collect.probe_helper import HostCommands
+from advisor.collect.probe_plan import probe_plan, root_probes
+from advisor.collect.probe_selection import SKIPPED, skipped_message
 from advisor.ruleset_canonical import CONTROLLER_STEPS
 from advisor.util.path_component import path_component
 from advisor.site.secret_vars import redact_vars
@@ -121,7 +121,7 @@ def _collect_host(site: Site, host: Host, transport_factory: TransportFactory, s
                   sink: Callable[[Host, list[Command], list[CommandResult]], None] | None = None,
                   store: OutputStore | None = None, requested: dict[str, list[str]] | None = None) -> HostFacts:
     hf = HostFacts(name=host.name, roles=host.role_names, groups=list(host.groups), address=host.connect_address)
-    plan = probe_plan(site, host, selected)  # what runs where: the one answer (advisor.probe_plan)
+    plan = probe_plan(site, host, selected)  # what runs where: the one answer (advisor.collect.probe_plan)
     probes = [pp.probe for pp in plan if pp.selected]
     try:
         transport = transport_factory(host)
