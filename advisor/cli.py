@@ -29,8 +29,8 @@ from advisor.util.errors import ERROR_PREFIX, StoradviseError, UsageError
 from advisor.model.fail_on import check_fail_on, fail_on_option
 from advisor.util.help_format import HELP_FORMAT
 from advisor.util.option_aliases import ALIAS_HELP, one_of_aliases
-from advisor.scan_options import ScanOptions
-from advisor.scan_flags import scan_options
+from advisor.scan.options import ScanOptions
+from advisor.scan.flags import scan_options
 
 app = typer.Typer(
     **HELP_FORMAT,
@@ -105,7 +105,7 @@ def scan(
     from advisor.report.model import exit_code
     from advisor.report.outputs import ReportFiles, write_report_files
     from advisor.report.progress import ScanProgress
-    from advisor.scan import open_scan, run_scan
+    from advisor.scan.pipeline import open_scan, run_scan
 
     check_fail_on(fail_on)
     check_output_paths({"--output": output, "--junit": junit, "--html": html, "--prometheus": prometheus})
@@ -113,9 +113,9 @@ def scan(
         raise UsageError("--fail-on-new compares with the stored history; it does not go with --no-history")
     target = open_scan(options, site, inventory, role_map)
     if dry_run:
-        from advisor.dry_run import scan_dry_run
+        from advisor.scan.dry_run import scan_dry_run
         from advisor.report.dry_run import render_dry_run
-        from advisor.scan import efficiency_settings
+        from advisor.scan.pipeline import efficiency_settings
 
         plan = scan_dry_run(target, options, efficiency_settings(target, options) if options.efficiency else None)
         if json_out:
@@ -254,7 +254,7 @@ def collect(
     out_dir = one_of_aliases(out_dir, out_dir_old, "--out-dir", "--out")
     from advisor.collect.collector import now_iso, write_manifest
     from advisor.report.progress import ScanProgress
-    from advisor.scan import open_scan, run_scan
+    from advisor.scan.pipeline import open_scan, run_scan
     from advisor.transport.capture_objects import CaptureObjects
     from advisor.transport.captured import write_capture
 
@@ -323,7 +323,7 @@ def collect(
 def _collect_ansible(site, inventory, role_map, options, ansible_vars, from_ansible, out_dir, json_out) -> None:
     """collect.yml's two ends: the vars file it runs, and the capture from what it saved."""
     from advisor.collect.ansible import batch_vars, import_frames, write_vars_file
-    from advisor.scan import open_scan
+    from advisor.scan.pipeline import open_scan
 
     if ansible_vars is None:
         raise UsageError("--from-ansible DIR needs the vars file the playbook ran: --ansible-vars FILE")

@@ -138,8 +138,8 @@ def register_active(app: typer.Typer) -> None:
           storadvise efficiency test --site xc --clients 1,2,4,8 --protocol xrootd,xcache --plot scaling.png
         """
         from advisor.efficiency.active import EfficiencyTestError
-        from advisor.scan import open_scan, run_scan
-        from advisor.scan_options import ScanOptions
+        from advisor.scan.pipeline import open_scan, run_scan
+        from advisor.scan.options import ScanOptions
         from advisor.site.file import load_site
 
         try:

@@ -88,7 +88,7 @@ def sudoers(
     from advisor.collect.probe_helper import sudoers_text
     from advisor.site.probe_helper_path import DEFAULT_HELPER_PATH, helper_path
     from advisor.collect.probe_plan import site_root_probes
-    from advisor.scan import select_hosts
+    from advisor.scan.pipeline import select_hosts
 
     s = _site(site, inventory, role_map)
     hosts = select_hosts(s, hosts)

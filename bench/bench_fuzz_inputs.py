@@ -288,8 +288,8 @@ def fuzz_site_files(cases: int, rng: random.Random, case_seconds: float) -> Tall
 def real_scan(tmp: Path) -> tuple[str, Path]:
     """A real scan report (schema 2 JSON, as scan --json writes it) and the site file it is of."""
     from advisor.report.outputs import ReportFiles, write_report_files
-    from advisor.scan import open_scan, run_scan
-    from advisor.scan_options import ScanOptions
+    from advisor.scan.pipeline import open_scan, run_scan
+    from advisor.scan.options import ScanOptions
 
     cap = tmp / "capture"
     (cap / "hosts" / "gpfs01").mkdir(parents=True)

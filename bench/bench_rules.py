@@ -37,7 +37,7 @@ from advisor.rules.specs import load_catalog, resolve_profiles, substitute_vars 
 
 
 def load_capture_facts(directory: Path) -> tuple:
-    from advisor.scan import captured_transports, load_capture
+    from advisor.scan.pipeline import captured_transports, load_capture
 
     site, manifest = load_capture(directory)
     facts = collect_site_facts(site, captured_transports(directory, manifest), parallel=4, sample_seconds=1)

@@ -16,17 +16,17 @@ from advisor.model.fail_on import EXIT_FAILED, check_fail_on, fail_on_option
 from advisor.model.findings import SEVERITY_ORDER
 from advisor.util.option_aliases import ALIAS_HELP, one_of_aliases
 from advisor.report.safe_text import markup_text as m_
-from advisor.scan_options import ScanOptions
-from advisor.scan_flags import scan_options
+from advisor.scan.options import ScanOptions
+from advisor.scan.flags import scan_options
 
 out = Console(emoji=False)  # host text such as ":skull:" is shown as written
 err = Console(stderr=True, emoji=False)
 
 
 def _scan(target, options, quiet: bool, label: str, mesh_wanted=None):
-    """The scan pipeline (advisor/scan.py) with a progress bar."""
+    """The scan pipeline (advisor/scan/pipeline.py) with a progress bar."""
     from advisor.report.progress import ScanProgress
-    from advisor.scan import run_scan
+    from advisor.scan.pipeline import run_scan
 
     with ScanProgress(len(target.hosts), f"{label} {target.site.name}", enabled=not quiet, console=err) as bar:
         return run_scan(target, options, progress=bar.host_done, quiet=quiet, console=err,
@@ -57,7 +57,7 @@ def plan(
     from advisor.apply.plan_input import load_plan_scan
     from advisor.apply.planner import build_plan
     from advisor.apply.project import write_project
-    from advisor.scan import open_scan
+    from advisor.scan.pipeline import open_scan
     from advisor.site.file import resolve_site
 
     out_dir = one_of_aliases(out_dir, out_dir_old, "--out-dir", "--out")
@@ -213,7 +213,7 @@ def verify(
     from advisor.apply.verify import network_touched, verify_result
     from advisor.history_store import store_scan
     from advisor.report.outputs import ReportFiles, write_report_files
-    from advisor.scan import open_scan
+    from advisor.scan.pipeline import open_scan
     from advisor.site.file import resolve_site
 
     check_fail_on(fail_on)

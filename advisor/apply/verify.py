@@ -1,4 +1,4 @@
-"""``verify``: the scan after a change against the one before (the scan itself is advisor/scan.py).
+"""``verify``: the scan after a change against the one before (the scan itself is advisor/scan/pipeline.py).
 
 The findings and paths are compared as advisor/report/scan_compare.py says (``fixed``,
 ``still_failing``, ``new``, ``not_checked``); the active test's efficiency before and after; and the

@@ -197,7 +197,7 @@ class MeshRunner:
                  progress: Callable[[MeshProgress], None] | None = None, nic_speeds: dict[str, int] | None = None):
         self.site = site
         self.opts = options
-        #: host -> its physical NIC's speed (bits/s; advisor.measurements.nic_speeds): each path records its ends'
+        #: host -> its physical NIC's speed (bits/s; advisor.scan.measurements.nic_speeds): each path records its ends'
         self.nic_speeds = nic_speeds or {}
         self.hosts = _Hosts(site, transports)
         self.progress = progress

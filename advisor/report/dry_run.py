@@ -1,4 +1,4 @@
-"""The console text of ``scan --dry-run`` (advisor/dry_run.py builds what it shows): plain text, the
+"""The console text of ``scan --dry-run`` (advisor/scan/dry_run.py builds what it shows): plain text, the
 scripts printed exactly as they would be sent, never wrapped or cut."""
 
 from __future__ import annotations

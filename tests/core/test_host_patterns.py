@@ -15,7 +15,7 @@ from advisor.model.findings import Finding, FindingStatus, Severity
 from advisor.lab.scenario import Scenario
 from advisor.mesh.schedule import expand_pairs
 from advisor.rules.waivers import apply_waivers
-from advisor.scan import select_hosts
+from advisor.scan.pipeline import select_hosts
 from advisor.site.model import ImmutableSetting, Site, Waiver
 
 HOSTS = [

@@ -120,7 +120,7 @@ def test_apply_does_not_import_the_cli():
 
 def stage_of(module: str) -> str:
     """The part of the code a module belongs to: ``probes``, a package of advisor/ (``advisor.rules``,
-    ``advisor.apply`` ...) or a top-level module of advisor/ (``advisor.scan``)."""
+    ``advisor.apply`` ...) or a top-level module of advisor/ (``advisor.scan.pipeline``)."""
     parts = module.split(".")
     return ".".join(parts[:2]) if parts[0] == "advisor" and len(parts) > 1 else parts[0]
 

@@ -19,13 +19,13 @@ from typer.testing import CliRunner
 from advisor.collect.ansible import batch_vars
 from advisor.cli import app
 from advisor.collect.collector import collect_site_facts
-from advisor.dry_run import scan_dry_run
+from advisor.scan.dry_run import scan_dry_run
 from advisor.lab.generate import generate_scenario
 from advisor.lab.records import LabRecord
 from advisor.lab.scenario import Scenario, builtin_scenarios, load_scenario
 from advisor.lab.site_files import site_document
-from advisor.scan import open_scan
-from advisor.scan_options import ScanOptions
+from advisor.scan.pipeline import open_scan
+from advisor.scan.options import ScanOptions
 from advisor.site.model import Site
 from advisor.transport.base import CommandResult, Transport
 from advisor.transport.batch_framing import BatchScript

@@ -17,8 +17,8 @@ import pytest
 from advisor.util.errors import RuleDefinitionError
 from advisor.rules.probe_requests import requested_keys
 from advisor.rules.specs import load_catalog, resolve_profiles
-from advisor.scan import open_scan, run_scan
-from advisor.scan_options import ScanOptions
+from advisor.scan.pipeline import open_scan, run_scan
+from advisor.scan.options import ScanOptions
 from advisor.site.file import load_site
 from tests.support.cli import storadvise
 from tests.support.rule_packs import NEW_KEY, rules_copy, site_pack

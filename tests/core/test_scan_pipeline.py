@@ -1,4 +1,4 @@
-"""The one scan pipeline (advisor/scan.py) as the commands use it: the same scan options on every
+"""The one scan pipeline (advisor/scan/pipeline.py) as the commands use it: the same scan options on every
 command that scans, verify with --from/--hosts/--profile, unknown profiles refused before any
 host is probed (issue 13 item 8)."""
 
@@ -95,7 +95,7 @@ def test_every_scanning_command_offers_the_same_scan_options():
     import typer.main
 
     from advisor.cli import app
-    from advisor.scan_options import ScanOptions
+    from advisor.scan.options import ScanOptions
 
     group = typer.main.get_command(app)
     fields = [f for f in dataclasses.fields(ScanOptions) if f.metadata.get("cli")]

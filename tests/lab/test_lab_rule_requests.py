@@ -75,8 +75,8 @@ def test_site_file_rules_dirs(lab: dict, tmp_path: Path) -> None:
 
 def test_rule_added_to_a_copy_of_rules(lab: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import advisor.rules.specs
-    from advisor.scan import open_scan, run_scan
-    from advisor.scan_options import ScanOptions
+    from advisor.scan.pipeline import open_scan, run_scan
+    from advisor.scan.options import ScanOptions
 
     copy = rules_copy(tmp_path)
     monkeypatch.setattr(advisor.rules.specs, "rules_dir", lambda: copy)

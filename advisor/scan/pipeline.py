@@ -14,7 +14,7 @@ open        :func:`open_scan` (here): the site (site file, inventory, capture ma
             resolved. Everything a user can get wrong is refused here, before any host is probed: an
             unknown profile, a selection that matches nothing.
 collect     ``advisor/collect/collector.py`` ``collect_site_facts``: the probes of each host, hosts in parallel.
-measure     ``advisor/measurements.py`` ``run_site_measurements``: the iperf3 mesh and the active
+measure     ``advisor/scan/measurements.py`` ``run_site_measurements``: the iperf3 mesh and the active
             CPU-efficiency test (never from a capture: they need live hosts). Then the hosts'
             production flows are joined into paths (``advisor/flows/paths.py``, from a capture too)
             and set beside the mesh's (``advisor/flows/compare.py``).
@@ -25,9 +25,9 @@ report      ``advisor/report/model.py`` ``build_report``: the JSON report. Rende
             ...) stays in ``advisor/report/``; the CLI only writes what the report holds.
 ==========  ==========================================================================================
 
-Adding a scan option is a one-place change: add a field to ``ScanOptions`` (advisor/scan_options.py) with
+Adding a scan option is a one-place change: add a field to ``ScanOptions`` (advisor/scan/options.py) with
 ``metadata=flag("--name", help=...)`` and read ``options.name`` in the stage that needs it. Every
-command built with ``advisor.scan_flags.scan_options`` (``scan``, ``collect``, ``plan``, ``verify``)
+command built with ``advisor.scan.flags.scan_options`` (``scan``, ``collect``, ``plan``, ``verify``)
 gains the flag with the same name, default and help; the default lives in the field, once. A field
 without ``flag`` metadata is an option of the pipeline that no command exposes as a flag.
 Output options (``--json``, ``--output``, ``--junit``, ``--fail-on``, ...) are not scan options:
@@ -49,13 +49,13 @@ from advisor.util.errors import StoradviseError, UsageError
 from advisor.model.facts import FactSet
 from advisor.flows.compare import compare_with_mesh
 from advisor.flows.paths import flow_paths
-from advisor.measurements import run_site_measurements
+from advisor.scan.measurements import run_site_measurements
 from advisor.rules.probe_requests import requested_keys
 from advisor.collect.probe_selection import selected_probes
 from advisor.report.model import ScanReport, build_report
 from advisor.rules.engine import evaluate
 from advisor.rules.specs import RuleCatalog, load_catalog, resolve_profiles
-from advisor.scan_options import ScanOptions
+from advisor.scan.options import ScanOptions
 from advisor.site.model import Host, Site, give_local_roles
 from advisor.site.file import resolve_site
 from advisor.transport.base import Command, CommandResult, HostUnreachable

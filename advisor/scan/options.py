@@ -1,8 +1,8 @@
 """``ScanOptions``: everything that decides how a site is scanned, in one typed object.
 
-Kept apart from the pipeline (advisor/scan.py) so that the command line can build its flags from
-it (advisor/scan_flags.py) without importing the collector, the rule engine and the reports.
-A field with ``metadata=flag(...)`` is a flag of every command that scans; see advisor/scan.py.
+Kept apart from the pipeline (advisor/scan/pipeline.py) so that the command line can build its flags from
+it (advisor/scan/flags.py) without importing the collector, the rule engine and the reports.
+A field with ``metadata=flag(...)`` is a flag of every command that scans; see advisor/scan/pipeline.py.
 """
 
 from __future__ import annotations

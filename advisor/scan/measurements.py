@@ -1,5 +1,5 @@
 """Site-level measurements that run after the per-host probes: the iperf3 mesh and the active
-CPU-efficiency test: the measure stage of the scan pipeline (advisor/scan.py)."""
+CPU-efficiency test: the measure stage of the scan pipeline (advisor/scan/pipeline.py)."""
 
 from __future__ import annotations
 

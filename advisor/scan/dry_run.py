@@ -18,7 +18,7 @@ from advisor.collect.collector import probe_context
 from advisor.util.host_tmp import MKTEMP
 from advisor.collect.probe_helper import HostCommands
 from advisor.collect.probe_plan import Privilege, login_is_root, probe_plan, root_probes
-from advisor.scan_options import ScanOptions
+from advisor.scan.options import ScanOptions
 from advisor.site.model import Host, Site
 from probes.probe import Probe
 

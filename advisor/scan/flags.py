@@ -1,9 +1,9 @@
-"""The fields of ``advisor.scan.ScanOptions`` as typer flags, generated once for every command.
+"""The fields of ``advisor.scan.pipeline.ScanOptions`` as typer flags, generated once for every command.
 
 ``@scan_options()`` on a command function whose last parameter is ``options: ScanOptions`` adds
 one flag per ``ScanOptions`` field that carries ``flag(...)`` metadata (same name, default and help
 everywhere) and calls the function with the flags gathered into one ``ScanOptions``. Adding a
-field to ``ScanOptions`` adds the flag to every such command (see advisor/scan.py).
+field to ``ScanOptions`` adds the flag to every such command (see advisor/scan/pipeline.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from advisor.scan_options import ScanOptions
+from advisor.scan.options import ScanOptions
 
 #: the typer annotation of a field whose dataclass type typer cannot take as is
 _CLI_TYPES: dict[str, Any] = {"profiles": list[str], "roles": list[str], "from_capture": Optional[Path],
