@@ -7,7 +7,7 @@ shown with ``--debug``.
 from __future__ import annotations
 
 #: how every error storadvise prints begins (one style: the command line's own errors, site-file
-#: errors, a host that cannot be used; advisor.cli.main)
+#: errors, a host that cannot be used; advisor.cli.root.main)
 ERROR_PREFIX = "storadvise: error: "
 
 

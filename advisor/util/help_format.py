@@ -87,7 +87,7 @@ def plain_placeholders(cmd: Any) -> None:
 
 def debug_option(ctx: Any) -> Any | None:
     """``--debug`` on every command (README: ``scan --debug``), as the root command declares it:
-    not passed to the command, advisor.cli.main reads it wherever it is given and shows the traceback
+    not passed to the command, advisor.cli.root.main reads it wherever it is given and shows the traceback
     of an error."""
     root = ctx.find_root().command
     found = next((p for p in root.params if "--debug" in p.opts), None)

@@ -187,7 +187,7 @@ def test_a_fleet_of_identical_workers_is_one_group_vars_file_and_a_short_plan(tm
     (tmp_path / "scan.json").write_text(report.model_dump_json())
     site_file = _site_file(the_site, tmp_path / "fleet.yml")
     out = tmp_path / "plan"
-    cp = subprocess.run([sys.executable, "-m", "advisor.cli", "plan", "--site", str(site_file), "--scan",
+    cp = subprocess.run([sys.executable, "-m", "advisor.cli.root", "plan", "--site", str(site_file), "--scan",
                          str(tmp_path / "scan.json"), "--out", str(out), "--json"], capture_output=True, text=True,
                         timeout=600)
     assert cp.returncode == 0, cp.stderr[-2000:]

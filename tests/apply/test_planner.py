@@ -185,7 +185,7 @@ def test_min_severity_leaves_out_and_lists_lower_findings():
 def test_plan_cli_min_severity_and_json(tmp_path, capsys):
     import json
 
-    from advisor.cli import main
+    from advisor.cli.root import main
 
     s = healthy()
     s["net.ipv4.tcp_sack"] = sysctl("0")

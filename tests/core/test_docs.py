@@ -27,7 +27,7 @@ import pytest
 import typer.main
 import yaml
 
-from advisor.cli import app
+from advisor.cli.root import app
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -142,7 +142,7 @@ def test_documented_commands_that_need_no_lab_run(doc, body, tmp_path):
 
 
 def _lint(args: list[str], where: str) -> None:
-    r = subprocess.run([sys.executable, "-m", "advisor.cli", "rules", "lint", *args], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "advisor.cli.root", "rules", "lint", *args], capture_output=True, text=True,
                        cwd=REPO, timeout=300)
     assert r.returncode == 0, f"{where}: rules lint: {r.stderr.strip()} {r.stdout.strip()}"
 

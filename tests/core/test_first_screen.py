@@ -97,7 +97,7 @@ def test_first_screen_has_no_empty_section_and_hygiene_says_severity_and_values(
 
 
 def test_first_screen_says_what_probes_and_role_left_out(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "advisor.cli", "scan", "--probes", "network.*,host", "--sample-seconds",
+    r = subprocess.run([sys.executable, "-m", "advisor.cli.root", "scan", "--probes", "network.*,host", "--sample-seconds",
                         "0.2", "--no-history"], capture_output=True, text=True, cwd=tmp_path, timeout=300,
                        env={**os.environ, "COLUMNS": "200"})
     assert r.returncode in (0, 2), r.stderr

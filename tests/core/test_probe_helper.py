@@ -33,7 +33,7 @@ def _site(tmp_path: Path, host_vars: dict | None = None, user: str = "scanner") 
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "advisor.cli.root", *map(str, args)], capture_output=True, text=True,
                           cwd=REPO, timeout=120)
 
 

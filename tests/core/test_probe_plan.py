@@ -17,7 +17,7 @@ import yaml
 from typer.testing import CliRunner
 
 from advisor.collect.ansible import batch_vars
-from advisor.cli import app
+from advisor.cli.root import app
 from advisor.collect.collector import collect_site_facts
 from advisor.scan.dry_run import scan_dry_run
 from advisor.lab.generate import generate_scenario
@@ -142,7 +142,7 @@ hosts:
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "advisor.cli.root", *map(str, args)], capture_output=True, text=True,
                           cwd=REPO, timeout=300)
 
 

@@ -94,7 +94,7 @@ def test_every_scanning_command_offers_the_same_scan_options():
     default; collect shows the collection ones."""
     import typer.main
 
-    from advisor.cli import app
+    from advisor.cli.root import app
     from advisor.scan.options import ScanOptions
 
     group = typer.main.get_command(app)

@@ -75,7 +75,7 @@ def test_a_scan_runs_only_the_site_storage_systems(tmp_path):
           - {name: box, roles: [storage]}
         """))
     assert load_site(str(site_file)).storage_kind == "san"
-    r = subprocess.run([sys.executable, "-m", "advisor.cli", "scan", "--site", str(site_file), "--no-mesh",
+    r = subprocess.run([sys.executable, "-m", "advisor.cli.root", "scan", "--site", str(site_file), "--no-mesh",
                         "--sample-seconds", "0.2", "--json", "--fail-on", "critical"],
                        capture_output=True, text=True, timeout=300, cwd=REPO)
     assert r.returncode in (0, 3), r.stderr

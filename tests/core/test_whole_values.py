@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def cli(*args, columns: str = "80") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "advisor.cli.root", *map(str, args)], capture_output=True, text=True,
                           cwd=REPO, timeout=300, env={**os.environ, "COLUMNS": columns})
 
 

@@ -318,7 +318,7 @@ def test_resolve_source_and_hosts():
 def test_cli_exit_codes(tmp_path):
     from typer.testing import CliRunner
 
-    from advisor.cli import app
+    from advisor.cli.root import app
 
     sf = tmp_path / "s.yml"
     sf.write_text("name: t\ntransport: local\nhosts:\n  - {name: wn, roles: [worker]}\n"

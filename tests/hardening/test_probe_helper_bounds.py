@@ -35,7 +35,7 @@ HELPER_DIR = "/usr/local/sbin"
 
 
 def run(*args, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "advisor.cli.root", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, timeout=120)
 
 

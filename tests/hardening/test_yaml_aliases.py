@@ -33,7 +33,7 @@ def _limited() -> None:
 
 
 def run(*args, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "advisor.cli.root", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, timeout=60, preexec_fn=_limited)
 
 

@@ -92,7 +92,7 @@ def test_seeds_cover_the_catalogue():
 
 def test_lab_generate_cli(tmp_path):
     out = tmp_path / "g.yml"
-    cp = subprocess.run([sys.executable, "-m", "advisor.cli", "lab", "generate", "--seed", "3", "--out", str(out)],
+    cp = subprocess.run([sys.executable, "-m", "advisor.cli.root", "lab", "generate", "--seed", "3", "--out", str(out)],
                         capture_output=True, text=True, timeout=60)
     assert cp.returncode == 0, cp.stderr
     from advisor.lab.scenario import load_scenario

@@ -36,7 +36,7 @@ def lab(shared_labs, tmp_path_factory: pytest.TempPathFactory):
 
 
 def _scan(*args: str) -> dict:
-    cp = subprocess.run([sys.executable, "-m", "advisor.cli", "scan", *args, "--no-mesh", "--no-efficiency",
+    cp = subprocess.run([sys.executable, "-m", "advisor.cli.root", "scan", *args, "--no-mesh", "--no-efficiency",
                          "--sample-seconds", "0.2", "--json", "--fail-on", "critical"],
                         capture_output=True, text=True, timeout=600, cwd=str(REPO))
     assert cp.returncode in (0, 3), cp.stderr[-2000:]

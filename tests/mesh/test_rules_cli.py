@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from advisor.cli import main
+from advisor.cli.root import main
 from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.rules.engine import evaluate
 from advisor.site.model import Site

@@ -88,7 +88,7 @@ def test_mesh_plan_prints_rounds_and_estimated_wall_time(tmp_path):
     import yaml
 
     path.write_text(yaml.safe_dump(json.loads(site.model_dump_json(exclude_defaults=True))))
-    cmd = [sys.executable, "-m", "advisor.cli", "mesh", "plan", "--site", str(path), "--strategy", "sample",
+    cmd = [sys.executable, "-m", "advisor.cli.root", "mesh", "plan", "--site", str(path), "--strategy", "sample",
            "--k", "2", "--run", "1"]
     r = subprocess.run(cmd + ["--json"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -27,7 +27,7 @@ def every_command():
     """(path, click command, context) for every command, groups included."""
     import typer.main
 
-    from advisor.cli import app
+    from advisor.cli.root import app
 
     root = typer.main.get_command(app)
     todo = [(("storadvise",), root, None)]

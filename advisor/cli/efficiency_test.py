@@ -1,5 +1,5 @@
 """``storadvise efficiency test``: the active test job on worker nodes, the scan's measure stage alone
-(registered on the ``efficiency`` sub-app by advisor/cli.py; it imports the scan, which imports the
+(registered on the ``efficiency`` sub-app by advisor/cli/root.py; it imports the scan, which imports the
 efficiency package, so it lives above both)."""
 
 from __future__ import annotations

@@ -18,7 +18,9 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from advisor import __version__, probe_cli, rules_cli
+from advisor import __version__
+from advisor.cli import probe as probe_cli
+from advisor.cli import rules as rules_cli
 
 try:  # typer >= 0.20 vendors its own click
     from typer._click import exceptions as click_exceptions
@@ -358,9 +360,9 @@ def _collect_ansible(site, inventory, role_map, options, ansible_vars, from_ansi
 
 
 def _mount_subapps() -> None:
-    for module, name in (("advisor.history.cli", "history"), ("advisor.lab.cli", "lab"), ("advisor.mesh.cli", "mesh"),
+    for module, name in (("advisor.cli.history", "history"), ("advisor.lab.cli", "lab"), ("advisor.mesh.cli", "mesh"),
                          ("advisor.efficiency.cli", "efficiency"), ("advisor.apply.cli", None), ("advisor.cache.cli", "cache"),
-                         ("advisor.audit.cli", None), ("advisor.privileges_cli", None)):
+                         ("advisor.audit.cli", None), ("advisor.cli.privileges", None)):
         try:
             mod = __import__(module, fromlist=["app"])
         except ModuleNotFoundError as exc:
@@ -374,7 +376,7 @@ def _mount_subapps() -> None:
         if module == "advisor.efficiency.cli":
             # ``efficiency test`` runs the scan's measure stage: it lives above the scan, not in the
             # efficiency package the scan imports
-            from advisor.efficiency_test_cli import register_active
+            from advisor.cli.efficiency_test import register_active
 
             register_active(mod.app)
 

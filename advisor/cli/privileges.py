@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from advisor import probe_cli
+from advisor.cli import probe as probe_cli
 from advisor.util.errors import UsageError
 
 
@@ -117,6 +117,6 @@ def sudoers(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``sudoers`` to the root app and ``helper`` to the ``probe`` group (advisor.probe_cli)."""
+    """Add ``sudoers`` to the root app and ``helper`` to the ``probe`` group (advisor.cli.probe)."""
     app.command("sudoers", epilog="Example: storadvise sudoers --site ifca --user storadvise -o storadvise.sudoers")(sudoers)
     probe_cli.app.command("helper", epilog="Example: storadvise probe helper --site ifca --host gpfs01 -o storadvise-probe")(helper)
