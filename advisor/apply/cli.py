@@ -211,7 +211,7 @@ def verify(
     """
     from advisor.apply.planner import check_report_matches
     from advisor.apply.verify import network_touched, verify_result
-    from advisor.history_store import store_scan
+    from advisor.history.store import store_scan
     from advisor.report.outputs import ReportFiles, write_report_files
     from advisor.scan.pipeline import open_scan
     from advisor.site.file import resolve_site
@@ -249,7 +249,7 @@ def verify(
 
 def _before_scan(site: str, before: Optional[Path], history: Optional[Path], no_history: bool):
     """The scan to compare with: ``--before FILE``, else the site's newest scan in the history."""
-    from advisor.history_store import HistoryStore, history_path
+    from advisor.history.store import HistoryStore, history_path
     from advisor.report.model import load_report
 
     if before is not None:

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from advisor.model.findings import SEVERITY_ORDER, FindingStatus
-from advisor.host_failures import UNREACHABLE_RULE
+from advisor.rules.host_failures import UNREACHABLE_RULE
 from advisor.mesh.results import GREEN_RATIO, path_ratio
 from advisor.report.finding_text import said
 from advisor.report.model import ScanReport

@@ -41,7 +41,7 @@ def audit(
     Profile: pre-deployment unless --profile is given. Exit 0 accepted, 2 a check failed, 1 usage or tool error.
     """
     from advisor.audit.checklist import DEFAULT_PROFILE, audit_checklist
-    from advisor.history_store import store_scan
+    from advisor.history.store import store_scan
     from advisor.report.junit import checklist_junit
     from advisor.report.outputs import ReportFiles, write_report_files
     from advisor.report.progress import ScanProgress

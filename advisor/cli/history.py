@@ -21,7 +21,7 @@ HISTORY_HELP = "Scan history database (default $STORADVISE_HISTORY, else $XDG_DA
 
 
 def _store(history: Optional[Path]):
-    from advisor.history_store import HistoryStore, history_path
+    from advisor.history.store import HistoryStore, history_path
 
     return HistoryStore(history_path(history), create=False)
 

@@ -101,7 +101,7 @@ def scan(
     options: ScanOptions,
 ) -> None:
     """Probe every host of a site, evaluate the rules, report findings with evidence; store the scan in the history."""
-    from advisor.history_store import store_scan
+    from advisor.history.store import store_scan
     from advisor.report.console import render_scan
     from advisor.report.json_stream import write_report_json
     from advisor.report.model import exit_code

@@ -17,7 +17,7 @@ from advisor.model.output_store import OutputStore
 from advisor.collect.probe_helper import HostCommands
 from advisor.collect.probe_plan import probe_plan, root_probes
 from advisor.collect.probe_selection import SKIPPED, skipped_message
-from advisor.ruleset_canonical import CONTROLLER_STEPS
+from advisor.adapters.firewall_canonical import CONTROLLER_STEPS
 from advisor.util.path_component import path_component
 from advisor.site.secret_vars import redact_vars
 from advisor.util.shipped_code import module_utils
@@ -97,7 +97,7 @@ def _outcome(probe: Probe, result: CommandResult, stderr_line: str) -> tuple[str
     data = facts.model_dump(mode="json")
     step = CONTROLLER_STEPS.get(probe.name)
     if step is not None:
-        data = step(data)  # on the controller, from the parsed facts (advisor.ruleset_canonical)
+        data = step(data)  # on the controller, from the parsed facts (advisor.adapters.firewall_canonical)
     return ProbeStatus.ok.value, data, None
 
 

@@ -16,7 +16,7 @@ from advisor.util.errors import RuleDefinitionError
 from advisor.model.facts import FactSet, HostFacts
 from advisor.model.findings import Finding, FindingStatus
 from advisor.util.gc_paused import gc_paused
-from advisor.host_failures import collapse_host_failures
+from advisor.rules.host_failures import collapse_host_failures
 from advisor.rules.checks import evaluate_check
 from advisor.rules.context import RuleContext, analytic_functions
 from advisor.rules.finding_groups import group_findings

@@ -21,7 +21,7 @@ def test_the_registry_holds_every_adapter_in_play_order_each_with_its_shipped_ro
     and every shipped role but the controller's apply_summary and collect.yml's collect_batch has an
     adapter."""
     from advisor.util.resources import playbooks_dir
-    from advisor.role_docs import COLLECT_ROLE, SUMMARY_ROLE
+    from advisor.apply.role_docs import COLLECT_ROLE, SUMMARY_ROLE
     from advisor.storage_kinds import storage_kinds
 
     reg = adapters()

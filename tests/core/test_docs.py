@@ -177,14 +177,14 @@ def test_every_yaml_example_passes_rules_lint(body, tmp_path, request):
 
 
 def test_role_lists_are_the_registrys_and_roles_need_the_collections_ansible():
-    from advisor.role_docs import COLLECT_ROLE, DOCUMENTS, REGION, role_list_text, role_names
+    from advisor.apply.role_docs import COLLECT_ROLE, DOCUMENTS, REGION, role_list_text, role_names
 
     on_disk = sorted(p.name for p in (REPO / "playbooks" / "roles").iterdir() if (p / "tasks").is_dir())
     assert sorted([*role_names(), COLLECT_ROLE]) == on_disk and len(on_disk) == 16
     for rel in DOCUMENTS:
         regions = REGION.findall((REPO / rel).read_text())
         assert regions and all(r[1] == role_list_text() for r in regions), \
-            f"{rel}: the role list is not the registry's; run: python -m advisor.role_docs"
+            f"{rel}: the role list is not the registry's; run: python -m advisor.apply.role_docs"
     needs = yaml.safe_load((REPO / "playbooks" / "meta" / "runtime.yml").read_text())["requires_ansible"]
     minimum = re.fullmatch(r">=\s*(\d+\.\d+)(\.0)?", needs).group(1)
     for role in on_disk:

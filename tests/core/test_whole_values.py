@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from advisor.history_store import store_scan
+from advisor.history.store import store_scan
 from advisor.report.json_stream import write_report_json
 
 from .test_first_screen import _report

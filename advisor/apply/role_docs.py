@@ -2,7 +2,7 @@
 plus ``apply_summary``, the controller-side role apply-tuning.yml runs last.
 
 A doc holds a list between ``<!-- roles -->`` and ``<!-- /roles -->``;
-``python -m advisor.role_docs`` rewrites those regions, tests/core/test_docs.py checks them.
+``python -m advisor.apply.role_docs`` rewrites those regions, tests/core/test_docs.py checks them.
 """
 
 from __future__ import annotations
