@@ -135,7 +135,7 @@ def delay_lab(lab_registry: Path, tmp_path_factory: pytest.TempPathFactory):
         info = json.loads(lab_cli(["up", "--scenario", str(scen), "--name", name, "--json"]).stdout)
         info["before"] = before
         info["dir"] = Path(info["state_dir"])
-        cp = subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())", "scan", "--site", name,
+        cp = subprocess.run([sys.executable, "-c", "import sys; from advisor.cli.root import main; sys.exit(main())", "scan", "--site", name,
                              "--json"], capture_output=True, text=True, timeout=300, cwd=str(REPO),
                             env={**os.environ})
         assert cp.returncode in (1, 2), cp.stderr[-2000:]
