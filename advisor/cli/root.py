@@ -376,7 +376,7 @@ def _mount_subapps() -> None:
         if module == "advisor.efficiency.cli":
             # ``efficiency test`` runs the scan's measure stage: it lives above the scan, not in the
             # efficiency package the scan imports
-            from advisor.cli.efficiency_test import register_active
+            from advisor.cli.efficiency_active import register_active
 
             register_active(mod.app)
 
