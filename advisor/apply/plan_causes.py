@@ -35,6 +35,7 @@ def cause_lines(plan: Plan) -> list[str]:
     lines = ["## Causes, worst first", "",
              "What each change is for and what it is predicted to buy (docs/diagnosis.md); the changes below "
              "are in this order.", ""]
+    numbers = {o["id"]: (n, o["title"]) for n, o in enumerate(plan.causes, 1)}
     for i, c in enumerate(plan.causes, 1):
         preds = [Predicted.model_validate(p) for p in c.get("predicted") or []]
         if c["kind"] == "change":
@@ -44,7 +45,7 @@ def cause_lines(plan: Plan) -> list[str]:
         else:
             what, line = "by hand", "after the plan: " + prediction_line(preds, after_key="after_plan")
         lines.append(f"{i}. **{_md(c['title'])}** on {_md(hosts_text(c['hosts'], limit=8))} ({what}): {_md(line)}")
-        rest = held_by_line(preds, [(o["id"], o["title"]) for o in plan.causes])
+        rest = held_by_line(preds, numbers)
         if rest:
             lines.append(f"   - {_md(rest)}")
         if c.get("action"):

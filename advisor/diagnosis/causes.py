@@ -24,7 +24,8 @@ from advisor.diagnosis.efficiency import efficiency_predictions
 from advisor.diagnosis.localise import localise_loss
 from advisor.diagnosis.nic_causes import absorbed_by_loss, attribute_loss, black_hole, negotiated_low
 from advisor.diagnosis.report_types import Diagnosis, PlannedSetting, Predicted, SetAside
-from advisor.diagnosis.paths import INCONCLUSIVE, Fix, FixIndex, PathState, local_index, path_state, predict
+from advisor.diagnosis.paths import (INCONCLUSIVE, Fix, FixIndex, PathState, fixes_at, local_index, path_state,
+                                     predict)
 from advisor.paths.host_view import HostFacts
 from advisor.diagnosis.ranking import cause_id_of, rank, to_cause
 from advisor.model.findings import SEVERITY_ORDER, Finding, FindingStatus
@@ -126,10 +127,10 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
         kept.append(c)
         absorbed |= {refkey(f) for f in c.folded}
     # what a by-hand repair buys is judged after the planned changes: their fixes stay in place
-    plan_fixes = {fx for c in kept if c.kind == "change" for fx in c.fixes}
+    plan_idx = FixIndex(fx for c in kept if c.kind == "change" for fx in c.fixes)
     for c in kept:
         if c.kind == "by_hand" and c.blame is not None:
-            _after_plan(c, states, plan_fixes, inp.efficiency)
+            _after_plan(c, states, plan_idx, inp.efficiency)
     for group in fold_states([f for f in state_findings if refkey(f) not in absorbed], inp.packs):
         lead = group[0]
         c = Candidate(key=("state", lead.rule_id, lead.subject or "", tuple(lead.hosts)), kind="by_hand", state=lead,
@@ -224,7 +225,7 @@ def _judge_paths(cand: Candidate, by_host: dict[str, list[str]], states: dict[st
     idx = FixIndex(cand.fixes)
     for s in near:
         st = states[s]
-        pr = predict(st, idx)
+        pr = predict(st, local_index(idx, (st.src, st.dst)))
         inputs = {**pr.inputs, "expected_bps": st.expected_bps}
         if not _lifts(st, pr):
             needed = _needed(st, cand, worlds)
@@ -258,23 +259,27 @@ def _needed(st: PathState, cand: Candidate, worlds: tuple[FixIndex, ...]):
     return None
 
 
-def _after_plan(cand: Candidate, states: dict[str, PathState], plan_fixes: set[Fix], efficiency: dict | None) -> None:
-    """Re-predict a by-hand cause's paths with the planned changes made: ``after`` is the rate with
-    both, ``inputs.after_plan`` the rate with the plan alone (what the cause adds is the difference)."""
+def _after_plan(cand: Candidate, states: dict[str, PathState], plan_idx: FixIndex, efficiency: dict | None) -> None:
+    """Re-predict a by-hand cause's paths with the planned changes made (``plan_idx``: the plan's
+    fixes): ``after`` is the rate with both, ``inputs.after_plan`` the rate with the plan alone (what
+    the cause adds is the difference). Each path reads the fixes at its two ends only: the work is
+    the cause's paths, not the site's plan."""
     out = []
-    plan_idx, both_idx = FixIndex(plan_fixes), FixIndex(plan_fixes | cand.fixes)
     for p in cand.predicted:
         st = states.get(p.subject)
         if p.metric != "throughput" or st is None:
             out.append(p)
             continue
-        with_plan = predict(st, plan_idx)
-        both = predict(st, both_idx)
+        ends = (st.src, st.dst)
+        with_plan = predict(st, local_index(plan_idx, ends))
+        both = predict(st, local_index(plan_idx, ends, also=cand.fixes))
         after = max(both.bps, with_plan.bps)
         out.append(Predicted(metric="throughput", subject=p.subject, now=p.now, after=round(after), unit="bps",
                              model=both.model if both.model != "measured" else with_plan.model,
                              inputs={**both.inputs, "expected_bps": st.expected_bps,
                                      "after_plan": round(with_plan.bps)}))
+    tested = (efficiency or {}).get("hosts")
+    both_idx = local_index(plan_idx, None, also=cand.fixes) if tested else plan_idx
     eff_plan = {p.subject: p for p in efficiency_predictions(efficiency, states, plan_idx, None, None, None)}
     eff_both = efficiency_predictions(efficiency, states, both_idx, None, None, None)
     lifted = {p.subject for p in out if p.metric == "efficiency"}
@@ -295,16 +300,19 @@ def _then_held_by(kept: list[Candidate], states: dict[str, PathState]) -> None:
     for c in kept:
         for h in {f.host for f in c.fixes}:
             by_host.setdefault(h, []).append(c)
+    # a change on thousands of hosts is one cause: each path reads its fixes at the path's two ends
+    index = {id(c): FixIndex(c.fixes) for c in kept}
     for c in kept:
         for p in c.predicted:
             st = states.get(p.subject)
             if p.metric != "throughput" or st is None or p.after is None or not st.expected_bps \
                     or p.after >= STILL_SLOW * st.expected_bps:
                 continue
-            mine = {*c.fixes}
-            base = predict(st, mine).bps
-            others = {id(o): o for h in (st.src, st.dst) for o in by_host.get(h, ()) if o is not c}
-            held = [o.key for o in others.values() if predict(st, mine | o.fixes).bps >= base * LIFT]
+            ends = (st.src, st.dst)
+            base = predict(st, local_index(index[id(c)], ends)).bps
+            others = {id(o): o for h in ends for o in by_host.get(h, ()) if o is not c}
+            held = [o.key for o in others.values()
+                    if predict(st, local_index(index[id(c)], ends, also=fixes_at(index[id(o)], ends))).bps >= base * LIFT]
             if held:
                 p.inputs["then_held_by"] = held
 

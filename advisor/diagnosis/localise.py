@@ -11,6 +11,7 @@ one direction only is named for that direction; hosts blamed for the same peers 
 
 from __future__ import annotations
 
+import heapq
 import statistics
 from dataclasses import dataclass, field
 
@@ -58,6 +59,13 @@ def _short(names: list[str]) -> str:
     return ", ".join(names) if len(names) <= 4 else f"{', '.join(names[:3])} and {len(names) - 3} more"
 
 
+def _neg(score: tuple[int, float, bool, str]) -> tuple:
+    """A score as a min-heap key that pops the highest score first (the host name too: the greater
+    name wins a tie, as max() of the scores picks it)."""
+    n, share, send, host = score
+    return (-n, -share, not send, tuple(-ord(c) for c in host) + (1,))
+
+
 def lossy(st: PathState) -> bool:
     return st.loss >= MIN_LOSS and not st.data_policed
 
@@ -71,26 +79,35 @@ def localise_loss(slow: list[PathState], every: list[PathState]) -> list[LossBla
     for st in every:
         measured[(st.src, "send")] = measured.get((st.src, "send"), 0) + 1
         measured[(st.dst, "recv")] = measured.get((st.dst, "recv"), 0) + 1
+    votes: dict[tuple[str, str], dict[str, PathState]] = {}
+    for st in uncovered.values():
+        votes.setdefault((st.src, "send"), {})[st.subject] = st
+        votes.setdefault((st.dst, "recv"), {})[st.subject] = st
+
+    def score(key: tuple[str, str]) -> tuple[int, float, bool, str] | None:
+        mine = votes[key]
+        share = len(mine) / max(1, measured.get(key, 1))
+        return (len(mine), share, key[1] == "send", key[0]) if mine and share >= MIN_SHARE else None
+
+    # greedy, most covered paths first: a side's score only falls as paths are covered, so a side
+    # popped with its score unchanged is the best (lazy greedy), and one under MIN_SHARE stays so
+    heap = [(_neg(sc), key) for key in votes if (sc := score(key)) is not None]
+    heapq.heapify(heap)
     chosen: list[tuple[str, str, list[PathState], float]] = []
-    while uncovered:
-        votes: dict[tuple[str, str], list[PathState]] = {}
-        for st in uncovered.values():
-            votes.setdefault((st.src, "send"), []).append(st)
-            votes.setdefault((st.dst, "recv"), []).append(st)
-        best = None
-        for (host, side), mine in votes.items():
-            share = len(mine) / max(1, measured.get((host, side), 1))
-            if share < MIN_SHARE:
-                continue
-            score = (len(mine), share, side == "send", host)
-            if best is None or score > best[0]:
-                best = (score, host, side, mine, share)
-        if best is None:
-            break
-        _, host, side, mine, share = best
+    while uncovered and heap:
+        neg, key = heapq.heappop(heap)
+        sc = score(key)
+        if sc is None:
+            continue
+        if _neg(sc) != neg:
+            heapq.heappush(heap, (_neg(sc), key))
+            continue
+        mine = list(votes[key].values())
         for st in mine:
             uncovered.pop(st.subject, None)
-        chosen.append((host, side, mine, share))
+            votes[(st.src, "send")].pop(st.subject, None)
+            votes[(st.dst, "recv")].pop(st.subject, None)
+        chosen.append((key[0], key[1], mine, sc[1]))
     # hosts blamed on the same side for the same peers are one repair
     grouped: dict[tuple[str, tuple[str, ...]], list[tuple[str, list[PathState], float]]] = {}
     for host, side, mine, share in chosen:

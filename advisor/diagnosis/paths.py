@@ -276,15 +276,26 @@ class FixIndex(dict):
             self.setdefault(f.kind, {})[f.host] = f
 
 
-def local_index(idx: FixIndex, hosts: tuple[str, str], without: set[Fix] | frozenset = frozenset()) -> FixIndex:
-    """The fixes of ``idx`` at the two ends of a path, less ``without``: what predict reads of them."""
+def local_index(idx: FixIndex, hosts: tuple[str, str] | None, without: set[Fix] | frozenset = frozenset(),
+                also: set[Fix] | frozenset = frozenset()) -> FixIndex:
+    """The fixes of ``idx`` at the two ends of a path (``hosts``; None: at every host), less
+    ``without``, plus those of ``also`` there (they win over ``idx``'s of the same kind and host):
+    what predict reads of them."""
     out = FixIndex()
     for kind, by_host in idx.items():
-        for h in hosts:
+        for h in by_host if hosts is None else hosts:
             f = by_host.get(h)
             if f is not None and f not in without:
                 out.setdefault(kind, {})[h] = f
+    for f in also:
+        if hosts is None or f.host in hosts:
+            out.setdefault(f.kind, {})[f.host] = f
     return out
+
+
+def fixes_at(idx: FixIndex, hosts: tuple[str, str]) -> list[Fix]:
+    """The fixes of ``idx`` on ``hosts``."""
+    return [by_host[h] for by_host in idx.values() for h in hosts if h in by_host]
 
 
 def index_fixes(fixes) -> FixIndex:

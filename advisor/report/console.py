@@ -45,6 +45,7 @@ def render_scan(report: ScanReport, console: Console, verbose: bool = False, nex
         shown = [f for f in shown if f.status != FindingStatus.fail]
     if verbose:
         shown = [f for f in report.findings if f.status != FindingStatus.not_applicable]
+    shown = _errors_joined(shown)
     if shown:
         console.rule("Findings, worst first" if verbose or not diagnosed else "Errors and waivers")
     for f in shown:
@@ -71,6 +72,19 @@ def render_scan(report: ScanReport, console: Console, verbose: bool = False, nex
     if next_step:
         console.print("next, the fix as an Ansible project (PLAN.md says what it changes):", highlight=False)
         console.print(Text("  " + next_step), soft_wrap=True, highlight=False)
+
+
+def _errors_joined(findings: list) -> list:
+    """The findings with the errors that say the same (rule, subject, message) on several hosts as one,
+    their hosts joined, where the first stood: a probe a whole capture lacks is one line, not one per host."""
+    joined: dict = {}
+    for f in findings:
+        key = (f.rule_id, f.subject, f.message, f.severity) if f.status == FindingStatus.error else id(f)
+        if key in joined:
+            joined[key][1].extend(f.hosts)
+        else:
+            joined[key] = (f, list(f.hosts))
+    return [f if len(hosts) == len(f.hosts) else f.model_copy(update={"hosts": hosts}) for f, hosts in joined.values()]
 
 
 SEVERITY_COLUMNS = ("critical", "high", "medium", "low")

@@ -90,18 +90,27 @@ def prediction_line(preds: list[Predicted], *, after_key: str | None = None) -> 
     return "; ".join(parts) or "unquantified"
 
 
-def held_by_line(predicted: list[Predicted], causes: list[tuple[str, str]]) -> str | None:
+#: the other causes a cause's line names as holding the rest, first in the order shown
+HELD_BY_NAMED = 3
+
+
+def held_by_line(predicted: list[Predicted], causes: list[tuple[str, str]] | dict[str, tuple[int, str]]) -> str | None:
     """What still holds the paths a cause leaves slow: ``the rest is held by: 4. packet loss ...``
-    (the other causes by their number in ``causes``: (id, title) in the order shown); None when its
-    predictions leave no path slow or name no other cause."""
+    (the other causes by their number in ``causes``: (id, title) in the order shown, or id -> (number,
+    title)), the first HELD_BY_NAMED of them, then how many more; None when its predictions leave no
+    path slow or name no other cause."""
     ids = [i for p in predicted for i in p.inputs.get("then_held_by") or []]
-    number = {cid: (n, title) for n, (cid, title) in enumerate(causes, 1)}
-    named = [f"{number[i][0]}. {number[i][1]}" for i in dict.fromkeys(ids) if i in number]
-    return "the rest is held by: " + "; ".join(named) if named else None
+    number = causes if isinstance(causes, dict) else {cid: (n, title) for n, (cid, title) in enumerate(causes, 1)}
+    held = sorted(number[i] for i in dict.fromkeys(ids) if i in number)
+    if not held:
+        return None
+    named = "; ".join(f"{n}. {title}" for n, title in held[:HELD_BY_NAMED])
+    more = len(held) - HELD_BY_NAMED
+    return f"the rest is held by: {named}" + (f"; and {more} more cause(s)" if more > 0 else "")
 
 
-def _worst(c: Cause, report: ScanReport) -> str:
-    paths = {f"{p.get('src')}->{p.get('dst')}": p for p in (report.mesh or {}).get("paths") or []}
+def _worst(c: Cause, paths: dict[str, dict]) -> str:
+    """The cause's worst path, as measured (``paths``: the mesh's, by subject), or its first symptom."""
     tp = [p for p in c.predicted if p.metric == "throughput" and p.now is not None]
     if tp:
         w = min(tp, key=lambda p: (_ratio(p, p.now) or p.now))
@@ -113,13 +122,20 @@ def _worst(c: Cause, report: ScanReport) -> str:
     return ""
 
 
+#: the causes the console lists, worst first: a site of thousands of hosts may have thousands, and the
+#: first screen is what to do first; the report holds them all
+CONSOLE_CAUSES = 20
+
+
 def render_causes(report: ScanReport, console: Console, command: str | None = None) -> None:
     if not (report.causes or report.hygiene or report.unexplained or report.inconclusive):
         return
     n_sym = len({(e.rule_id, e.subject, tuple(e.hosts)) for c in report.causes for e in c.explains})
     if report.causes:  # no empty heading ("0 cause(s) explain 0 symptom(s)")
         console.rule(f"What to change first: {len(report.causes)} cause(s) explain {n_sym} symptom(s)")
-    for i, c in enumerate(report.causes, 1):
+    paths = {f"{p.get('src')}->{p.get('dst')}": p for p in (report.mesh or {}).get("paths") or []}
+    numbers = {o.id: (n, o.title) for n, o in enumerate(report.causes, 1)}
+    for i, c in enumerate(report.causes[:CONSOLE_CAUSES], 1):
         head = Text(f"{i:>2}. ")
         head.append(terminal_text(c.title), style="bold")
         hosts = terminal_text(hosts_text(c.hosts, limit=6))
@@ -134,13 +150,18 @@ def render_causes(report: ScanReport, console: Console, command: str | None = No
                           highlight=False)
         else:
             console.print(Text(terminal_text(f"    predicts {prediction_line(c.predicted)}")), highlight=False)
-        rest = held_by_line(c.predicted, [(o.id, o.title) for o in report.causes])
+        rest = held_by_line(c.predicted, numbers)
         if rest:
             console.print(Text(terminal_text(f"    {rest}")), highlight=False)
-        console.print(Text(terminal_text(f"    explains {len(c.explains)}: {_rules(c.explains)} · {_worst(c, report)}"),
+        console.print(Text(terminal_text(f"    explains {len(c.explains)}: {_rules(c.explains)} · {_worst(c, paths)}"),
                            style="dim"), highlight=False)
         if c.action:
             console.print(Text(f"    → {terminal_text(c.action)}", style="green"), highlight=False)
+    rest = report.causes[CONSOLE_CAUSES:]
+    if rest:
+        hosts = terminal_text(hosts_text(sorted({h for c in rest for h in c.hosts}), limit=6))
+        console.print(Text(f"… {len(rest)} more cause(s), on {hosts}: every cause is in the JSON and HTML "
+                           "reports (--output FILE, --html FILE)", style="yellow"), highlight=False)
     if report.hygiene:
         console.rule(f"Hygiene: {len(report.hygiene)} failed setting(s) with no measured symptom")
         for severity, line in hygiene_lines(report):

@@ -34,7 +34,7 @@ def _refs(refs: list[FindingRef]) -> str:
     return ", ".join(f"{_e(r)}" + (f" ×{n}" if n > 1 else "") for r, n in counts.most_common())
 
 
-def _cause(i: int, c: Cause, order: list[tuple[str, str]]) -> str:
+def _cause(i: int, c: Cause, order: dict[str, tuple[int, str]]) -> str:
     change = "".join(f"<li><code>{_e(ch.host)}</code> {_e(ch.key)}: {_e(ch.runtime)} → {_e(ch.target)}</li>"
                      for ch in c.changes[:12])
     more = f"<li>… {len(c.changes) - 12} more</li>" if len(c.changes) > 12 else ""
@@ -55,7 +55,7 @@ def causes_section(report: ScanReport) -> str:
     if not (report.causes or report.hygiene or report.unexplained or report.inconclusive):
         return ""
     html = [f"<section id='causes'><h2>What to change first ({len(report.causes)} causes)</h2>"]
-    order = [(c.id, c.title) for c in report.causes]
+    order = {c.id: (n, c.title) for n, c in enumerate(report.causes, 1)}
     html += [_cause(i, c, order) for i, c in enumerate(report.causes, 1)]
     for label, refs in (("Hygiene: failed settings with no measured symptom", report.hygiene),
                         ("Unexplained symptoms", report.unexplained),
