@@ -7,7 +7,7 @@ the facts of the hosts it plans changes for. This module decodes exactly that wi
 msgspec structs: every other field is skipped by the decoder, and each probe's facts stay raw
 JSON until an adapter asks for them (decoded once per distinct text, so 10,000 identical workers
 cost one decode). The structs have the attribute names of advisor.report.model and
-advisor.findings, so advisor.apply.planner reads either.
+advisor.model.findings, so advisor.apply.planner reads either.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 
 import msgspec
 
-from advisor.errors import StoradviseError
-from advisor.findings import ChangeScope, FindingStatus, Severity
+from advisor.util.errors import StoradviseError
+from advisor.model.findings import ChangeScope, FindingStatus, Severity
 from advisor.report.saved_json import check_value, past_limit
 from advisor.report.wire import facts_from_leaves, major_of
 
@@ -32,7 +32,7 @@ class PlanChange(msgspec.Struct):
     runtime: Any = None
     persisted: Any = None
     scope: ChangeScope = ChangeScope.both
-    #: advisor.findings.BootValue as plain data (the planner validates the ones it plans)
+    #: advisor.model.findings.BootValue as plain data (the planner validates the ones it plans)
     boot: dict[str, Any] | None = None
 
 
@@ -58,7 +58,7 @@ class PlanHost(msgspec.Struct):
     reachable: bool
     address: str | None = None
     errors: list[str] = []
-    #: probe name -> why it did not run (a probe --skip-probes left out: advisor.probe_selection)
+    #: probe name -> why it did not run (a probe --skip-probes left out: advisor.collect.probe_selection)
     probe_messages: dict[str, str] = {}
     #: probe name -> its facts: raw JSON as decoded, then (load_plan_scan) a RawProbeFacts mapping
     facts: dict[str, msgspec.Raw] = {}

@@ -34,12 +34,12 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from advisor.adapters.firewall import rule_key
-from advisor.findings import ChangeTarget
+from advisor.model.findings import ChangeTarget
 from advisor.mesh.results import path_ratio
 from advisor.paths import host_view as hv
 from advisor.paths.host_view import FIREWALL, SYSCTL  # noqa: F401  (the keys of a host's facts map)
 from advisor.paths.record import PathRecord
-from advisor.units import format_bps
+from advisor.util.units import format_bps
 
 HostFactsMap = dict[str, dict[str, dict | None]]  # host -> its HostFacts (advisor.paths.host_view)
 
@@ -105,7 +105,7 @@ class Cause:
     observed: Any
     good: Any
     text: str
-    #: the remedy as targets (advisor.findings.ChangeTarget): the finding that reports the cause renders
+    #: the remedy as targets (advisor.model.findings.ChangeTarget): the finding that reports the cause renders
     #: them through rules/mesh.yml, and the adapters turn them into changes once
     changes: list[ChangeTarget] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)

@@ -12,7 +12,7 @@ import pytest
 from advisor.diagnosis import DiagnosisInput, diagnose
 from advisor.diagnosis.report_types import PlannedSetting
 from advisor.diagnosis.causes import plan_prediction
-from advisor.findings import Finding, FindingStatus, Severity
+from advisor.model.findings import Finding, FindingStatus, Severity
 from tests.support.diagnosis_site import ADDR, G, RACK_A, RACK_B, TAGS, finding, findings, mesh, site_facts, sysctls
 
 @pytest.fixture(scope="module")
