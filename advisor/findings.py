@@ -60,6 +60,11 @@ class BootValue(BaseModel):
     origin: str | None = None
 
 
+# The one type of a change from finding to plan: an analysis that asks for a target only (the mesh's
+# differences, advisor/mesh/symptoms.py) leaves the values unknown; a cause of the diagnosis holds the
+# changes of its findings (advisor/diagnosis/report_types.py); a plan holds each change it makes
+# (advisor/apply/plan_model.py). The planner's decoder of a saved scan has its msgspec form
+# (advisor/apply/plan_input.py), held field by field to this one by tests/apply/test_change_parity.py.
 class Change(BaseModel):
     """One setting a failed finding asks to change on one host (docs/report-schema.md).
 
@@ -69,12 +74,6 @@ class Change(BaseModel):
     right, only the file/config is wrong) or ``both``. ``boot`` is the value the setting gets at
     the next boot: the persisted value, or the default when no file sets it (None: unknown);
     ``scope`` compares runtime and boot values with the target, by meaning.
-
-    The one type of a change from finding to plan: an analysis that asks for a target only (the mesh's
-    differences, advisor/mesh/symptoms.py) leaves the values unknown, a cause of the diagnosis holds
-    the changes of its findings (advisor/diagnosis/report_types.py), a plan holds each change it makes
-    (advisor/apply/plan_model.py), and the planner's decoder of a saved scan has its msgspec form,
-    kept field by field equal to this one by tests/apply/test_change_parity.py.
     """
 
     host: str

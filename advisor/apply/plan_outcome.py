@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.apply.plan_model import PlannedChange
-from advisor.diagnosis import PlannedSetting, diagnosis_input, plan_prediction
+from advisor.diagnosis import diagnosis_input, plan_prediction
+from advisor.findings import Change
 from advisor.report.model import ScanReport
 
 
@@ -24,7 +25,7 @@ def predicted_outcome(report: ScanReport, changes: list[PlannedChange]) -> tuple
                        "predicted": [p.model_dump() for p in cause.predicted]})
     if not report.mesh and not report.efficiency and not report.flows:
         return causes, []
-    settings = [PlannedSetting(host=c.host, adapter=c.adapter, key=c.key, target=c.target, runtime=c.runtime)
+    settings = [Change(host=c.host, adapter=c.adapter, key=c.key, target=c.target, runtime=c.runtime)
                 for c in changes]
     inp = diagnosis_input([], report.mesh, report.efficiency, {h.name: h.facts for h in report.hosts}, _NoRules(),
                           {h.name: h.address for h in report.hosts if h.address}, report.flows)

@@ -10,9 +10,8 @@ from __future__ import annotations
 import pytest
 
 from advisor.diagnosis import DiagnosisInput, diagnose
-from advisor.diagnosis.report_types import PlannedSetting
 from advisor.diagnosis.causes import plan_prediction
-from advisor.findings import Finding, FindingStatus, Severity
+from advisor.findings import Change, Finding, FindingStatus, Severity
 from tests.support.diagnosis_site import ADDR, G, RACK_A, RACK_B, TAGS, finding, findings, mesh, site_facts, sysctls
 
 @pytest.fixture(scope="module")
@@ -102,7 +101,7 @@ def test_plan_prediction_has_every_path_with_the_loss_still_in_place(diagnosis):
     assert by_subject["st01->wn11"].after < 0.3 * G and by_subject["st01->wn11"].model in ("mathis", "measured")
     assert by_subject["st02->wn11"].after > 0.9 * G  # rack B's buffers raised
     # a plan without the firewall change keeps st03's cap
-    only = [PlannedSetting(host="st01", adapter="sysctl", key="net.ipv4.tcp_sack", target="1", runtime="0")]
+    only = [Change(host="st01", adapter="sysctl", key="net.ipv4.tcp_sack", target="1", runtime="0")]
     partial = {p.subject: p for p in plan_prediction(inp, only) if p.metric == "throughput"}
     assert partial["wn01->st03"].model == "measured" and partial["wn01->st03"].after == partial["wn01->st03"].now
 
