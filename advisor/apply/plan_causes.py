@@ -24,7 +24,7 @@ def order_by_cause(plan: Plan, groups: list) -> list:
         for slot in _slots(cause):
             rank.setdefault(slot, i)
     last = len(plan.causes)
-    return sorted(groups, key=lambda g: min((rank.get((c.host, c.adapter, c.key), last) for c in g.changes),
+    return sorted(groups, key=lambda g: min((rank.get((c.change.host, c.change.adapter, c.change.key), last) for c in g.changes),
                                             default=last))
 
 

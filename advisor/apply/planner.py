@@ -120,17 +120,14 @@ def build_plan(report: ScanReport | PlanScan, site: Site, source: str = "scan", 
             plan.set_aside.append({"host": host, "adapter": adapter_name, "key": key, "target": change.target,
                                    "rules": rules, "reason": set_aside[slot].reason})
             continue
-        pc = PlannedChange(host=host, adapter=adapter.name, role=adapter.role, key=key, setting=adapter.label(key),
-                           runtime=change.runtime, persisted=change.persisted, target=change.target,
-                           scope=change.scope, rule_ids=rules, boot=change.boot)
+        pc = PlannedChange(change=change, role=adapter.role, setting=adapter.label(key), rule_ids=rules)
         planned.setdefault(host, {}).setdefault(adapter.name, []).append(pc)
         plan.changes.append(pc)
 
     for host, by_adapter in planned.items():
         for name, pcs in by_adapter.items():
             adapter = registry[name]
-            changes = [Change(host=host, adapter=name, key=p.key, runtime=p.runtime, persisted=p.persisted,
-                              target=p.target, scope=p.scope, boot=p.boot) for p in pcs]
+            changes = [p.change for p in pcs]
             plan.host_vars.setdefault(host, {})[adapter.role] = adapter.role_vars(
                 changes, facts.get(host) or {}, host_settings(site_hosts[host]))
             notice = adapter.notice(host, changes, host_settings(site_hosts[host]))
@@ -149,7 +146,8 @@ def build_plan(report: ScanReport | PlanScan, site: Site, source: str = "scan", 
                 plan.host_vars.setdefault(h, {}).setdefault(adapter.role, v)
     plan.refused = [{"host": h, "reason": r} for h, r in sorted(refused.items())]
     plan.causes, plan.prediction = predicted_outcome(report, plan.changes)
-    plan.changes.sort(key=lambda c: (c.host, plan.role_order.index(c.role) if c.role in plan.role_order else 99, c.key))
+    plan.changes.sort(key=lambda c: (c.change.host, plan.role_order.index(c.role) if c.role in plan.role_order else 99,
+                                     c.change.key))
     return plan
 
 

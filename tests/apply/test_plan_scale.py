@@ -21,7 +21,7 @@ from advisor.apply.plan_model import Plan, PlannedChange
 from advisor.apply.planner import build_plan
 from advisor.errors import StoradviseError
 from advisor.facts import FactSet
-from advisor.findings import ChangeScope
+from advisor.findings import Change, ChangeScope
 from advisor.report.model import build_report, load_report
 from advisor.rules.engine import evaluate
 from advisor.site import Site
@@ -38,8 +38,9 @@ def unescaped(md: str) -> str:
 
 def _change(h: str, setting: str, key: str | None = None, role: str = "san_cache", runtime="TRUE", target="FALSE",
             rules=("SAN-WRITE-CACHE",)) -> PlannedChange:
-    return PlannedChange(host=h, adapter=role, role=role, key=key or setting, setting=setting, runtime=runtime,
-                         persisted=runtime, target=target, scope=ChangeScope.both, rule_ids=list(rules))
+    return PlannedChange(change=Change(host=h, adapter=role, key=key or setting, runtime=runtime, persisted=runtime,
+                                       target=target, scope=ChangeScope.both),
+                         role=role, setting=setting, rule_ids=list(rules))
 
 
 def test_identical_changes_fold_into_one_row_with_host_ranges():
@@ -57,7 +58,7 @@ def test_identical_changes_fold_into_one_row_with_host_ranges():
         plan.changes.append(_change("gpfs01", f"SAN gpfs_data{lun:02d} writeCacheEnabled"))
     plan.changes.append(_change("gpfs01", "SAN gpfs_data01 cacheReadPrefetch", runtime="FALSE", target="TRUE",
                                 rules=("SAN-READ-PREFETCH",)))
-    plan.host_vars = {h: {"network_tuning": {}} for h in {c.host for c in plan.changes}}
+    plan.host_vars = {h: {"network_tuning": {}} for h in {c.change.host for c in plan.changes}}
     groups = group_changes(plan)
     assert [(g.hosts, g.settings, g.runtime) for g in groups] == [
         (["wn01", "wn02", "wn03", "wn04", "wn06"], ["net.ipv4.tcp_wmem"], "4096 16384 4194304"),
