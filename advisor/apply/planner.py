@@ -19,7 +19,7 @@ from advisor.adapters import Adapter, adapters
 from advisor.apply.declared_changes import DeclaredChanges, declared_changes
 from advisor.rules.finding_changes import change_with_scope
 from advisor.findings import SEVERITY_ORDER, BootValue, Change, Finding, FindingStatus, Severity
-from advisor.apply.plan_input import PlanScan
+from advisor.apply.plan_input import PlanBootValue, PlanScan
 from advisor.apply.plan_model import Plan, PlanError, PlannedChange
 from advisor.apply.plan_outcome import predicted_outcome
 from advisor.report.diagnosed import ensure_diagnosis
@@ -201,8 +201,8 @@ def _resolve(plan: Plan, adapter: Adapter, asks: list[tuple[Change, Finding]], f
     a rule that did not ask its adapter) gets it from the host's facts here."""
     first = asks[0][0]
     boot = first.boot if first.boot is not None else adapter.boot(facts, first.key, first.persisted)
-    if isinstance(boot, dict):  # read by the typed scan decoder (advisor/apply/plan_input.py)
-        boot = BootValue.model_validate(boot)
+    if isinstance(boot, PlanBootValue):  # read by the typed scan decoder (advisor/apply/plan_input.py)
+        boot = BootValue.model_validate(boot, from_attributes=True)
     targets = [(adapter.normalize_target(c.key, c.target), f) for c, f in asks]
     distinct = []
     for t, f in targets:
