@@ -163,7 +163,8 @@ def load_plan_scan(path: str | Path) -> PlanScan:
         raise StoradviseError(f"{p}: not JSON: {exc}") from None
     # what is decoded as Any (a change's values, the mesh, the diagnosis): nesting and digits bounded
     # as every saved scan's (advisor.report.saved_json); facts are checked when decoded
-    check_value([[c.target, c.runtime, c.persisted, None if c.boot is None else c.boot.value] for f in report.findings for c in f.changes]
+    check_value([[c.target, c.runtime, c.persisted, None if c.boot is None else c.boot.value]
+                 for f in report.findings for c in f.changes]
                 + [report.mesh, report.efficiency, report.flows, report.causes, report.hygiene, report.unexplained,
                    report.inconclusive, report.set_aside, report.plan_prediction, report.schema_version],
                 data, p)

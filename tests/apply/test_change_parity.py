@@ -122,8 +122,9 @@ def test_a_field_on_one_side_only_or_typed_otherwise_is_a_difference():
         problems = _differences(Extra, Change, subset=False)
         assert "Extra.reason: not a field of Change" in problems
         # the required fields given a default
-        Optional = msgspec.defstruct("Optional", [(f.name, f.type, None if f.default is msgspec.NODEFAULT else f.default)
-                                                  for f in msgspec.structs.fields(PlanChange)], kw_only=True)
+        fields = [(f.name, f.type, None if f.default is msgspec.NODEFAULT else f.default)
+                  for f in msgspec.structs.fields(PlanChange)]
+        Optional = msgspec.defstruct("Optional", fields, kw_only=True)
         assert [p.split(":")[0] for p in _differences(Optional, Change, subset=False)] == [
             "Optional.host", "Optional.adapter", "Optional.key", "Optional.target"]
         Retyped = _like_change("Retyped", boot=dict[str, Any] | None)
