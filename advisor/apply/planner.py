@@ -51,7 +51,7 @@ def build_plan(report: ScanReport | PlanScan, site: Site, source: str = "scan", 
     if min_severity not in SEVERITY_ORDER:
         raise PlanError(f"--min-severity {min_severity!r}: one of {', '.join(SEVERITY_ORDER)}")
     report = ensure_diagnosis(report)
-    set_aside = {(s.host, s.adapter, s.key): s for s in report.set_aside}
+    set_aside = {(s.change.host, s.change.adapter, s.change.key): s for s in report.set_aside}
     # symptoms a cause explains are the causes' business (PLAN.md "Causes"), not a by-hand line each;
     # the measured states a by-hand cause repairs (a failing disk: SMART, its I/O errors, its await)
     # stay one each

@@ -177,7 +177,7 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
             same = ch.runtime is not None and norm(ch.runtime) == norm(ch.target)
             why = (f"already {ch.target} at run time" if same else
                    "no measured symptom follows from it (the path model: docs/diagnosis.md)")
-            set_aside[slot] = SetAside(host=ch.host, adapter=ch.adapter, key=ch.key, target=ch.target, rule_id=f.rule_id,
+            set_aside[slot] = SetAside(change=ch, rule_id=f.rule_id,
                                        reason=f"{why}; proposed only by {f.rule_id}, which no cause supports")
     hygiene_changes = [ch for ch in hygiene_changes if (ch.host, ch.adapter, ch.key) not in set_aside]
     return Diagnosis(causes=causes, hygiene=hygiene, unexplained=unexplained, inconclusive=not_concluded,

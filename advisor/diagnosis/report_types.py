@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_serializer
+from pydantic import BaseModel, Field, field_serializer, model_serializer, model_validator
 
 from advisor.findings import Change
 
@@ -61,15 +61,31 @@ class Cause(BaseModel):
         return [{k: getattr(c, k) for k in CAUSE_CHANGE_KEYS} for c in changes]
 
 
+#: the keys of a set-aside change the scan report writes, beside its ``rule_id`` and ``reason``
+SET_ASIDE_CHANGE_KEYS = ("host", "adapter", "key", "target")
+
+
+# The report writes it flat ({host, adapter, key, target, rule_id, reason}) and reads it back so
+# (advisor/report/schema.py describes that form).
 class SetAside(BaseModel):
     """A change only an analysis of symptoms proposed, that explains no symptom: never planned."""
 
-    host: str
-    adapter: str
-    key: str
-    target: Any = None
+    change: Change
     rule_id: str
     reason: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_report(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "change" not in data:
+            return {"change": {k: data[k] for k in SET_ASIDE_CHANGE_KEYS if k in data},
+                    **{k: v for k, v in data.items() if k not in SET_ASIDE_CHANGE_KEYS}}
+        return data
+
+    @model_serializer
+    def _to_report(self) -> dict[str, Any]:
+        return {**{k: getattr(self.change, k) for k in SET_ASIDE_CHANGE_KEYS}, "rule_id": self.rule_id,
+                "reason": self.reason}
 
 
 class Diagnosis(BaseModel):

@@ -157,7 +157,7 @@ def test_the_states_of_one_object_fold_into_one_repair_that_says_what_is_wrong()
 
 def test_a_change_only_a_wrong_blame_proposed_is_set_aside(diagnosis):
     _inp, d = diagnosis
-    assert [(s.host, s.key, s.rule_id) for s in d.set_aside] == [("st02", "net.ipv4.tcp_wmem", "MESH-ASYMMETRY")]
+    assert [(s.change.host, s.change.key, s.rule_id) for s in d.set_aside] == [("st02", "net.ipv4.tcp_wmem", "MESH-ASYMMETRY")]
 
 
 def test_a_path_several_causes_hold_is_explained_by_each_that_is_needed(diagnosis):
