@@ -180,6 +180,20 @@ def test_the_plan_reads_the_same_from_the_typed_decoder(tmp_path):
         assert "\n" not in str(err.value)
 
 
+def test_a_saved_change_s_boot_value_is_read_as_the_model_types_it(tmp_path):
+    """The decoder's change is the model's, field by field (tests/apply/test_change_parity.py): a boot
+    value of a saved scan that is not a BootValue is one line naming where, when the scan is read."""
+    the_site, report = _fleet(1)
+    data = json.loads(report.model_dump_json())
+    change = next(c for f in data["findings"] if f["status"] == "fail" for c in f["changes"])
+    change["boot"] = {"value": "1", "source": "bogus"}
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    where = r"findings\[\d+\]\.changes\[0\]\.boot\.source"
+    with pytest.raises(StoradviseError, match="invalid scan report: .*" + where) as err:
+        build_plan(load_plan_scan(tmp_path / "bad.json"), the_site, today=TODAY)
+    assert "\n" not in str(err.value)
+
+
 @pytest.mark.skipif(ANSIBLE_INVENTORY is None, reason="ansible-core is a dependency; its ansible-inventory is missing")
 def test_a_fleet_of_identical_workers_is_one_group_vars_file_and_a_short_plan(tmp_path):
     """The benchmark (bench/bench_plan.py) scaled down to 500 workers: through the CLI, as a site
