@@ -16,7 +16,7 @@ role (its findings are fixed by hand; its remediations name the exact commands).
 A site's own storage system lives outside this tree: a Python distribution whose entry point in the
 group ``storadvise.storage_kinds`` names a ``StorageKind`` (or a list of them). The installed plug-ins
 are loaded on the registry's first use, once; a broken one stops the command with one line naming
-the entry point and its distribution (advisor.errors.PluginError).
+the entry point and its distribution (advisor.util.errors.PluginError).
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def _registry() -> dict[str, StorageKind]:
 def _load_plugins() -> None:
     from importlib.metadata import entry_points
 
-    from advisor.errors import PluginError
+    from advisor.util.errors import PluginError
 
     taken = {n: "a shipped kind" for k in _BUILTIN for n in (k.name, *k.aliases)}
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):

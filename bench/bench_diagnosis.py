@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advisor.diagnosis import DiagnosisInput, diagnose  # noqa: E402
-from advisor.findings import Change, Finding, FindingStatus, Severity  # noqa: E402
+from advisor.model.findings import Change, Finding, FindingStatus, Severity  # noqa: E402
 from advisor.rules.specs import load_catalog  # noqa: E402
 
 G = 1e9

@@ -41,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from advisor.errors import StoradviseError  # noqa: E402
+from advisor.util.errors import StoradviseError  # noqa: E402
 from advisor.report.safe_text import terminal_text, xml_text  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"

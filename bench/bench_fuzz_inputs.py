@@ -47,7 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from advisor.errors import StoradviseError  # noqa: E402
+from advisor.util.errors import StoradviseError  # noqa: E402
 
 #: a real network.sysctl output (tests/fixtures/network: captured in a network namespace of the lab)
 SYSCTL_OUTPUT = ROOT / "tests" / "fixtures" / "network" / "sysctl-netns-gpfs-server.txt"
@@ -236,12 +236,12 @@ def _site(rng: random.Random) -> str:
 
 
 def fuzz_site_files(cases: int, rng: random.Random, case_seconds: float) -> Tally:
-    from advisor.ansible_collect import batch_vars
-    from advisor.collector import probe_context
-    from advisor.probe_helper import helper_text, sudoers_text
-    from advisor.probe_plan import root_probes, site_root_probes
-    from advisor.probe_helper_path import SYSTEM_DIRS, helper_path
-    from advisor.site_file import load_site
+    from advisor.collect.ansible import batch_vars
+    from advisor.collect.collector import probe_context
+    from advisor.collect.probe_helper import helper_text, sudoers_text
+    from advisor.collect.probe_plan import root_probes, site_root_probes
+    from advisor.site.probe_helper_path import SYSTEM_DIRS, helper_path
+    from advisor.site.file import load_site
 
     t = Tally("site_files", case_seconds)
     with tempfile.TemporaryDirectory() as tmp:
@@ -288,8 +288,8 @@ def fuzz_site_files(cases: int, rng: random.Random, case_seconds: float) -> Tall
 def real_scan(tmp: Path) -> tuple[str, Path]:
     """A real scan report (schema 2 JSON, as scan --json writes it) and the site file it is of."""
     from advisor.report.outputs import ReportFiles, write_report_files
-    from advisor.scan import open_scan, run_scan
-    from advisor.scan_options import ScanOptions
+    from advisor.scan.pipeline import open_scan, run_scan
+    from advisor.scan.options import ScanOptions
 
     cap = tmp / "capture"
     (cap / "hosts" / "gpfs01").mkdir(parents=True)
@@ -350,7 +350,7 @@ def fuzz_saved_scans(cases: int, rng: random.Random, case_seconds: float) -> Tal
     from advisor.apply.plan_input import load_plan_scan
     from advisor.apply.planner import build_plan
     from advisor.report.model import load_report
-    from advisor.site_file import load_site
+    from advisor.site.file import load_site
 
     t = Tally("saved_scans", case_seconds)
     with tempfile.TemporaryDirectory() as tmp:

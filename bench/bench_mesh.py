@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advisor.mesh.runner import run_mesh  # noqa: E402
 from advisor.mesh.schedule import PathRequest  # noqa: E402
-from advisor.site import Site  # noqa: E402
+from advisor.site.model import Site  # noqa: E402
 
 
 def full_mesh(names: list[str], rate: int | None) -> list[PathRequest]:
@@ -121,7 +121,7 @@ def main() -> int:
     ap.add_argument("--no-bidir", action="store_true", help="one direction per test (reverse right after)")
     ap.add_argument("--json", help="write both result dicts to this file")
     args = ap.parse_args()
-    from advisor.units import parse_rate_bps
+    from advisor.util.units import parse_rate_bps
 
     lab_name = None
     if args.lab:
@@ -149,7 +149,7 @@ def main() -> int:
 
 def _run(args, parse_rate_bps) -> int:
     if args.site:
-        from advisor.site_file import load_site
+        from advisor.site.file import load_site
         from advisor.transport.factory import transport_for
 
         site = load_site(args.site)

@@ -80,8 +80,8 @@ def main() -> int:
     from advisor.lab.control import lab_down, lab_up
     from advisor.rules.probe_requests import requested_keys
     from advisor.rules.specs import load_catalog
-    from advisor.site_file import resolve_site
-    from advisor.collector import probe_context
+    from advisor.site.file import resolve_site
+    from advisor.collect.collector import probe_context
     from probes import all_probes
 
     work = Path(tempfile.mkdtemp(prefix="bench-nic-"))

@@ -47,7 +47,7 @@ def _run(argv: list, cwd: Path | None = None, timeout: float = 900) -> subproces
 
 
 def _cli(*args) -> subprocess.CompletedProcess:
-    return _run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())", *args])
+    return _run([sys.executable, "-c", "import sys; from advisor.cli.root import main; sys.exit(main())", *args])
 
 
 def _playbook() -> str:

@@ -29,15 +29,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advisor.collector import collect_site_facts  # noqa: E402
-from advisor.facts import FactSet, ProbeStatus  # noqa: E402
+from advisor.collect.collector import collect_site_facts  # noqa: E402
+from advisor.model.facts import FactSet, ProbeStatus  # noqa: E402
 from advisor.rules.fact_paths import MISSING, get_path, split_path  # noqa: E402
 from advisor.rules.engine import evaluate  # noqa: E402
 from advisor.rules.specs import load_catalog, resolve_profiles, substitute_vars  # noqa: E402
 
 
 def load_capture_facts(directory: Path) -> tuple:
-    from advisor.scan import captured_transports, load_capture
+    from advisor.scan.pipeline import captured_transports, load_capture
 
     site, manifest = load_capture(directory)
     facts = collect_site_facts(site, captured_transports(directory, manifest), parallel=4, sample_seconds=1)
@@ -115,7 +115,7 @@ def best_of(repeat: int, fn) -> tuple[float, object]:
 
 def run(site, facts, n: int, role: str, profiles: list[str] | None, repeat: int) -> dict:
     big_site, big = grow(site, facts, n, role)
-    gc.freeze()  # as the scan pipeline does once the facts are collected (advisor.collector)
+    gc.freeze()  # as the scan pipeline does once the facts are collected (advisor.collect.collector)
     catalog = load_catalog()
     names = profiles or big_site.profiles or ["generic"]
     resolved = resolve_profiles(names, catalog, overrides=big_site.vars)

@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advisor.diagnosis.paths import Fix, binding_limit, path_state, predict  # noqa: E402
 from advisor.mesh.limits import classify_path  # noqa: E402
-from advisor.units import parse_rate_bps  # noqa: E402
+from advisor.util.units import parse_rate_bps  # noqa: E402
 
 BIN = Path(sys.executable).parent
 #: ample buffers on every host: only the point's faults hold a path

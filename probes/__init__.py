@@ -49,7 +49,7 @@ def _discover(extra_modules: list[str]) -> dict[str, Probe]:
 def get_probe(name: str) -> Probe:
     probes = all_probes()
     if name not in probes:
-        from advisor.errors import UsageError
+        from advisor.util.errors import UsageError
 
         raise UsageError(f"unknown probe {name!r} (known: {', '.join(probes) or 'none'})")
     return probes[name]

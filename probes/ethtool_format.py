@@ -134,7 +134,7 @@ def parse_features(text: str) -> dict[str, Feature]:
 def _ethtool_text():
     """playbooks/module_utils/storadvise_ethtool.py: the one reading of ``ethtool -g``/``-k``, shared with
     the nic_tuning role's module."""
-    from advisor.shipped_code import module_utils
+    from advisor.util.shipped_code import module_utils
 
     return module_utils("storadvise_ethtool")
 

@@ -18,7 +18,7 @@ Facts are one flat list of chains and one of rules, whichever backend they came 
 Persisted rulesets: the script also prints, read only, the iptables-save files (the firewall
 role's ``firewall_iptables_files``) and the nft script (``firewall_nftables_conf``) a host loads at
 boot, each in a ``persisted <family|nft> <path>`` section; ``parse`` keeps their text in
-``persisted_files``. Their canonical form is computed on the controller (advisor/ruleset_canonical.py).
+``persisted_files``. Their canonical form is computed on the controller (advisor/adapters/firewall_canonical.py).
 
 Double counting: with the nf_tables backend of iptables (``iptables-save`` prints
 ``(nf_tables)`` in its header), the iptables rules live in nft tables ``ip filter``,

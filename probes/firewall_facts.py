@@ -80,7 +80,7 @@ class FirewallFacts(BaseModel):
     skipped_nft_tables: list[str] = Field(default_factory=list)
     #: the iptables-save files and the nft script loaded at boot that the host has (read by the probe)
     persisted_files: list[PersistedRuleset] = Field(default_factory=list)
-    #: their rules canonicalised on the controller (advisor.ruleset_canonical); empty until then
+    #: their rules canonicalised on the controller (advisor.adapters.firewall_canonical); empty until then
     persisted_rules: list[PersistedRule] = Field(default_factory=list)
     #: how ``persisted_rules`` were canonicalised: ``scratch-netns`` (loaded with iptables-restore
     #: into a scratch user+network namespace, read back with iptables-save) or ``python`` (the

@@ -55,7 +55,7 @@ import re
 from typing import Any
 from urllib.parse import unquote
 
-from advisor.units import parse_size_bytes
+from advisor.util.units import parse_size_bytes
 from probes.legal_values import GPFS_ATTRIBUTE, check_name
 from probes.probe import ProbeParseError, bounded_int
 

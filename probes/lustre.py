@@ -27,7 +27,7 @@ import re
 
 from pydantic import BaseModel, Field
 
-from advisor.shipped_code import module_utils
+from advisor.util.shipped_code import module_utils
 from probes.probe import SECTION_MARKER, Probe, ProbeContext, ProbeParseError, bounded_int, require_tool, section, split_sections
 
 #: the parameters read, per device type

@@ -78,7 +78,7 @@ class ProbeContext(BaseModel):
     #: site's ``flow_ports`` with its storage kinds' ports (advisor.flows.ports); empty: the probe's defaults
     flow_ports: list[str] = Field(default_factory=list)
     #: the script is rendered into the probe helper, which sudo runs as root for a plain user
-    #: (advisor.probe_helper): a probe may then confine what it reads (``Probe.root_paths``)
+    #: (advisor.collect.probe_helper): a probe may then confine what it reads (``Probe.root_paths``)
     root_helper: bool = False
 
 

@@ -31,7 +31,7 @@ import sys
 
 from pydantic import BaseModel
 
-from advisor.resources import playbooks_dir
+from advisor.util.resources import playbooks_dir
 
 
 def _sysctl_keys_module():

@@ -48,7 +48,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from advisor.units import parse_size_bytes
+from advisor.util.units import parse_size_bytes
 from probes.legal_values import check_path
 from probes.probe import NOT_APPLICABLE_MARKER, SECTION_MARKER, Probe, ProbeContext, ProbeParseError, bounded_int
 

@@ -13,8 +13,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from advisor.findings import BootSource, BootValue, Change
-from advisor.shipped_code import canonical
+from advisor.model.findings import BootSource, BootValue, Change
+from advisor.util.shipped_code import canonical
 
 #: probe name -> that probe's facts (plain data) on one host; a probe that did not run is absent
 HostProbeFacts = Mapping[str, dict[str, Any]]

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.adapters.base import Adapter, HostProbeFacts
-from advisor.findings import Change
+from advisor.model.findings import Change
 from probes.beegfs import CONF
 
 PROBE = "beegfs.client_conf"

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.adapters.base import Adapter, HostProbeFacts
-from advisor.findings import Change
+from advisor.model.findings import Change
 from probes.legal_values import DEVICE_NAME
 
 PROBE = "block.queue"

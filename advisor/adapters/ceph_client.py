@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.adapters.base import Adapter, HostProbeFacts
-from advisor.findings import Change
+from advisor.model.findings import Change
 from probes.ceph_conf import CONF, option_name
 
 PROBE = "ceph.client_conf"

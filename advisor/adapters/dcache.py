@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.adapters.base import Adapter, HostProbeFacts, size_value
-from advisor.findings import Change
+from advisor.model.findings import Change
 
 PROBE = "dcache.layout"
 #: dCache's defaults for the properties the rule pack changes (dCache Book; probes.dcache)

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.adapters.base import Adapter, HostProbeFacts
-from advisor.findings import BootSource, BootValue, Change
-from advisor.ruleset_canonical import SCRATCH, same_rule
+from advisor.model.findings import BootSource, BootValue, Change
+from advisor.adapters.firewall_canonical import SCRATCH, same_rule
 
 PROBE = "firewall"
 RULE_FIELDS = ("backend", "family", "table", "chain", "text", "handle")
@@ -46,7 +46,7 @@ class FirewallAdapter(Adapter):
 
     def current(self, facts: HostProbeFacts, key: str) -> tuple[Any, Any]:
         """Runtime: ``present``/``absent``. Persisted: the file line that loads the rule at boot
-        (``path:line: text``), matched by meaning (advisor.ruleset_canonical); None: not found
+        (``path:line: text``), matched by meaning (advisor.adapters.firewall_canonical); None: not found
         in the files the probe read (another loader may still hold it)."""
         if PROBE not in facts:
             return None, None

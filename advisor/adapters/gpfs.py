@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.adapters.base import Adapter, HostProbeFacts
-from advisor.findings import Change, ChangeScope
+from advisor.model.findings import Change, ChangeScope
 
 PERSISTED = "gpfs.mmlsconfig"
 ACTIVE = "gpfs.mmdiag"

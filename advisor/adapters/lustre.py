@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.adapters.base import SITE_FACTS, Adapter, HostProbeFacts
-from advisor.findings import Change, ChangeScope
-from advisor.shipped_code import module_utils
+from advisor.model.findings import Change, ChangeScope
+from advisor.util.shipped_code import module_utils
 
 PROBE = "lustre.params"
 DEVICE_TYPES = ("osc", "mdc", "llite")

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.adapters.base import Adapter, HostProbeFacts
-from advisor.findings import Change
+from advisor.model.findings import Change
 from probes.legal_values import IFACE_NAME
 
 PROBE = "nic.ports"

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.adapters.base import Adapter, HostProbeFacts
-from advisor.findings import Change
+from advisor.model.findings import Change
 
 PROBE = "san.logical_drives"
 #: SMcli ``set logicalDrive`` keyword -> the probe's field

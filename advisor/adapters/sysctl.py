@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.adapters.base import Adapter, HostProbeFacts
-from advisor.findings import BootSource, Change, ChangeScope
-from advisor.kernel_defaults import sysctl_default
-from advisor.shipped_code import module_utils
+from advisor.model.findings import BootSource, Change, ChangeScope
+from advisor.adapters.kernel_defaults import sysctl_default
+from advisor.util.shipped_code import module_utils
 
 #: the one key grammar and the families storadvise tunes, shared with the role's module
 _keys = module_utils("storadvise_sysctl_keys")
@@ -45,7 +45,7 @@ class SysctlAdapter(Adapter):
 
     def default_value(self, facts: HostProbeFacts, key: str) -> tuple[Any, str] | None:
         """The host's own boot default when it reports one (a lab host: its namespace's values at
-        creation), else the kernel's documented default (advisor.kernel_defaults)."""
+        creation), else the kernel's documented default (advisor.adapters.kernel_defaults)."""
         own = ((facts.get(PROBE) or {}).get("boot_defaults") or {}).get(key)
         if own is not None:
             return own, "the host's recorded boot values"

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.adapters.base import Adapter, HostProbeFacts
-from advisor.findings import Change
+from advisor.model.findings import Change
 
 PROBE = "xrootd.server"
 #: directives whose options the adapter can set one by one (the probe's parsed dict of each)

@@ -10,23 +10,23 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from advisor.atomic_files import check_output_paths
-from advisor.errors import UsageError
-from advisor.fail_on import EXIT_FAILED, check_fail_on, fail_on_option
-from advisor.findings import SEVERITY_ORDER
-from advisor.option_aliases import ALIAS_HELP, one_of_aliases
+from advisor.util.atomic_files import check_output_paths
+from advisor.util.errors import UsageError
+from advisor.model.fail_on import EXIT_FAILED, check_fail_on, fail_on_option
+from advisor.model.findings import SEVERITY_ORDER
+from advisor.util.option_aliases import ALIAS_HELP, one_of_aliases
 from advisor.report.safe_text import markup_text as m_
-from advisor.scan_options import ScanOptions
-from advisor.scan_flags import scan_options
+from advisor.scan.options import ScanOptions
+from advisor.scan.flags import scan_options
 
 out = Console(emoji=False)  # host text such as ":skull:" is shown as written
 err = Console(stderr=True, emoji=False)
 
 
 def _scan(target, options, quiet: bool, label: str, mesh_wanted=None):
-    """The scan pipeline (advisor/scan.py) with a progress bar."""
+    """The scan pipeline (advisor/scan/pipeline.py) with a progress bar."""
     from advisor.report.progress import ScanProgress
-    from advisor.scan import run_scan
+    from advisor.scan.pipeline import run_scan
 
     with ScanProgress(len(target.hosts), f"{label} {target.site.name}", enabled=not quiet, console=err) as bar:
         return run_scan(target, options, progress=bar.host_done, quiet=quiet, console=err,
@@ -57,8 +57,8 @@ def plan(
     from advisor.apply.plan_input import load_plan_scan
     from advisor.apply.planner import build_plan
     from advisor.apply.project import write_project
-    from advisor.scan import open_scan
-    from advisor.site_file import resolve_site
+    from advisor.scan.pipeline import open_scan
+    from advisor.site.file import resolve_site
 
     out_dir = one_of_aliases(out_dir, out_dir_old, "--out-dir", "--out")
     if out_dir is None:
@@ -132,7 +132,7 @@ def _render_plan(the_plan, out_dir: Path) -> None:
 
     from advisor.apply.plan_causes import order_by_cause
     from advisor.apply.plan_markdown import UNKNOWN_VALUE, group_changes
-    from advisor.host_ranges import hosts_text
+    from advisor.util.host_ranges import hosts_text
     from advisor.report.whole_values import Column, print_whole_table
 
     _render_plan_causes(the_plan)
@@ -211,10 +211,10 @@ def verify(
     """
     from advisor.apply.planner import check_report_matches
     from advisor.apply.verify import network_touched, verify_result
-    from advisor.history_store import store_scan
+    from advisor.history.store import store_scan
     from advisor.report.outputs import ReportFiles, write_report_files
-    from advisor.scan import open_scan
-    from advisor.site_file import resolve_site
+    from advisor.scan.pipeline import open_scan
+    from advisor.site.file import resolve_site
 
     check_fail_on(fail_on)
     check_output_paths({"--output": output, "--html": html})
@@ -249,7 +249,7 @@ def verify(
 
 def _before_scan(site: str, before: Optional[Path], history: Optional[Path], no_history: bool):
     """The scan to compare with: ``--before FILE``, else the site's newest scan in the history."""
-    from advisor.history_store import HistoryStore, history_path
+    from advisor.history.store import HistoryStore, history_path
     from advisor.report.model import load_report
 
     if before is not None:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from advisor.scan_options import ScanOptions
+from advisor.scan.options import ScanOptions
 
 
 def _program(name: str) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from advisor.apply.plan_model import Plan
 from advisor.diagnosis.report_types import Predicted
 from advisor.report.console_causes import held_by_line, prediction_line
-from advisor.host_ranges import hosts_text
+from advisor.util.host_ranges import hosts_text
 from advisor.report.safe_text import markdown_text
 
 

@@ -7,8 +7,8 @@ the facts of the hosts it plans changes for. This module decodes exactly that wi
 msgspec structs: every other field is skipped by the decoder, and each probe's facts stay raw
 JSON until an adapter asks for them (decoded once per distinct text, so 10,000 identical workers
 cost one decode). The structs have the attribute names of advisor.report.model and
-advisor.findings, so advisor.apply.planner reads either; a change's struct has exactly the fields,
-types and defaults of advisor.findings.Change (tests/apply/test_change_parity.py holds them equal).
+advisor.model.findings, so advisor.apply.planner reads either; a change's struct has exactly the fields,
+types and defaults of advisor.model.findings.Change (tests/apply/test_change_parity.py holds them equal).
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from typing import Any
 
 import msgspec
 
-from advisor.errors import StoradviseError
-from advisor.findings import BootSource, ChangeScope, FindingStatus, Severity
+from advisor.util.errors import StoradviseError
+from advisor.model.findings import BootSource, ChangeScope, FindingStatus, Severity
 from advisor.report.saved_json import check_value, past_limit
 from advisor.report.wire import facts_from_leaves, major_of
 
 
 class PlanBootValue(msgspec.Struct, kw_only=True):
-    """advisor.findings.BootValue as the decoder reads it (field by field the same:
+    """advisor.model.findings.BootValue as the decoder reads it (field by field the same:
     tests/apply/test_change_parity.py)."""
 
     value: Any = None
@@ -35,7 +35,7 @@ class PlanBootValue(msgspec.Struct, kw_only=True):
 
 
 class PlanChange(msgspec.Struct, kw_only=True):
-    """advisor.findings.Change as the decoder reads it: the same fields, types and defaults, in the
+    """advisor.model.findings.Change as the decoder reads it: the same fields, types and defaults, in the
     same order (tests/apply/test_change_parity.py fails when the two differ)."""
 
     host: str
@@ -70,7 +70,7 @@ class PlanHost(msgspec.Struct):
     reachable: bool
     address: str | None = None
     errors: list[str] = []
-    #: probe name -> why it did not run (a probe --skip-probes left out: advisor.probe_selection)
+    #: probe name -> why it did not run (a probe --skip-probes left out: advisor.collect.probe_selection)
     probe_messages: dict[str, str] = {}
     #: probe name -> its facts: raw JSON as decoded, then (load_plan_scan) a RawProbeFacts mapping
     facts: dict[str, msgspec.Raw] = {}

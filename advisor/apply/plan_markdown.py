@@ -20,8 +20,8 @@ from typing import Any
 
 from advisor.apply.plan_causes import cause_lines, order_by_cause, set_aside_lines
 from advisor.apply.plan_model import SCOPE_TEXT, Plan, PlannedChange
-from advisor.findings import BootSource, Change, ChangeScope
-from advisor.host_ranges import fold_hosts, hosts_text
+from advisor.model.findings import BootSource, Change, ChangeScope
+from advisor.util.host_ranges import fold_hosts, hosts_text
 from advisor.report.safe_text import markdown_text
 
 

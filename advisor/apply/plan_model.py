@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from advisor.errors import StoradviseError
-from advisor.findings import Change, ChangeScope
+from advisor.util.errors import StoradviseError
+from advisor.model.findings import Change, ChangeScope
 
 SCOPE_TEXT = {
     ChangeScope.both: "runtime and persisted",

@@ -18,14 +18,14 @@ import msgspec
 from advisor.adapters import Adapter, adapters
 from advisor.apply.declared_changes import DeclaredChanges, declared_changes
 from advisor.rules.finding_changes import change_with_scope
-from advisor.findings import SEVERITY_ORDER, BootValue, Change, Finding, FindingStatus, Severity
+from advisor.model.findings import SEVERITY_ORDER, BootValue, Change, Finding, FindingStatus, Severity
 from advisor.apply.plan_input import PlanBootValue, PlanScan
 from advisor.apply.plan_model import Plan, PlanError, PlannedChange
 from advisor.apply.plan_outcome import predicted_outcome
 from advisor.report.diagnosed import ensure_diagnosis
 from advisor.report.model import ScanReport
-from advisor.site import Host, Site
-from advisor.probe_selection import skipped_in, skipped_probes
+from advisor.site.model import Host, Site
+from advisor.collect.probe_selection import skipped_in, skipped_probes
 
 __all__ = ["Plan", "PlanError", "PlannedChange", "build_plan", "check_report_matches"]
 

@@ -17,7 +17,7 @@ import json
 import sys
 from dataclasses import dataclass
 
-from advisor.resources import playbooks_dir
+from advisor.util.resources import playbooks_dir
 
 APPLY_HEADER = """---
 # storadvise: apply the plan. Run from a plan directory written by `storadvise plan`

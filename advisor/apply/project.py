@@ -28,18 +28,18 @@ from typing import Any
 
 import msgspec
 
-from advisor.apply.ansible_data import dump_data, vars_as_data
+from advisor.util.ansible_data import dump_data, vars_as_data
 from advisor.apply.changesets import VarsLayout, split_vars
 from advisor.apply.plan_markdown import plan_markdown
 from advisor.apply.planner import Plan
 from advisor.apply.playbooks_gen import generated
 from advisor.apply.project_files import copy_roles, roles_in_use
-from advisor.atomic_files import write_atomic
-from advisor.errors import StoradviseError
-from advisor.path_component import path_component
-from advisor.resources import playbooks_dir
-from advisor.secret_vars import redact_vars
-from advisor.site import Host, Site
+from advisor.util.atomic_files import write_atomic
+from advisor.util.errors import StoradviseError
+from advisor.util.path_component import path_component
+from advisor.util.resources import playbooks_dir
+from advisor.site.secret_vars import redact_vars
+from advisor.site.model import Host, Site
 
 PROJECT_MARK = "plan.json"
 #: what every plan directory holds of the shipped playbooks/ (what a plan was made of before: removed

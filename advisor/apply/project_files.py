@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 from advisor.apply.plan_model import Plan
-from advisor.resources import playbooks_dir
+from advisor.util.resources import playbooks_dir
 
 #: the role every plan's playbooks end with (advisor/apply/playbooks_gen.py)
 SUMMARY_ROLE = "apply_summary"

@@ -1,4 +1,4 @@
-"""``verify``: the scan after a change against the one before (the scan itself is advisor/scan.py).
+"""``verify``: the scan after a change against the one before (the scan itself is advisor/scan/pipeline.py).
 
 The findings and paths are compared as advisor/report/scan_compare.py says (``fixed``,
 ``still_failing``, ``new``, ``not_checked``); the active test's efficiency before and after; and the
@@ -11,8 +11,8 @@ from typing import Any
 
 from advisor.apply.verify_predictions import by_hand_subjects, calibration, verify_causes
 from advisor.report.diagnosed import ensure_diagnosis
-from advisor.errors import StoradviseError
-from advisor.findings import SEVERITY_ORDER, FindingStatus
+from advisor.util.errors import StoradviseError
+from advisor.model.findings import SEVERITY_ORDER, FindingStatus
 from advisor.report.model import ScanReport
 from advisor.report.scan_compare import compare_findings, compare_paths
 

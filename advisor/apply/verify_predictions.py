@@ -30,7 +30,7 @@ from typing import Any
 
 from advisor.diagnosis.report_types import Predicted
 from advisor.diagnosis.paths import INCONCLUSIVE
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 from advisor.flows.limits import NETWORK_CLASSES, says_nothing_of_the_network
 from advisor.report.model import ScanReport
 from advisor.report.scan_compare import measured_paths

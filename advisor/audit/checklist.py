@@ -19,13 +19,13 @@ import fnmatch
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from advisor.findings import SEVERITY_ORDER, FindingStatus
-from advisor.host_failures import UNREACHABLE_RULE
+from advisor.model.findings import SEVERITY_ORDER, FindingStatus
+from advisor.rules.host_failures import UNREACHABLE_RULE
 from advisor.mesh.results import GREEN_RATIO, path_ratio
 from advisor.report.finding_text import said
 from advisor.report.model import ScanReport
 from advisor.rules.specs import RuleCatalog
-from advisor.site import Site
+from advisor.site.model import Site
 
 DEFAULT_PROFILE = "pre-deployment"
 DEFAULT_THRESHOLD = "medium"

@@ -10,11 +10,11 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from advisor.errors import UsageError
-from advisor.atomic_files import check_output_paths
-from advisor.fail_on import check_fail_on, fail_on_option
-from advisor.option_aliases import ALIAS_HELP
-from advisor.scan import ScanOptions
+from advisor.util.errors import UsageError
+from advisor.util.atomic_files import check_output_paths
+from advisor.model.fail_on import check_fail_on, fail_on_option
+from advisor.util.option_aliases import ALIAS_HELP
+from advisor.scan.pipeline import ScanOptions
 
 out = Console(emoji=False)  # host text such as ":skull:" is shown as written
 err = Console(stderr=True, emoji=False)
@@ -41,12 +41,12 @@ def audit(
     Profile: pre-deployment unless --profile is given. Exit 0 accepted, 2 a check failed, 1 usage or tool error.
     """
     from advisor.audit.checklist import DEFAULT_PROFILE, audit_checklist
-    from advisor.history_store import store_scan
+    from advisor.history.store import store_scan
     from advisor.report.junit import checklist_junit
     from advisor.report.outputs import ReportFiles, write_report_files
     from advisor.report.progress import ScanProgress
-    from advisor.scan import open_scan, run_scan
-    from advisor.site_file import required_site
+    from advisor.scan.pipeline import open_scan, run_scan
+    from advisor.site.file import required_site
 
     given_as = "--fail-on"
     if threshold is not None:
@@ -86,7 +86,7 @@ def audit(
 
 
 def register(app: typer.Typer) -> None:
-    from advisor.scan_flags import scan_options
+    from advisor.scan.flags import scan_options
 
     app.command("audit", short_help="The acceptance checklist of a new installation (pre-deployment profile).",
                 epilog="Examples:\n\n  storadvise audit --site newsite --junit audit.xml --html audit.html\n\n"

@@ -8,9 +8,9 @@ from typing import Optional
 
 import typer
 
-from advisor.errors import ERROR_PREFIX, StoradviseError, UsageError
-from advisor.help_format import HELP_FORMAT
-from advisor.units import parse_size_bytes
+from advisor.util.errors import ERROR_PREFIX, StoradviseError, UsageError
+from advisor.util.help_format import HELP_FORMAT
+from advisor.util.units import parse_size_bytes
 
 app = typer.Typer(
     **HELP_FORMAT,
@@ -98,7 +98,7 @@ def simulate_cmd(
 def _run(logs, capacity, policy, areas, curve, sample, fmt, year, file_type, csvc, high, low, purge_interval, output):
     import os
 
-    from advisor.atomic_files import check_output_paths
+    from advisor.util.atomic_files import check_output_paths
     from advisor.cache import jit
 
     check_output_paths({"--output": output})
@@ -143,7 +143,7 @@ def _run(logs, capacity, policy, areas, curve, sample, fmt, year, file_type, csv
         bad_lines = sum(i["bad_lines"] for i in result["inputs"])
         raise StoradviseError(f"{', '.join(logs)}: no read requests found ({bad_lines} bad lines)")
     if output is not None:
-        from advisor.atomic_files import write_atomic
+        from advisor.util.atomic_files import write_atomic
         from advisor.cache.plots import plot_efficiency
 
         try:

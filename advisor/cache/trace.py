@@ -16,7 +16,7 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from advisor.cache.keytable import KeyTable
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 
 #: default file-type patterns (first match wins), on the logical path
 DEFAULT_TYPES: tuple[tuple[str, str], ...] = (

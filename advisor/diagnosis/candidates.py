@@ -9,7 +9,7 @@ from typing import Any
 from advisor.diagnosis.localise import LossBlame
 from advisor.diagnosis.report_types import FindingRef, Predicted
 from advisor.diagnosis.paths import Fix
-from advisor.findings import Change, Finding
+from advisor.model.findings import Change, Finding
 
 #: the kernel's limit classes each kind of fix acts on (a cause whose paths agree is confident)
 FIX_CLASS = {"sack": {"loss"}, "loss": {"loss"}, "loss_recv": {"loss"}, "nic_speed": {"link"}, "rmem": {"receiver_window"},

@@ -28,7 +28,7 @@ from advisor.diagnosis.paths import (INCONCLUSIVE, Fix, FixIndex, PathState, fix
                                      predict)
 from advisor.paths.host_view import HostFacts
 from advisor.diagnosis.ranking import cause_id_of, rank, to_cause
-from advisor.findings import SEVERITY_ORDER, Change, Finding, FindingStatus
+from advisor.model.findings import SEVERITY_ORDER, Change, Finding, FindingStatus
 from advisor.paths.record import OUTSIDE, PathRecord
 
 #: a prediction counts as lifting a path when it beats the measurement by this factor

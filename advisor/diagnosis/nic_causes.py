@@ -25,9 +25,9 @@ from advisor.diagnosis.candidates import ByHand, Candidate, ref, refkey
 from advisor.diagnosis.localise import LossBlame
 from advisor.diagnosis.report_types import Predicted
 from advisor.diagnosis.paths import Fix, PathState, predict
-from advisor.findings import Finding
-from advisor.link_rate import address_mtu
-from advisor.units import format_bps
+from advisor.model.findings import Finding
+from advisor.model.link_rate import address_mtu
+from advisor.util.units import format_bps
 from probes.nic_counters import counter_class
 
 PORTS = "nic.ports"

@@ -7,7 +7,7 @@ import hashlib
 
 from advisor.diagnosis.candidates import BUFFER_FAMILY, Candidate, norm, ref, refkey
 from advisor.diagnosis.report_types import Cause
-from advisor.findings import SEVERITY_ORDER
+from advisor.model.findings import SEVERITY_ORDER
 
 def _cause_id(c: Candidate) -> str:
     if c.kind == "change":

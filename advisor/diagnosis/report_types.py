@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_serializer, model_serializer, model_validator
 
-from advisor.findings import Change
+from advisor.model.findings import Change
 
 
 class FindingRef(BaseModel):

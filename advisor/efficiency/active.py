@@ -34,9 +34,9 @@ from advisor.efficiency.active_plan import build_active_plan, python_command, re
 from advisor.efficiency.protocols import job_spec
 from advisor.efficiency.scaling_curve import find_knee
 from advisor.efficiency.scaling_run import run_points
-from advisor import host_tmp
-from advisor.host_tmp import MKTEMP
-from advisor.site import Host
+from advisor.util import host_tmp
+from advisor.util.host_tmp import MKTEMP
+from advisor.site.model import Host
 from advisor.transport.base import Transport, TransportError
 
 JOB_PATH = Path(__file__).with_name("active_job.py")

@@ -18,9 +18,9 @@ from typing import Any, Iterable, Mapping
 
 from advisor.efficiency.protocols import EfficiencyTestError, parse_protocols
 from advisor.efficiency.scaling_curve import MIN_EFFICIENCY, RATE_DROP, find_knee
-from advisor.errors import StoradviseError
-from advisor.site import Host, Site, host_address
-from advisor.units import parse_rate_bps
+from advisor.util.errors import StoradviseError
+from advisor.site.model import Host, Site, host_address
+from advisor.util.units import parse_rate_bps
 
 DEFAULTS: dict[str, Any] = {
     "mb": 64.0,  # MiB per host test

@@ -17,7 +17,7 @@ from typing import Any
 
 from advisor.efficiency.analysis import EVENT_LABELS, Histogram, Summary
 from advisor.efficiency.records import EfficiencyInputError, short_host
-from advisor.findings import Finding, FindingStatus, Remediation, Severity
+from advisor.model.findings import Finding, FindingStatus, Remediation, Severity
 
 REF_IFCA = ("IFCA CMS Tier-2 CPU-efficiency study (Instituto de Fisica de Cantabria, talk: 'Efficiency Comparison Between"
             " IFCA and another T2'): 28-43% -> 73-82% for 100..100000 events; wall ~2x for >1000 events")

@@ -9,8 +9,8 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from advisor.errors import ERROR_PREFIX, StoradviseError, UsageError
-from advisor.help_format import HELP_FORMAT
+from advisor.util.errors import ERROR_PREFIX, StoradviseError, UsageError
+from advisor.util.help_format import HELP_FORMAT
 from advisor.efficiency import aggregate_findings
 from advisor.efficiency.analysis import Summary, site_group_mapper
 from advisor.efficiency.ingest import FORMATS, IssueLog, detect_format, ingest_into, iter_records
@@ -99,7 +99,7 @@ def ingest(
     scan_findings = aggregate_findings.load_scan(scan) if scan else None
     group_of = None
     if site:
-        from advisor.site_file import load_site
+        from advisor.site.file import load_site
 
         group_of = site_group_mapper(load_site(site))
 

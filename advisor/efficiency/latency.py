@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.findings import Finding, FindingStatus, Remediation, Severity
+from advisor.model.findings import Finding, FindingStatus, Remediation, Severity
 
 ANCHORS = ((9.0, 0.02), (150.0, 0.15))  # (RTT ms, relative efficiency loss), PIC/CIEMAT
 PIC_CIEMAT_REFERENCE = ("Perez Dengra, Flix Molina, Sikora, 'XCache for CMS in PIC Tier-1 and CIEMAT Tier-2' (CMS"

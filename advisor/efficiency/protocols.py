@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 
 PROTOCOLS = ("tcp", "posix", "xrootd", "xcache")
 

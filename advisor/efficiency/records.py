@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 
 #: statuses a record may carry (lower case, one word)
 STATUSES = (

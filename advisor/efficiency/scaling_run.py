@@ -16,7 +16,7 @@ import time
 from typing import Any, Callable
 
 from advisor.efficiency.scaling_curve import point_summary
-from advisor.site import Host
+from advisor.site.model import Host
 
 #: seconds between launching the jobs of a multi-node point and the clients' common start
 START_MARGIN_S = 3.0

@@ -14,8 +14,8 @@ import typer
 
 from advisor.efficiency import latency
 from advisor.efficiency.records import EfficiencyInputError
-from advisor.errors import ERROR_PREFIX, StoradviseError, UsageError
-from advisor.option_aliases import ALIAS_HELP, one_of_aliases
+from advisor.util.errors import ERROR_PREFIX, StoradviseError, UsageError
+from advisor.util.option_aliases import ALIAS_HELP, one_of_aliases
 
 EPILOG = ("Examples:\n\n\b\n"
           "  storadvise efficiency what-if --rtt-ms 9 --rtt-ms fnal=150 --job-report job.fjr.xml\n"

@@ -25,9 +25,9 @@ import statistics
 from collections import Counter
 from typing import Any
 
-from advisor.facts import FactSet
+from advisor.model.facts import FactSet
 from advisor.flows.limits import RECVQ_FULL_BYTES, classify_flow
-from advisor.link_rate import host_link_rate_bps
+from advisor.model.link_rate import host_link_rate_bps
 from advisor.paths import host_view as hv
 from advisor.paths.record import OUTSIDE
 

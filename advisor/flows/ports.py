@@ -4,7 +4,7 @@ file's ``flow_ports`` (else the probe's defaults), with the ports of the site's 
 
 from __future__ import annotations
 
-from advisor.site import Site
+from advisor.site.model import Site
 from advisor.storage_kinds import get_storage_kind
 from probes.flows import DEFAULT_FLOW_PORTS
 

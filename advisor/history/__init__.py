@@ -1,1 +1,2 @@
-"""Scan history: every scan stored in SQLite (advisor/history_store.py), queried by ``storadvise history``."""
+"""Scan history: every scan stored in SQLite (advisor/history/store.py), queried by ``storadvise history``
+(advisor/cli/history.py)."""

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from advisor.help_format import HELP_FORMAT
+from advisor.util.help_format import HELP_FORMAT
 from advisor.lab import control, teardown
 
 app = typer.Typer(
@@ -75,14 +75,14 @@ def generate(
 
     Example: storadvise lab generate --seed 7 --output gen7.yml && storadvise lab up --scenario gen7.yml
     """
-    from advisor.errors import StoradviseError, UsageError
+    from advisor.util.errors import StoradviseError, UsageError
     from advisor.lab.generate import generate_scenario, scenario_yaml
     from advisor.lab.scenario import Scenario
 
-    from advisor.option_aliases import one_of_aliases
+    from advisor.util.option_aliases import one_of_aliases
 
     out_file = one_of_aliases(out_file, out_file_old, "--output", "--out")
-    from advisor.atomic_files import check_output_paths
+    from advisor.util.atomic_files import check_output_paths
 
     check_output_paths({"--output": out_file})
     if min_hosts > max_hosts:
@@ -119,7 +119,7 @@ def down(
             out.print("no lab is up")
             return
         else:
-            from advisor.errors import UsageError
+            from advisor.util.errors import UsageError
 
             raise UsageError(f"several labs are up ({', '.join(labs)}): give --name LAB or --all")
     with err.status("lab down") as st:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 from advisor.lab import hosts as hostmod
 from advisor.lab import netns as nx
 from advisor.lab.reboot import reboot_host, record_defaults

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 
 
 class LabCommandError(StoradviseError):

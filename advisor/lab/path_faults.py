@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 from advisor.lab import netns as nx
 from advisor.lab.records import LabRecord, switch_ns
 from advisor.lab.scenario import Scenario

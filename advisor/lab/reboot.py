@@ -33,10 +33,10 @@ import re
 import subprocess
 from pathlib import Path
 
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 from advisor.lab import netns as nx
 from advisor.lab.records import LabRecord
-from advisor.resources import playbooks_dir
+from advisor.util.resources import playbooks_dir
 from probes.sysctl_conf import SYSCTL_CONF, SYSCTL_DIRS, order_sysctl_files, parse_sysctl_conf
 
 DEFAULTS_FILE = "sysctl-defaults.json"

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from advisor.site_lookup import lab_sites_dir
+from advisor.site.lookup import lab_sites_dir
 
 LAB_POOL = ipaddress.ip_network("198.18.0.0/15")
 NS_PREFIX = "salab-"

@@ -1,7 +1,7 @@
 """Lab scenario files: the topology of a miniature site and the faults injected into it.
 
 A scenario is YAML (schema in docs/lab.md), validated here with pydantic; a problem is reported
-as one line naming file, line and field (advisor.yaml_lines). Built-in scenarios live in
+as one line naming file, line and field (advisor.util.yaml_lines). Built-in scenarios live in
 ``advisor/lab/scenarios/NAME.yml``; ``--scenario`` takes a built-in name or a path.
 """
 
@@ -13,14 +13,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from advisor.errors import SiteFileError, StoradviseError
+from advisor.util.errors import SiteFileError, StoradviseError
 from advisor.lab.emulators.nic_lab import SECTION as HOST_NICS, HostCpu, HostNic
 from advisor.lab.scenario_faults import ExpectedFinding, GroupFirewall, merge_iptables
 from advisor.lab.scenario_traffic import Traffic, check_traffic
-from advisor.host_patterns import host_pattern
-from advisor.site import MeshSpec, Role
-from advisor.units import parse_rate_bps
-from advisor.yaml_lines import load_located_yaml
+from advisor.site.host_patterns import host_pattern
+from advisor.site.model import MeshSpec, Role
+from advisor.util.units import parse_rate_bps
+from advisor.util.yaml_lines import load_located_yaml
 
 BUILTIN_DIR = Path(__file__).parent / "scenarios"
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -224,14 +224,14 @@ class PathFault(_Strict):
 class SiteSection(_Strict):
     description: str | None = None
     storage_kind: str = "other"
-    #: the site file's ``storage_systems`` (advisor.site.Site): given, they gate the storage probes and packs
+    #: the site file's ``storage_systems`` (advisor.site.model.Site): given, they gate the storage probes and packs
     storage_systems: list[str] = Field(default_factory=list)
     profiles: list[str] = Field(default_factory=lambda: ["generic"])
     vars: dict[str, Any] = Field(default_factory=dict)
     mesh: MeshSpec | None = None
-    #: advisor.site.Waiver entries, copied into the site file (e.g. what a namespace cannot set)
+    #: advisor.site.model.Waiver entries, copied into the site file (e.g. what a namespace cannot set)
     waivers: list[dict[str, Any]] = Field(default_factory=list)
-    #: advisor.site.ImmutableSetting entries (settings no plan may change), copied into the site file
+    #: advisor.site.model.ImmutableSetting entries (settings no plan may change), copied into the site file
     immutable: list[Any] = Field(default_factory=list)
     #: extra site-file sections (e.g. ``efficiency:`` for the active CPU-efficiency test)
     extensions: dict[str, Any] = Field(default_factory=dict)
@@ -382,7 +382,7 @@ class Scenario(_Strict):
                 h.firewall = own
 
     def select(self, selector: str) -> list[ScenarioHost]:
-        """The hosts of a host pattern (advisor.host_patterns.HostPattern, the grammar of site files: names,
+        """The hosts of a host pattern (advisor.site.host_patterns.HostPattern, the grammar of site files: names,
         globs, groups, roles, comma lists, ``!exclusion``); a malformed pattern selects none."""
         try:
             return host_pattern(selector).select(self.hosts)

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from advisor.units import UnitError, parse_rate_bps, parse_size_bytes
+from advisor.util.units import UnitError, parse_rate_bps, parse_size_bytes
 
 _BYTES_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)B/s\s*$")
 _MULT = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}

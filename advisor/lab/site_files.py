@@ -1,6 +1,6 @@
 """The files a running lab hands to the rest of storadvise: a site file and an Ansible inventory.
 
-The site file follows advisor.site.Site (validated before it is written) and is registered in
+The site file follows advisor.site.model.Site (validated before it is written) and is registered in
 ``lab_sites_dir()/NAME.yml`` so ``storadvise scan --site NAME`` finds it.
 """
 
@@ -16,8 +16,8 @@ import yaml
 from advisor.lab.records import LabRecord
 from advisor.lab.scenario import Scenario
 from advisor.lab.hosts import HOST_DIR_IN_HOST
-from advisor.site import Site
-from advisor.site_lookup import lab_sites_dir
+from advisor.site.model import Site
+from advisor.site.lookup import lab_sites_dir
 
 
 def rate_text(bps: int | None) -> str | None:

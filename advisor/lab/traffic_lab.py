@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 from advisor.lab.records import LabRecord
 from advisor.lab.scenario import Scenario
 from advisor.lab.scenario_traffic import traffic_readers, traffic_servers

@@ -27,9 +27,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 from advisor.lab.emulation import LabEmulation
-from advisor.units import parse_size_bytes
+from advisor.util.units import parse_size_bytes
 
 XROOTD = "/usr/bin/xrootd"
 RUN_AS = "xrootd"

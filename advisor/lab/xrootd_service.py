@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 
 XROOTD = shutil.which("xrootd") or "/usr/bin/xrootd"
 XRDCP = shutil.which("xrdcp") or "/usr/bin/xrdcp"

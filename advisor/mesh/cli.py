@@ -8,9 +8,9 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from advisor.errors import StoradviseError, UsageError
-from advisor.help_format import HELP_FORMAT
-from advisor.option_aliases import ALIAS_HELP, one_of_aliases
+from advisor.util.errors import StoradviseError, UsageError
+from advisor.util.help_format import HELP_FORMAT
+from advisor.util.option_aliases import ALIAS_HELP, one_of_aliases
 
 app = typer.Typer(
     **HELP_FORMAT,
@@ -26,7 +26,7 @@ err = Console(stderr=True)
 
 
 def _site(name: str):
-    from advisor.site_file import load_site
+    from advisor.site.file import load_site
 
     site = load_site(name)
     if site.mesh is None or not site.mesh.pairs:

@@ -22,8 +22,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from advisor import host_tmp
-from advisor.host_tmp import MKTEMP
+from advisor.util import host_tmp
+from advisor.util.host_tmp import MKTEMP
 from advisor.mesh import sampling
 from advisor.mesh.iperf_auth import IperfAuth
 from probes.json_text import MAX_JSON_DEPTH, json_depth

@@ -16,7 +16,7 @@ import secrets
 import shlex
 from dataclasses import dataclass
 
-from advisor.host_tmp import MKTEMP
+from advisor.util.host_tmp import MKTEMP
 
 #: printed by AUTH_PROBE when the host's iperf3 can authenticate
 AUTH_MARK = "STORADVISE-IPERF3-AUTH"

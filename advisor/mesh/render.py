@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from advisor.mesh.results import GREEN_RATIO, YELLOW_RATIO, path_ratio, summary
-from advisor.units import format_bps
+from advisor.util.units import format_bps
 
 
 def _mbps(bps: float | None) -> str:
@@ -159,7 +159,7 @@ class RoundProgress:
     def __init__(self, console, enabled: bool = True):
         from rich.progress import Progress
 
-        from advisor.progress_bars import progress_columns
+        from advisor.util.progress_bars import progress_columns
 
         self.enabled = enabled
         self.progress = Progress(*progress_columns("dim"), console=console, transient=False, disable=not enabled)

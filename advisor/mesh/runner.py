@@ -15,14 +15,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 from advisor.mesh import iperf
 from advisor.mesh.iperf_auth import AUTH_PROBE, IperfAuth, supports_auth
 from advisor.mesh.limits import INCONCLUSIVE, classify_path
 from advisor.mesh.results import judge_paths, path_record
 from advisor.mesh.sampling import EndSample
 from advisor.mesh.schedule import PathRequest, expand_pairs, mesh_schedule
-from advisor.site import Host, MeshSpec, Site
+from advisor.site.model import Host, MeshSpec, Site
 from advisor.transport.base import Transport, TransportError
 
 TransportSource = Mapping[str, Transport] | Callable[[Host], Transport]
@@ -197,7 +197,7 @@ class MeshRunner:
                  progress: Callable[[MeshProgress], None] | None = None, nic_speeds: dict[str, int] | None = None):
         self.site = site
         self.opts = options
-        #: host -> its physical NIC's speed (bits/s; advisor.measurements.nic_speeds): each path records its ends'
+        #: host -> its physical NIC's speed (bits/s; advisor.scan.measurements.nic_speeds): each path records its ends'
         self.nic_speeds = nic_speeds or {}
         self.hosts = _Hosts(site, transports)
         self.progress = progress

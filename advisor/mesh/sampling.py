@@ -29,7 +29,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from advisor.host_tmp import MKTEMP
+from advisor.util.host_tmp import MKTEMP
 from advisor.mesh.tcp_info import SAMPLE_MARK
 
 SECTION_MARK = "@@storadvise-sampling"

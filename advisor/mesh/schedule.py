@@ -15,8 +15,8 @@ import itertools
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from advisor.errors import SiteFileError
-from advisor.gc_paused import gc_paused
+from advisor.util.errors import SiteFileError
+from advisor.util.gc_paused import gc_paused
 from advisor.mesh.edge_colouring import (  # noqa: F401  (circle_rounds ... re-exported for callers)
     Edge,
     circle_rounds,
@@ -25,8 +25,8 @@ from advisor.mesh.edge_colouring import (  # noqa: F401  (circle_rounds ... re-e
     schedule_edges,
     schedule_method,
 )
-from advisor.host_patterns import host_pattern
-from advisor.site import Host, MeshPair, Site
+from advisor.site.host_patterns import host_pattern
+from advisor.site.model import Host, MeshPair, Site
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,9 +26,9 @@ import random
 from collections import defaultdict
 from collections.abc import Sequence
 
-from advisor.errors import UsageError
+from advisor.util.errors import UsageError
 from advisor.mesh.schedule import PathRequest
-from advisor.site import Site
+from advisor.site.model import Site
 
 STRATEGIES = ("full", "bipartite", "sample", "representative")
 

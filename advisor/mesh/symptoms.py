@@ -34,12 +34,12 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from advisor.adapters.firewall import rule_key
-from advisor.findings import Change
+from advisor.model.findings import Change
 from advisor.mesh.results import path_ratio
 from advisor.paths import host_view as hv
 from advisor.paths.host_view import FIREWALL, SYSCTL  # noqa: F401  (the keys of a host's facts map)
 from advisor.paths.record import PathRecord
-from advisor.units import format_bps
+from advisor.util.units import format_bps
 
 HostFactsMap = dict[str, dict[str, dict | None]]  # host -> its HostFacts (advisor.paths.host_view)
 

@@ -6,11 +6,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from advisor.findings import FindingStatus
-from advisor.probe_selection import skipped_probes_of
+from advisor.model.findings import FindingStatus
+from advisor.collect.probe_selection import skipped_probes_of
 from advisor.report.console_causes import render_causes
 from advisor.report.finding_text import comparison_line, headline
-from advisor.host_ranges import hosts_text
+from advisor.util.host_ranges import hosts_text
 from advisor.report.model import ScanReport
 from advisor.report.safe_text import markup_text, terminal_text
 
@@ -191,7 +191,7 @@ def summary_line(report: ScanReport) -> str:
 def left_out_lines(report: ScanReport) -> list[str]:
     """What the scan did not check, and why: probes --probes/--skip-probes left out, and the role
     probes of hosts scanned with no role (the local host without --role)."""
-    from advisor.probe_selection import skipped_probes
+    from advisor.collect.probe_selection import skipped_probes
     from probes import all_probes
 
     out = []

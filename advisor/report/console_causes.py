@@ -9,10 +9,10 @@ from rich.console import Console
 from rich.text import Text
 
 from advisor.diagnosis.report_types import Cause, FindingRef, Predicted
-from advisor.host_ranges import hosts_text
+from advisor.util.host_ranges import hosts_text
 from advisor.report.model import ScanReport
 from advisor.report.safe_text import markup_text, terminal_text
-from advisor.units import format_bps
+from advisor.util.units import format_bps
 
 SEVERITY_STYLE = {"critical": "bold white on red", "high": "bold red", "medium": "yellow", "low": "cyan", "info": "dim"}
 
@@ -193,7 +193,7 @@ def hygiene_lines(report: ScanReport) -> list[tuple[str, str]]:
     """(severity, line) per hygiene finding, worst first: each setting's current -> target value
     ("NET-DEFAULT-QDISC on wn[01-04]: net.core.default_qdisc pfifo_fast -> fq"), or, for a fix by hand,
     what is wrong in the rule's words (advisor.report.finding_text); hosts that say the same share a line."""
-    from advisor.findings import SEVERITY_ORDER
+    from advisor.model.findings import SEVERITY_ORDER
     from advisor.report.finding_text import headline
 
     by_ref: dict[tuple, list] = {}

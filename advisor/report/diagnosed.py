@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from advisor.diagnosis import diagnose, diagnosis_input
 from advisor.diagnosis.report_types import Diagnosis
-from advisor.gc_paused import gc_paused
+from advisor.util.gc_paused import gc_paused
 from advisor.report.model import ScanReport
 from advisor.rules.specs import RuleCatalog, load_catalog
 

@@ -1,4 +1,4 @@
-"""The console text of ``scan --dry-run`` (advisor/dry_run.py builds what it shows): plain text, the
+"""The console text of ``scan --dry-run`` (advisor/scan/dry_run.py builds what it shows): plain text, the
 scripts printed exactly as they would be sent, never wrapped or cut."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from rich.console import Console
 
 
 def _privilege_text(p: dict[str, Any]) -> str:
-    """How a probe runs (advisor.probe_plan.Privilege), with sudo only where the scan uses it."""
+    """How a probe runs (advisor.collect.probe_plan.Privilege), with sudo only where the scan uses it."""
     unless = " unless the login is root" if p["sudo"] is None else ""
     privilege = p["privilege"]
     if privilege == "helper":

@@ -12,7 +12,7 @@ import json
 from html import escape as _html_escape
 from typing import Any
 
-from advisor.findings import SEVERITY_ORDER, Finding, FindingStatus
+from advisor.model.findings import SEVERITY_ORDER, Finding, FindingStatus
 from advisor.report.finding_text import expected_text, headline, observed_text
 from advisor.report.html_causes import causes_section, verify_causes_section
 from advisor.report.html_style import PAGE_SCRIPT, PAGE_STYLE

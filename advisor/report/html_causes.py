@@ -9,7 +9,7 @@ from typing import Any
 
 from advisor.diagnosis.report_types import Cause, FindingRef, Predicted
 from advisor.report.console_causes import calibration_line, grouped_refs, held_by_line
-from advisor.host_ranges import hosts_text
+from advisor.util.host_ranges import hosts_text
 from advisor.report.model import ScanReport
 from advisor.report.safe_text import xml_text
 from html import escape as _html_escape

@@ -4,7 +4,7 @@ A 10,000-host report is hundreds of megabytes of JSON (every host's facts); buil
 string doubles the scan's peak memory. ``write_report_json`` holds one host's or one finding's text
 at a time. The rest of the report is ``model_dump_json(indent=2)``'s text; a fact leaf is one line.
 Workers with the same facts share their text: each probe's facts are turned into leaves once per
-distinct value (hosts whose outputs were the same share one facts object, advisor.output_store).
+distinct value (hosts whose outputs were the same share one facts object, advisor.model.output_store).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 import msgspec
 
-from advisor.findings import Finding
+from advisor.model.findings import Finding
 from advisor.report.model import HostReport, ScanReport
 from advisor.report.wire import fact_leaves, finding_out
 
@@ -26,7 +26,7 @@ _FACTS = '\n  "facts": {}'
 
 class _LeafTexts:
     """Each probe's facts as the text of their leaves, once per facts object (hosts whose outputs were
-    the same share one, advisor.output_store) and once per distinct value."""
+    the same share one, advisor.model.output_store) and once per distinct value."""
 
     def __init__(self) -> None:
         self._by_object: dict[int, tuple[Any, str]] = {}  # the object is held: its id stays its own

@@ -10,9 +10,9 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, model_serializer, model_validator
 
 from advisor.diagnosis.report_types import Cause, Diagnosis, FindingRef, Predicted, SetAside
-from advisor.errors import StoradviseError
-from advisor.facts import FactSet, ProbeStatus
-from advisor.findings import SEVERITY_ORDER, Finding, FindingStatus
+from advisor.util.errors import StoradviseError
+from advisor.model.facts import FactSet, ProbeStatus
+from advisor.model.findings import SEVERITY_ORDER, Finding, FindingStatus
 from advisor.report.saved_json import load_json
 from advisor.report.wire import SCHEMA_VERSION, report_out, upgrade
 

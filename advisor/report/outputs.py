@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from advisor.atomic_files import atomic_writer
-from advisor.errors import StoradviseError
+from advisor.util.atomic_files import atomic_writer
+from advisor.util.errors import StoradviseError
 from advisor.report.model import ScanReport
 
 
@@ -24,7 +24,7 @@ class ReportFiles:
 
 
 def write_text(path: Path, text: str, mode: int = 0o644) -> None:
-    """Write a report file atomically (advisor.atomic_files); a failure is one line and leaves no
+    """Write a report file atomically (advisor.util.atomic_files); a failure is one line and leaves no
     temporary file."""
     write_parts(path, (text,), mode)
 

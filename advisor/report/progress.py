@@ -1,11 +1,11 @@
-"""The scan's progress bar on stderr (hidden with --json), with the columns of advisor.progress_bars."""
+"""The scan's progress bar on stderr (hidden with --json), with the columns of advisor.util.progress_bars."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.progress import Progress
 
-from advisor.progress_bars import progress_columns
+from advisor.util.progress_bars import progress_columns
 
 
 class ScanProgress:

@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
-from advisor.atomic_files import write_atomic
-from advisor.errors import StoradviseError
-from advisor.findings import SEVERITY_ORDER, FindingStatus
+from advisor.util.atomic_files import write_atomic
+from advisor.util.errors import StoradviseError
+from advisor.model.findings import SEVERITY_ORDER, FindingStatus
 from advisor.mesh.results import path_ratio
 from advisor.report.model import ScanReport
 

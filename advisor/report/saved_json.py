@@ -16,7 +16,7 @@ import json
 import re
 from typing import Any
 
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 
 #: the deepest nesting of objects and arrays a saved scan may have (a real one: about 8)
 MAX_DEPTH = 64

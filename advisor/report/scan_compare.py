@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.findings import SEVERITY_ORDER, FindingStatus
-from advisor.probe_selection import is_skipped, skipped_probes_of
+from advisor.model.findings import SEVERITY_ORDER, FindingStatus
+from advisor.collect.probe_selection import is_skipped, skipped_probes_of
 from advisor.report.model import ScanReport
 
 

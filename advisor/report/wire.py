@@ -24,7 +24,7 @@ import math
 import re
 from typing import Any
 
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 from advisor.report.saved_json import MAX_DEPTH, JsonLimitError, load_json
 
 #: the schema written

@@ -16,7 +16,7 @@ from advisor.rules.comparisons import compare
 from advisor.rules.rule_regex import HostBudgetSpent, MatchBudget
 from advisor.rules.fact_paths import MISSING, get_path, split_path
 from advisor.rules.finding_groups import value_key
-from advisor.findings import Finding, FindingStatus
+from advisor.model.findings import Finding, FindingStatus
 from advisor.rules.specs import Condition, RuleSpec, substitute_vars
 
 #: the advisor.rules.engine.RuleContext a rule is evaluated in (not imported: the engine imports this module)
@@ -90,7 +90,7 @@ def evaluate_check(ctx: RuleContext) -> list[Finding]:
     """The rule's findings, one per group of hosts whose outcome says the same thing.
 
     A host's outcomes depend on its probe's facts alone (the host's name only prefixes evidence
-    lines), and hosts that printed the same output share one facts object (advisor.output_store):
+    lines), and hosts that printed the same output share one facts object (advisor.model.output_store):
     the outcomes are computed once per distinct facts object, then listed for every host holding
     it."""
     rule = ctx.rule

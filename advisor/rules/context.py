@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from advisor.errors import RuleDefinitionError
-from advisor.facts import FactSet, HostFacts, ProbeStatus
-from advisor.findings import Finding, FindingStatus, Remediation, Severity
+from advisor.util.errors import RuleDefinitionError
+from advisor.model.facts import FactSet, HostFacts, ProbeStatus
+from advisor.model.findings import Finding, FindingStatus, Remediation, Severity
 from advisor.rules.change_templates import render_text
 from advisor.rules.finding_changes import finding_changes
 from advisor.rules.profile_vars import interpolate
 from advisor.rules.specs import RuleSpec
-from advisor.site import Site
-from advisor.trusted_models import trusted
+from advisor.site.model import Site
+from advisor.util.trusted_models import trusted
 
 AnalyticFunction = Callable[["RuleContext"], Iterable[Finding]]
 _ANALYTIC: dict[str, AnalyticFunction] = {}

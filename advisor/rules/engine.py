@@ -12,17 +12,17 @@ from collections.abc import Callable
 from typing import Any
 
 import advisor.rules.analytic  # noqa: F401  (its modules register the shipped analytic rules)
-from advisor.errors import RuleDefinitionError
-from advisor.facts import FactSet, HostFacts
-from advisor.findings import Finding, FindingStatus
-from advisor.gc_paused import gc_paused
-from advisor.host_failures import collapse_host_failures
+from advisor.util.errors import RuleDefinitionError
+from advisor.model.facts import FactSet, HostFacts
+from advisor.model.findings import Finding, FindingStatus
+from advisor.util.gc_paused import gc_paused
+from advisor.rules.host_failures import collapse_host_failures
 from advisor.rules.checks import evaluate_check
 from advisor.rules.context import RuleContext, analytic_functions
 from advisor.rules.finding_groups import group_findings
 from advisor.rules.specs import ResolvedProfile, RuleCatalog, RuleSpec, failure_line, load_catalog, resolve_profiles
 from advisor.rules.waivers import apply_waivers
-from advisor.site import Site
+from advisor.site.model import Site
 
 
 # --------------------------------------------------------------------------- entry point

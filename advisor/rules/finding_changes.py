@@ -8,11 +8,11 @@ from typing import Any
 from advisor.adapters import Adapter, get_adapter
 from advisor.adapters.base import SITE_FACTS
 from advisor.rules.change_templates import TemplateError, render_change_groups
-from advisor.errors import RuleDefinitionError
-from advisor.facts import FactSet, ProbeStatus
+from advisor.util.errors import RuleDefinitionError
+from advisor.model.facts import FactSet, ProbeStatus
 from advisor.rules.finding_groups import change_key
-from advisor.findings import BootValue, Change, ChangeScope
-from advisor.trusted_models import trusted
+from advisor.model.findings import BootValue, Change, ChangeScope
+from advisor.util.trusted_models import trusted
 
 
 def finding_changes(rule: Any, factset: FactSet, hosts: list[str], fields: dict[str, Any],
@@ -22,7 +22,7 @@ def finding_changes(rule: Any, factset: FactSet, hosts: list[str], fields: dict[
     error. ``adapters_by_name`` keeps the adapters looked up, for the findings of one evaluation.
 
     Each rendered change is completed per group of hosts holding the same facts objects of the
-    probes its adapter reads (hosts with identical outputs share them, advisor.output_store): the
+    probes its adapter reads (hosts with identical outputs share them, advisor.model.output_store): the
     adapter reads the current values and compares them with the target once per group, and each
     host of the group gets its ``Change``."""
     try:

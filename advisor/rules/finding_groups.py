@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from advisor.findings import Change, Finding
+from advisor.model.findings import Change, Finding
 
 
 def value_key(value: Any) -> Any:

@@ -6,7 +6,7 @@ import datetime as dt
 import fnmatch
 from pathlib import Path
 
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 import advisor.rules.analytic  # noqa: F401  (its modules register the shipped analytic rules)
 from advisor.rules.context import analytic_functions
 from advisor.rules.references import unshipped_files
@@ -25,7 +25,7 @@ def lint(site_name: str | None = None, today: dt.date | None = None,
     warnings: list[str] = []
     site = None
     if site_name:
-        from advisor.site_file import load_site
+        from advisor.site.file import load_site
 
         try:
             site = load_site(site_name)

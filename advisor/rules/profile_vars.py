@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from advisor.errors import RuleDefinitionError
+from advisor.util.errors import RuleDefinitionError
 
 #: ``${name}``
 PROFILE_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from advisor.resources import _PKG, playbooks_dir, rules_dir
+from advisor.util.resources import _PKG, playbooks_dir, rules_dir
 
 # First path segments that would name a file of this repository or of the notes beside it.
 _LOCAL_ROOTS = frozenset({"shared", "docs", "tests", "bench", "seeds", "reference", "rules", "playbooks",

@@ -13,13 +13,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from advisor.errors import RuleDefinitionError, SiteFileError
+from advisor.util.errors import RuleDefinitionError, SiteFileError
 from advisor.rules.change_templates import RemediationSpec
-from advisor.findings import Severity
+from advisor.model.findings import Severity
 from advisor.rules.profile_vars import substitute_vars, whole_var, whole_vars_in  # noqa: F401  (substitute_vars: re-exported)
 from advisor.rules.rule_regex import compile_rule_regex
-from advisor.resources import rules_dir
-from advisor.yaml_lines import load_located_yaml
+from advisor.util.resources import rules_dir
+from advisor.util.yaml_lines import load_located_yaml
 
 #: the fields a rule's ``failure`` template may name (see :func:`failure_line`)
 FAILURE_FIELDS = ("host", "subject", "observed", "expected", "comparison", "message")
@@ -132,7 +132,7 @@ def failure_line(rule: RuleSpec | None, finding: Any) -> str:
     a template (a site's own, or ``rule`` None: a rule no longer in the catalog) gets
     "SUBJECT on HOSTS: observed OBSERVED, expected COMPARISON".
 
-    ``finding`` is anything with the fields of advisor.findings.Finding (``hosts``, ``subject``,
+    ``finding`` is anything with the fields of advisor.model.findings.Finding (``hosts``, ``subject``,
     ``observed``, ``expected``, ``operator``, ``message``, ``unit``)."""
     from advisor.rules.comparisons import comparison_text, value_text
 
@@ -155,7 +155,7 @@ def failure_line(rule: RuleSpec | None, finding: Any) -> str:
 
 def failure_hosts(hosts: list[str]) -> str:
     """What ``{host}`` stands for in a failure line: the hosts folded into ranges, at most six items."""
-    from advisor.host_ranges import hosts_text
+    from advisor.util.host_ranges import hosts_text
 
     return hosts_text(hosts, limit=6) or "the site"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from advisor.findings import Finding, FindingStatus
+from advisor.model.findings import Finding, FindingStatus
 from advisor.rules.finding_groups import evidence_host
-from advisor.site import Host, Waiver
+from advisor.site.model import Host, Waiver
 
 
 def apply_waivers(findings: list[Finding], waivers: list[Waiver], today: dt.date | None = None,

@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 
 from pydantic import BaseModel
 
-from advisor.shipped_code import module_utils
+from advisor.util.shipped_code import module_utils
 
 #: the most bytes of stdout (and of stderr) kept from one command; more is cut and the result
 #: marked ``truncated`` (a host that streams without end must not fill the controller's memory);

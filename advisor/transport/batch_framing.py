@@ -14,8 +14,8 @@ import secrets
 import shlex
 from dataclasses import dataclass
 
-from advisor.host_tmp import MKTEMP
-from advisor.shipped_code import module_utils
+from advisor.util.host_tmp import MKTEMP
+from advisor.util.shipped_code import module_utils
 from advisor.transport.base import MAX_OUTPUT_BYTES, Command, CommandResult, sudo_flag
 
 frames = module_utils("storadvise_batch_frames")
@@ -145,7 +145,7 @@ class SharedScript:
     it runs the batch of host NAME (``hosts``, name -> batch number), so that a playbook needs no
     per-host variable to choose it. Each distinct command script is written once in ``text``, as a
     shell function, however many batches use it. The collect playbook ships it once to every host
-    (advisor/ansible_collect.py)."""
+    (advisor/collect/ansible.py)."""
 
     batches: list[BatchScript]
     token: str

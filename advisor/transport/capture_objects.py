@@ -16,7 +16,7 @@ import re
 import threading
 from pathlib import Path
 
-from advisor.shipped_code import module_utils
+from advisor.util.shipped_code import module_utils
 from advisor.transport.capture_files import read_captured
 
 _layout = module_utils("storadvise_capture_layout")

@@ -29,12 +29,12 @@ import json
 import os
 from pathlib import Path
 
-from advisor.path_component import path_component
-from advisor.shipped_code import module_utils
+from advisor.util.path_component import path_component
+from advisor.util.shipped_code import module_utils
 from advisor.transport.base import Command, CommandResult, HostUnreachable, Transport
 from advisor.transport.capture_files import read_captured
 from advisor.transport.capture_objects import CaptureObjectError, CaptureObjects
-from advisor.trusted_models import trusted
+from advisor.util.trusted_models import trusted
 
 #: the layout is written by the shipped module_utils (also the collect playbook's module, without storadvise)
 layout = module_utils("storadvise_capture_layout")

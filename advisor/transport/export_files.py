@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.atomic_files import write_atomic
-from advisor.path_component import path_component
+from advisor.util.atomic_files import write_atomic
+from advisor.util.path_component import path_component
 from advisor.transport.base import Command, CommandResult
 
 README = """\

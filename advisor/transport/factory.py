@@ -9,7 +9,7 @@ from advisor.transport.ssh_options import SshOptions
 __all__ = ["SshOptions", "transport_for"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from advisor.site import Host, Site
+    from advisor.site.model import Host, Site
     from advisor.transport.base import Transport
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import paramiko
 
-from advisor.site import Host
+from advisor.site.model import Host
 from advisor.transport.base import (
     AuthenticationFailed,
     Command,

@@ -15,7 +15,7 @@ import sys
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-#: the batches file's format (advisor/ansible_collect.py VARS_FORMAT)
+#: the batches file's format (advisor/collect/ansible.py VARS_FORMAT)
 VARS_FORMAT = 2
 
 

@@ -3,7 +3,7 @@
 # Licensed as storadvise itself.
 """The one place where a persisted value and a runtime value are compared by meaning.
 
-Used by the product (advisor.adapters, through advisor.shipped_code) and by the roles' modules
+Used by the product (advisor.adapters, through advisor.util.shipped_code) and by the roles' modules
 (``from ansible.module_utils.storadvise_canonical import ...``), so a plan and the role that
 applies it agree on what "already right" means:
 
@@ -16,7 +16,7 @@ applies it agree on what "already right" means:
 * ``same_value``: two values equal as text (blanks and case ignored), as booleans or as sizes.
 * ``ipt_rule_canonical``: the pure-Python normaliser of an iptables rule line, the fallback when
   a ruleset cannot be loaded into a scratch network namespace and read back (the controller's
-  canonicaliser, advisor.ruleset_canonical). It rewrites what iptables itself rewrites when it
+  canonicaliser, advisor.adapters.firewall_canonical). It rewrites what iptables itself rewrites when it
   stores a rule and prints it back (iptables-extensions(8); libxt_hashlimit.c and libxt_limit.c of
   iptables 1.8): rates are stored as a period in the match's own units and printed back rounded
   (``--hashlimit-above 60000/sec`` reads back as ``62500/sec``), default bursts, long option

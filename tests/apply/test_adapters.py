@@ -4,7 +4,7 @@ a change, and the role variables it writes (the names the roles read, playbooks/
 from __future__ import annotations
 
 from advisor.adapters import adapters, get_adapter
-from advisor.findings import Change, ChangeScope
+from advisor.model.findings import Change, ChangeScope
 from probes.firewall import FirewallProbe
 from probes.network import NetworkSysctlProbe
 from probes.xcache import parse_xrootd_files
@@ -20,8 +20,8 @@ def test_the_registry_holds_every_adapter_in_play_order_each_with_its_shipped_ro
     """The core adapters first, then each storage kind's in registry order; every role is shipped,
     and every shipped role but the controller's apply_summary and collect.yml's collect_batch has an
     adapter."""
-    from advisor.resources import playbooks_dir
-    from advisor.role_docs import COLLECT_ROLE, SUMMARY_ROLE
+    from advisor.util.resources import playbooks_dir
+    from advisor.apply.role_docs import COLLECT_ROLE, SUMMARY_ROLE
     from advisor.storage_kinds import storage_kinds
 
     reg = adapters()
@@ -190,7 +190,7 @@ def test_xcache_adapter_on_the_osg_configuration():
 
 def test_verify_measures_the_mesh_again_when_a_change_acts_on_the_network():
     from advisor.apply.verify import network_touched
-    from advisor.findings import Finding, FindingStatus, Severity
+    from advisor.model.findings import Finding, FindingStatus, Severity
     from advisor.report.model import ScanReport, ScanSummary
 
     def report(*changes):

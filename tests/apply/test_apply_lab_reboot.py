@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.apply.ansible_data import dump_data
+from advisor.util.ansible_data import dump_data
 from advisor.lab.hosts import HOST_DIR_IN_HOST
 from advisor.lab.records import host_ns
 from tests.support.lab import lab_cli, require_root

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.resources import playbooks_dir
+from advisor.util.resources import playbooks_dir
 
 pytestmark = pytest.mark.usefixtures("ansible_playbook")
 

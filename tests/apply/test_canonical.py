@@ -1,5 +1,5 @@
 """Values compared by meaning (playbooks/module_utils/storadvise_canonical.py) and persisted
-iptables rulesets canonicalised on the controller (advisor/ruleset_canonical.py), on real rulesets
+iptables rulesets canonicalised on the controller (advisor/adapters/firewall_canonical.py), on real rulesets
 and configurations from other people's machines (tests/fixtures/firewall_persisted/README.md and
 tests/fixtures/real/*/SOURCES.md name the sources).
 
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor.ruleset_canonical import PYTHON, SCRATCH, canonical_rules, canonicalise_firewall_facts, same_rule
-from advisor.shipped_code import canonical as cn
-from advisor.shipped_code import module_utils
+from advisor.adapters.firewall_canonical import PYTHON, SCRATCH, canonical_rules, canonicalise_firewall_facts, same_rule
+from advisor.util.shipped_code import canonical as cn
+from advisor.util.shipped_code import module_utils
 
 REPO = Path(__file__).resolve().parents[2]
 FIX = REPO / "tests" / "fixtures"
@@ -205,7 +205,7 @@ def test_a_persisted_nft_script_is_compared_in_the_probe_s_own_rendering() -> No
     nft -f into a scratch namespace and listed back, every persisted rule renders exactly as the
     probe renders its runtime twin, paired with its file line (``ct state related,established``
     in the file is ``established,related`` at runtime: text comparison alone missed it)."""
-    from advisor.ruleset_canonical import canonical_nft_rules
+    from advisor.adapters.firewall_canonical import canonical_nft_rules
     from probes.nftables_json import parse_nft_json
 
     text = (FIX / "firewall" / "nft-list-ruleset.txt").read_text()

@@ -1,5 +1,5 @@
 """The plan's msgspec form of a saved scan (advisor/apply/plan_input.py) against the models it reads
-(advisor/findings.py): a change is one type, and its msgspec copy holds, field by field, the same names,
+(advisor/model/findings.py): a change is one type, and its msgspec copy holds, field by field, the same names,
 types, optionality and defaults, in the same order. The finding's struct holds a subset of the
 finding's fields (the decoder skips the rest), each as the model has it."""
 
@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from advisor.apply.plan_input import PlanBootValue, PlanChange, PlanFinding, PlanRemediation
-from advisor.findings import BootSource, BootValue, Change, Finding, Remediation
+from advisor.model.findings import BootSource, BootValue, Change, Finding, Remediation
 
 #: each struct and the model it copies
 PAIRS: dict[type, type[BaseModel]] = {PlanChange: Change, PlanBootValue: BootValue, PlanFinding: Finding,

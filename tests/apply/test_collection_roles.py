@@ -25,7 +25,7 @@ ROLES = ["firewall", "network_tuning", "block_tuning", "gpfs_tuning", "san_cache
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory, ns_hosts):
-    from advisor.resources import playbooks_dir
+    from advisor.util.resources import playbooks_dir
 
     tmp = tmp_path_factory.mktemp("collection")
     for argv in (["build", str(playbooks_dir()), "--output-path", str(tmp / "dist")],

@@ -40,7 +40,7 @@ CEPH = "[global]\n\tfsid = 1\n\n[client]\n\tclient_oc = false\n"
 def world(ns_hosts):
     from advisor.apply.planner import Plan
     from advisor.apply.project import write_project
-    from advisor.site_file import load_site
+    from advisor.site.file import load_site
 
     host, cleanup = ns_hosts("cr01", {})
     try:

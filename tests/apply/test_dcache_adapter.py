@@ -5,7 +5,7 @@ site's dcache_restart_domains)."""
 from __future__ import annotations
 
 from advisor.adapters.dcache import ADAPTER
-from advisor.findings import Change
+from advisor.model.findings import Change
 from probes import get_probe
 
 TEXT = """@@section hostname

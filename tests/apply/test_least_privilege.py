@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(requirements_missing() is not None or STORADVISE
                                 reason=str(requirements_missing() or "storadvise or sudo not installed"))
 
 USER, UID = "saprobe", 47113
-#: where the helper is installed on the host: a system directory (advisor.probe_helper_path.SYSTEM_DIRS)
+#: where the helper is installed on the host: a system directory (advisor.site.probe_helper_path.SYSTEM_DIRS)
 HELPER_DIR = "/usr/local/sbin"
 HELPER = f"{HELPER_DIR}/storadvise-probe"
 #: a helper reads as root only the firewall files its probe documents: the machine's own (read only)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.resources import playbooks_dir
+from advisor.util.resources import playbooks_dir
 
 # ansible-lint runs ansible-playbook --syntax-check on every playbook
 pytestmark = pytest.mark.usefixtures("ansible_playbook")

@@ -33,7 +33,7 @@ def world(ns_hosts):
     from advisor.apply.project import write_project
     from advisor.lab.emulators import lustre
     from advisor.lab.emulators.lustre_lab import EMULATION
-    from advisor.site_file import load_site
+    from advisor.site.file import load_site
 
     host, cleanup = ns_hosts("wn01", {})
     try:

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from advisor.apply.ansible_data import dump_data, load_data
+from advisor.util.ansible_data import dump_data, load_data
 
 from tests.support.ansible import ANSIBLE_PLAYBOOK, play_recap
 from tests.support.ns_host import STORADVISE, file_digests, load_json, requirements_missing, root_sysctls

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.core.test_next_steps import next_lines
+from tests.support.cli import next_lines
 from tests.support.ns_host import STORADVISE
 
 pytestmark = pytest.mark.usefixtures("ansible_playbook")

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from advisor.apply.project_files import module_utils_of
-from advisor.resources import playbooks_dir
-from tests.core.test_whole_values import _saved
+from advisor.util.resources import playbooks_dir
+from tests.support.small_report import saved_small_report
 from tests.support.ansible import ANSIBLE_PLAYBOOK
 from tests.support.ns_host import STORADVISE
 
@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.skipif(STORADVISE is None, reason="storadvise is not i
 
 
 def test_a_sysctl_plan_carries_network_tuning_only_and_checks_silently(tmp_path):
-    _report, scan, site = _saved(tmp_path)
+    _report, scan, site = saved_small_report(tmp_path)
     plan = tmp_path / "plan"
     r = subprocess.run([STORADVISE, "plan", "--site", str(site), "--scan", str(scan), "--out-dir", str(plan),
                         "--min-severity", "info", "--json"], capture_output=True, text=True, timeout=300)

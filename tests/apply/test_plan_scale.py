@@ -13,18 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from advisor.apply.ansible_data import load_data
+from advisor.util.ansible_data import load_data
 from advisor.apply.changesets import split_vars
 from advisor.apply.plan_input import load_plan_scan
 from advisor.apply.plan_markdown import change_table, group_changes, plan_markdown
 from advisor.apply.plan_model import Plan, PlannedChange
 from advisor.apply.planner import build_plan
-from advisor.errors import StoradviseError
-from advisor.facts import FactSet
-from advisor.findings import Change, ChangeScope
+from advisor.util.errors import StoradviseError
+from advisor.model.facts import FactSet
+from advisor.model.findings import Change, ChangeScope
 from advisor.report.model import build_report, load_report
 from advisor.rules.engine import evaluate
-from advisor.site import Site
+from advisor.site.model import Site
 from tests.support.planner_facts import TODAY, healthy, host, sysctl
 
 ANSIBLE_INVENTORY = shutil.which("ansible-inventory", path=str(Path(sys.executable).parent))
@@ -202,7 +202,7 @@ def test_a_fleet_of_identical_workers_is_one_group_vars_file_and_a_short_plan(tm
     (tmp_path / "scan.json").write_text(report.model_dump_json())
     site_file = _site_file(the_site, tmp_path / "fleet.yml")
     out = tmp_path / "plan"
-    cp = subprocess.run([sys.executable, "-m", "advisor.cli", "plan", "--site", str(site_file), "--scan",
+    cp = subprocess.run([sys.executable, "-m", "advisor.cli.root", "plan", "--site", str(site_file), "--scan",
                          str(tmp_path / "scan.json"), "--out", str(out), "--json"], capture_output=True, text=True,
                         timeout=600)
     assert cp.returncode == 0, cp.stderr[-2000:]

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from advisor.apply.declared_changes import DeclaredChanges
 from advisor.apply.planner import build_plan
-from advisor.facts import FactSet
-from advisor.findings import Change, Finding, FindingStatus, Severity
+from advisor.model.facts import FactSet
+from advisor.model.findings import Change, Finding, FindingStatus, Severity
 from advisor.report.model import build_report
 from advisor.rules.engine import evaluate
 from advisor.rules.specs import RuleCatalog, RuleSpec
-from advisor.site import Site
+from advisor.site.model import Site
 from tests.support.planner_facts import TODAY, healthy, host, sysctl
 
 
@@ -185,7 +185,7 @@ def test_min_severity_leaves_out_and_lists_lower_findings():
 def test_plan_cli_min_severity_and_json(tmp_path, capsys):
     import json
 
-    from advisor.cli import main
+    from advisor.cli.root import main
 
     s = healthy()
     s["net.ipv4.tcp_sack"] = sysctl("0")

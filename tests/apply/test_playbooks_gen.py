@@ -9,7 +9,7 @@ import yaml
 from advisor.adapters import adapters
 from advisor.apply.plan_model import registered_roles
 from advisor.apply.playbooks_gen import generated, main
-from advisor.resources import playbooks_dir
+from advisor.util.resources import playbooks_dir
 
 
 def test_the_shipped_playbooks_are_the_registry_s_generation():

@@ -49,7 +49,7 @@ def world(ns_hosts):
     from advisor.lab.emulators import gpfs, san
     from advisor.lab.emulators.gpfs_lab import EMULATION as GPFS_LAB
     from advisor.lab.emulators.san_lab import EMULATION as SAN_LAB
-    from advisor.site_file import load_site
+    from advisor.site.file import load_site
 
     host, cleanup = ns_hosts("st01", {})
     try:

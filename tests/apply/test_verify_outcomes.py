@@ -2,7 +2,7 @@
 the new scan looked at it and found it passing."""
 
 from advisor.report.scan_compare import compare_findings
-from advisor.findings import Finding, FindingStatus, Severity
+from advisor.model.findings import Finding, FindingStatus, Severity
 from advisor.report.model import HostReport, ScanReport, ScanSummary
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from advisor.cli import app
+from advisor.cli.root import app
 
 runner = CliRunner()
 
@@ -54,7 +54,7 @@ def test_bad_input_is_one_line_error_exit_1(tmp_path):
         (["x.csv", "-c", "1T", "--type", "a=(?P<x>AOD)"], "has named groups"),
     ]
     for args, msg in cases:
-        r = subprocess.run([sys.executable, "-m", "advisor.cli", "cache", "simulate", *args], capture_output=True,
+        r = subprocess.run([sys.executable, "-m", "advisor.cli.root", "cache", "simulate", *args], capture_output=True,
                            text=True, cwd=Path(__file__).resolve().parents[2])
         assert r.returncode == 1, (args, r.stderr)
         assert msg in r.stderr and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -20,7 +20,7 @@ def simulate(log: Path, *args: str, engine: str | None = None) -> subprocess.Com
     env = {k: v for k, v in os.environ.items() if k != "STORADVISE_CACHE_ENGINE"}
     if engine:
         env["STORADVISE_CACHE_ENGINE"] = engine
-    return subprocess.run([sys.executable, "-m", "advisor.cli", "cache", "simulate", str(log), *args],
+    return subprocess.run([sys.executable, "-m", "advisor.cli.root", "cache", "simulate", str(log), *args],
                           capture_output=True, text=True, cwd=REPO, timeout=600, env=env)
 
 

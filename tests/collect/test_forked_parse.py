@@ -1,4 +1,4 @@
-"""A large capture parsed on every core (advisor/forked_parse.py): the same results in the same order
+"""A large capture parsed on every core (advisor/collect/forked_parse.py): the same results in the same order
 as one process, parts parsed in forked children, a part whose child dies parsed again at home."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from advisor import forked_parse
-from advisor.forked_parse import parse_on_every_core, split
+from advisor.collect import forked_parse
+from advisor.collect.forked_parse import parse_on_every_core, split
 
 
 @pytest.fixture

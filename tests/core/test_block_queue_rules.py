@@ -5,8 +5,8 @@ devices are skipped."""
 
 from __future__ import annotations
 
-from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
-from advisor.findings import FindingStatus
+from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.model.findings import FindingStatus
 from advisor.rules.engine import evaluate
 from advisor.rules.specs import load_catalog
 from probes.block import BlockQueueProbe

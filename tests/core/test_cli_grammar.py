@@ -12,7 +12,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from advisor.cli import app
+from advisor.cli.root import app
 
 from tests.support.cli import every_command
 from tests.support.cli import storadvise
@@ -156,7 +156,7 @@ def test_plan_table_never_cuts_a_cell_at_80_or_100_columns(tmp_path):
     assert changes, "the local host has settings a plan changes (e.g. the TCP buffer maxima)"
     for columns in ("80", "100"):
         out = tmp_path / f"p{columns}"
-        r = subprocess.run([sys.executable, "-m", "advisor.cli", "plan", "--site", str(site), "--scan", str(scan),
+        r = subprocess.run([sys.executable, "-m", "advisor.cli.root", "plan", "--site", str(site), "--scan", str(scan),
                             "--out-dir", str(out), "--min-severity", "info"], capture_output=True, text=True,
                            cwd=REPO, env={**__import__("os").environ, "COLUMNS": columns})
         assert r.returncode in (0, 3), r.stderr

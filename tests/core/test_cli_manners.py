@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 
-from advisor.cli import app
+from advisor.cli.root import app
 from tests.support.cli import every_command
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,10 +45,10 @@ def test_a_short_option_means_one_thing_everywhere():
 
 
 def test_rules_list_never_cuts_rule_ids():
-    ids = [r["id"] for r in json.loads(subprocess.run([sys.executable, "-m", "advisor.cli", "rules", "list", "--json"],
+    ids = [r["id"] for r in json.loads(subprocess.run([sys.executable, "-m", "advisor.cli.root", "rules", "list", "--json"],
                                                       capture_output=True, text=True, cwd=REPO).stdout)]
     for columns in ("40", "80"):
-        r = subprocess.run([sys.executable, "-m", "advisor.cli", "rules", "list"], capture_output=True, text=True,
+        r = subprocess.run([sys.executable, "-m", "advisor.cli.root", "rules", "list"], capture_output=True, text=True,
                            cwd=REPO, env={**os.environ, "COLUMNS": columns})
         shown = {line.split("│")[1].strip() for line in r.stdout.splitlines() if line.startswith("│") and line.split("│")[1].strip()}
         assert set(ids) <= shown, (columns, set(ids) - shown)
@@ -56,7 +56,7 @@ def test_rules_list_never_cuts_rule_ids():
 
 def test_install_completion_and_complete(tmp_path):
     env = {**os.environ, "HOME": str(tmp_path), "SHELL": "/bin/bash"}
-    r = subprocess.run([sys.executable, "-m", "advisor.cli", "--install-completion", "bash"], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "advisor.cli.root", "--install-completion", "bash"], capture_output=True,
                        text=True, cwd=REPO, env=env)
     assert r.returncode == 0, r.stderr
     script = (tmp_path / ".bash_completions" / "storadvise.sh").read_text()

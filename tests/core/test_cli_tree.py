@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from advisor.cli import app, main
-from advisor.findings import SEVERITY_ORDER
+from advisor.cli.root import app, main
+from advisor.model.findings import SEVERITY_ORDER
 
 from tests.support.cli import every_command as _commands
 
@@ -148,7 +148,7 @@ def failing(tmp_path_factory):
     site = d / "here.yml"
     site.write_text(f"name: here\ntransport: local\nrules_dirs: [{d / 'rules'}]\n"
                     "hosts:\n  - {name: box, address: localhost, roles: [worker]}\n")
-    r = subprocess.run([sys.executable, "-m", "advisor.cli", "collect", "--site", str(site), "--out-dir", str(d / "cap"),
+    r = subprocess.run([sys.executable, "-m", "advisor.cli.root", "collect", "--site", str(site), "--out-dir", str(d / "cap"),
                         "--sample-seconds", "0.2", "--probes", "host,network.*"], capture_output=True, text=True,
                        cwd=REPO, timeout=300)
     assert r.returncode == 0, r.stderr
@@ -186,7 +186,7 @@ def test_report_file_prints_the_console_summary(failing):
 
 def test_efficiency_test_hosts_is_a_host_pattern():
     from advisor.efficiency.active_plan import resolve_hosts
-    from advisor.site import Site
+    from advisor.site.model import Site
 
     site = Site(name="t", hosts=[{"name": "wn01", "roles": ["worker"]}, {"name": "wn02", "roles": ["worker"]},
                                  {"name": "wn03", "roles": ["worker"], "groups": ["slow"]},

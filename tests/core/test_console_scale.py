@@ -10,9 +10,9 @@ import random
 import pytest
 from rich.console import Console
 
-from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.report.console import host_rows, render_scan
-from advisor.host_ranges import expand_hosts, fold_hosts, hosts_text
+from advisor.util.host_ranges import expand_hosts, fold_hosts, hosts_text
 from advisor.report.json_stream import write_report_json
 from advisor.report.model import build_report
 from advisor.rules.engine import evaluate

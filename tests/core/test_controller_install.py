@@ -75,7 +75,7 @@ sys.path = [p for p in sys.path if not (p.rstrip("/") == {repo!r}
 sys.path.insert(0, {wheel!r})
 import advisor
 assert advisor.__file__.startswith({wheel!r}), advisor.__file__
-from advisor.cli import main
+from advisor.cli.root import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
-from advisor.findings import FindingStatus
+from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.model.findings import FindingStatus
 from advisor.rules.engine import evaluate
 from advisor.rules.specs import load_catalog
 from probes.smart import SmartProbe

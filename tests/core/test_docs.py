@@ -27,7 +27,7 @@ import pytest
 import typer.main
 import yaml
 
-from advisor.cli import app
+from advisor.cli.root import app
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -142,7 +142,7 @@ def test_documented_commands_that_need_no_lab_run(doc, body, tmp_path):
 
 
 def _lint(args: list[str], where: str) -> None:
-    r = subprocess.run([sys.executable, "-m", "advisor.cli", "rules", "lint", *args], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "advisor.cli.root", "rules", "lint", *args], capture_output=True, text=True,
                        cwd=REPO, timeout=300)
     assert r.returncode == 0, f"{where}: rules lint: {r.stderr.strip()} {r.stdout.strip()}"
 
@@ -177,14 +177,14 @@ def test_every_yaml_example_passes_rules_lint(body, tmp_path, request):
 
 
 def test_role_lists_are_the_registrys_and_roles_need_the_collections_ansible():
-    from advisor.role_docs import COLLECT_ROLE, DOCUMENTS, REGION, role_list_text, role_names
+    from advisor.apply.role_docs import COLLECT_ROLE, DOCUMENTS, REGION, role_list_text, role_names
 
     on_disk = sorted(p.name for p in (REPO / "playbooks" / "roles").iterdir() if (p / "tasks").is_dir())
     assert sorted([*role_names(), COLLECT_ROLE]) == on_disk and len(on_disk) == 16
     for rel in DOCUMENTS:
         regions = REGION.findall((REPO / rel).read_text())
         assert regions and all(r[1] == role_list_text() for r in regions), \
-            f"{rel}: the role list is not the registry's; run: python -m advisor.role_docs"
+            f"{rel}: the role list is not the registry's; run: python -m advisor.apply.role_docs"
     needs = yaml.safe_load((REPO / "playbooks" / "meta" / "runtime.yml").read_text())["requires_ansible"]
     minimum = re.fullmatch(r">=\s*(\d+\.\d+)(\.0)?", needs).group(1)
     for role in on_disk:

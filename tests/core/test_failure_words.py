@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
-from advisor.findings import Finding, FindingStatus, Severity
+from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.model.findings import Finding, FindingStatus, Severity
 from advisor.report.console import render_scan
 from advisor.report.html import scan_html
 from advisor.report.junit import junit_xml
 from advisor.report.model import build_report
 from advisor.rules.engine import evaluate
 from advisor.rules.specs import FAILURE_FIELDS, failure_line, load_catalog, substitute_vars
-from advisor.site import Site
+from advisor.site.model import Site
 from probes import all_probes
 from probes.network import SysctlFacts
 

@@ -17,44 +17,11 @@ from pathlib import Path
 from rich.console import Console
 
 from advisor.audit.checklist import audit_checklist
-from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.report.console import render_scan
-from advisor.report.diagnosed import diagnose_report
 from advisor.report.junit import junit_xml
-from advisor.report.model import build_report
-from advisor.rules.engine import evaluate
-from advisor.rules.specs import load_catalog
-from advisor.site import Site
-from probes.network import SysctlFacts
+from tests.support.small_report import small_report
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _sysctls(**values) -> ProbeResult:
-    facts = SysctlFacts.model_validate({"sysctls": {
-        k: {"runtime": v, "line": f"{k} = {v}"} for k, v in values.items()}}).model_dump(mode="json")
-    return ProbeResult(probe="network.sysctl", status=ProbeStatus.ok, facts=facts)
-
-
-def _report():
-    base = {"net.ipv4.tcp_sack": "1", "net.ipv4.tcp_timestamps": "1", "net.ipv4.tcp_window_scaling": "1",
-            "net.core.default_qdisc": "pfifo_fast", "net.ipv4.tcp_no_metrics_save": "1",
-            "net.ipv4.tcp_congestion_control": "cubic"}
-    facts = FactSet(site="t")
-    facts.hosts["st01"] = HostFacts(name="st01", roles=["storage"], probes={
-        "network.sysctl": _sysctls(**{**base, "net.ipv4.tcp_sack": "0"})})
-    for wn in ("wn01", "wn02"):  # the same failure on two hosts: one finding, two failed checks
-        facts.hosts[wn] = HostFacts(name=wn, roles=["worker"], probes={
-            "network.sysctl": _sysctls(**{**base, "net.ipv4.tcp_timestamps": "0"})})
-    facts.hosts["wn03"] = HostFacts(name="wn03", roles=["worker"], reachable=False,
-                                    errors=["wn03: connection refused (192.0.2.23:22)"])
-    site = Site(name="t", hosts=[{"name": n, "roles": ["storage" if n == "st01" else "worker"]}
-                                 for n in ("st01", "wn01", "wn02", "wn03")])
-    catalog = load_catalog()
-    ev = evaluate(facts, site, profiles=["generic"], catalog=catalog)
-    report = build_report(facts, ev.findings, profiles=["generic"], started_at="2026-01-01T00:00:00+00:00",
-                          finished_at="2026-01-01T00:00:01+00:00", duration_s=1.0, site_file=None)
-    return report.with_diagnosis(diagnose_report(report, catalog)), site, catalog
 
 
 def _console(report, verbose=False) -> str:
@@ -64,7 +31,7 @@ def _console(report, verbose=False) -> str:
 
 
 def test_console_junit_and_audit_count_the_same_failed_checks():
-    report, site, catalog = _report()
+    report, site, catalog = small_report()
     text = _console(report)
     m = re.search(r"^(\d+) failed \(([^)]*)\) on (\d+) host checks, (\d+) info", text, re.M)
     assert m, text
@@ -85,7 +52,7 @@ def test_console_junit_and_audit_count_the_same_failed_checks():
 
 
 def test_first_screen_has_no_empty_section_and_hygiene_says_severity_and_values():
-    report, _, _ = _report()
+    report, _, _ = small_report()
     assert not report.causes and report.hygiene  # no measured symptom: every failed setting is hygiene
     text = _console(report)
     assert "0 cause(s)" not in text and "What to change first" not in text
@@ -97,7 +64,7 @@ def test_first_screen_has_no_empty_section_and_hygiene_says_severity_and_values(
 
 
 def test_first_screen_says_what_probes_and_role_left_out(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "advisor.cli", "scan", "--probes", "network.*,host", "--sample-seconds",
+    r = subprocess.run([sys.executable, "-m", "advisor.cli.root", "scan", "--probes", "network.*,host", "--sample-seconds",
                         "0.2", "--no-history"], capture_output=True, text=True, cwd=tmp_path, timeout=300,
                        env={**os.environ, "COLUMNS": "200"})
     assert r.returncode in (0, 2), r.stderr

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.collector import probe_context
-from advisor.errors import SiteFileError
+from advisor.collect.collector import probe_context
+from advisor.util.errors import SiteFileError
 from advisor.flows.ports import site_flow_ports
-from advisor.site_file import load_site
+from advisor.site.file import load_site
 from probes.flows import DEFAULT_FLOW_PORTS, FlowsProbe
 
 HOSTS = "hosts:\n  - {name: st01, address: 192.0.2.1, roles: [storage]}\n"

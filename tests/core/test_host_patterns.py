@@ -1,4 +1,4 @@
-"""ONE host selector (advisor.host_patterns.HostPattern) with one grammar: names, globs, groups, roles, comma
+"""ONE host selector (advisor.site.host_patterns.HostPattern) with one grammar: names, globs, groups, roles, comma
 lists, ``!exclusion``; the same answer from scan --hosts, waivers, settings the site marks immutable,
 mesh pairs (Site.hosts_in), the active test's hosts and lab scenarios."""
 
@@ -10,13 +10,13 @@ import pytest
 from pydantic import ValidationError
 
 from advisor.efficiency.active import resolve_hosts
-from advisor.errors import UsageError
-from advisor.findings import Finding, FindingStatus, Severity
+from advisor.util.errors import UsageError
+from advisor.model.findings import Finding, FindingStatus, Severity
 from advisor.lab.scenario import Scenario
 from advisor.mesh.schedule import expand_pairs
 from advisor.rules.waivers import apply_waivers
-from advisor.scan import select_hosts
-from advisor.site import ImmutableSetting, Site, Waiver
+from advisor.scan.pipeline import select_hosts
+from advisor.site.model import ImmutableSetting, Site, Waiver
 
 HOSTS = [
     {"name": "gpfs01", "roles": ["storage"], "groups": ["nsd", "servers"]},

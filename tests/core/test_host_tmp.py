@@ -1,4 +1,4 @@
-"""Everything storadvise writes on a host is in directories of one template (advisor/host_tmp.py,
+"""Everything storadvise writes on a host is in directories of one template (advisor/util/host_tmp.py,
 docs/privileges.md): the probe batch, the mesh's iperf3 server, client key and TCP sampling, and the active
 efficiency test's data server. The stop scripts remove only a directory of that name, whatever the host said."""
 
@@ -8,7 +8,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from advisor.host_tmp import MKTEMP, TEMPLATE, remove
+from advisor.util.host_tmp import MKTEMP, TEMPLATE, remove
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""Ansible inventories read faithfully (advisor/inventory.py): host and group vars as ``ansible-inventory --list``
+"""Ansible inventories read faithfully (advisor/site/inventory.py): host and group vars as ``ansible-inventory --list``
 gives them: link_rate, rack, storadvise_roles, ansible_become*; a host no role mapping covers is named and left
 out, never scanned with no role."""
 
@@ -8,9 +8,9 @@ import textwrap
 
 import pytest
 
-from advisor.errors import SiteFileError
-from advisor.inventory import parse_role_map, site_from_inventory
-from advisor.site_file import resolve_site
+from advisor.util.errors import SiteFileError
+from advisor.site.inventory import parse_role_map, site_from_inventory
+from advisor.site.file import resolve_site
 
 INVENTORY = """\
 all:

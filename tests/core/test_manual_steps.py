@@ -9,10 +9,10 @@ from pathlib import Path
 
 import yaml
 
-from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
-from advisor.findings import FindingStatus
+from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.model.findings import FindingStatus
 from advisor.rules.engine import evaluate
-from advisor.site import Site
+from advisor.site.model import Site
 from probes import all_probes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -71,7 +71,7 @@ def test_plan_md_explains_its_question_marks(tmp_path):
     from advisor.apply.plan_markdown import UNKNOWN_VALUE, plan_markdown
     from advisor.apply.plan_model import Plan, PlannedChange
 
-    from advisor.findings import Change, ChangeScope
+    from advisor.model.findings import Change, ChangeScope
 
     plan = Plan(site="t", scan_started_at="2026-01-01T00:00:00+00:00", min_severity="low")
     plan.changes = [PlannedChange(change=Change(host="st01", adapter="sysctl", key="net.ipv4.tcp_sack", runtime=None,

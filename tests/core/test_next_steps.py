@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.cli import next_lines
+
 REPO = Path(__file__).resolve().parents[2]
 STORADVISE = Path(sys.executable).parent / "storadvise"
 
@@ -24,13 +26,6 @@ def cli(*args, cwd: Path) -> subprocess.CompletedProcess:
 def shell(line: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(["/bin/sh", "-c", line], capture_output=True, text=True, cwd=cwd, timeout=600,
                           env={**os.environ, "COLUMNS": "80"})
-
-
-def next_lines(stdout: str) -> dict[str, str]:
-    """``next, WHAT:`` followed by the indented command line."""
-    lines = stdout.splitlines()
-    return {lines[i][len("next, "):].rstrip(":"): lines[i + 1].strip()
-            for i in range(len(lines) - 1) if lines[i].startswith("next, ")}
 
 
 def test_scan_plan_verify_next_steps_run_as_printed(tmp_path):

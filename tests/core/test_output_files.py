@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def cli(*args, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "advisor.cli.root", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, timeout=300)
 
 

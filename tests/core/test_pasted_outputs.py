@@ -24,7 +24,7 @@ REAL = REPO / "tests" / "fixtures" / "real"
 
 
 def parse(probe: str, path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "advisor.cli", "probe", "parse", probe, str(path)],
+    return subprocess.run([sys.executable, "-m", "advisor.cli.root", "probe", "parse", probe, str(path)],
                           capture_output=True, text=True, cwd=REPO, timeout=120)
 
 
@@ -95,7 +95,7 @@ def test_collect_export_writes_a_readable_file_per_host_and_probe(tmp_path):
     site = tmp_path / "here.yml"
     site.write_text("name: here\ntransport: local\nhosts:\n  - {name: box, address: localhost, roles: [storage]}\n")
     out = tmp_path / "files"
-    r = subprocess.run([sys.executable, "-m", "advisor.cli", "collect", "--site", str(site), "--export", str(out),
+    r = subprocess.run([sys.executable, "-m", "advisor.cli.root", "collect", "--site", str(site), "--export", str(out),
                         "--sample-seconds", "0.2", "--probes", "network.*,host,mounts,block.queue"],
                        capture_output=True, text=True, cwd=REPO, timeout=300)
     assert r.returncode == 0, r.stderr

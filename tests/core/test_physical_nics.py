@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
-from advisor.findings import FindingStatus
+from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.model.findings import FindingStatus
 from advisor.rules.engine import evaluate
-from advisor.site import Site
+from advisor.site.model import Site
 from probes import all_probes
 from probes.network import SysctlFacts
 

@@ -1,4 +1,4 @@
-"""The probe helper and the sudoers snippet (advisor.probe_helper): the helper holds each root probe's
+"""The probe helper and the sudoers snippet (advisor.collect.probe_helper): the helper holds each root probe's
 own script and runs it by name only; a site's probe_helper path is checked when the site is read; the
 scan's command refuses a helper that is not the one generated for the host. (The end-to-end run as a plain
 user through real sudo is tests/apply/test_least_privilege.py.)"""
@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.collector import probe_context
-from advisor.errors import SiteFileError
-from advisor.probe_helper import HostCommands, helper_text, sudoers_text
-from advisor.probe_plan import root_probes
-from advisor.probe_helper_path import DEFAULT_HELPER_PATH
-from advisor.site_file import load_site
+from advisor.collect.collector import probe_context
+from advisor.util.errors import SiteFileError
+from advisor.collect.probe_helper import HostCommands, helper_text, sudoers_text
+from advisor.collect.probe_plan import root_probes
+from advisor.site.probe_helper_path import DEFAULT_HELPER_PATH
+from advisor.site.file import load_site
 from advisor.transport.base import sudo_flag
 from probes import all_probes
 
@@ -33,7 +33,7 @@ def _site(tmp_path: Path, host_vars: dict | None = None, user: str = "scanner") 
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "advisor.cli.root", *map(str, args)], capture_output=True, text=True,
                           cwd=REPO, timeout=120)
 
 

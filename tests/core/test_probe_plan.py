@@ -1,4 +1,4 @@
-"""What runs where has one answer (advisor.probe_plan): the probes the collector sends to each host, the
+"""What runs where has one answer (advisor.collect.probe_plan): the probes the collector sends to each host, the
 ones ``scan --dry-run`` lists, the ones ``collect --ansible-vars`` batches, the root ones the host's probe
 helper holds and the ones the sudoers snippet allows are the same sets, with the same privilege, on every
 shipped lab scenario and on generated sites (each as written and narrowed to its storage kind), and on a
@@ -16,17 +16,17 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from advisor.ansible_collect import batch_vars
-from advisor.cli import app
-from advisor.collector import collect_site_facts
-from advisor.dry_run import scan_dry_run
+from advisor.collect.ansible import batch_vars
+from advisor.cli.root import app
+from advisor.collect.collector import collect_site_facts
+from advisor.scan.dry_run import scan_dry_run
 from advisor.lab.generate import generate_scenario
 from advisor.lab.records import LabRecord
 from advisor.lab.scenario import Scenario, builtin_scenarios, load_scenario
 from advisor.lab.site_files import site_document
-from advisor.scan import open_scan
-from advisor.scan_options import ScanOptions
-from advisor.site import Site
+from advisor.scan.pipeline import open_scan
+from advisor.scan.options import ScanOptions
+from advisor.site.model import Site
 from advisor.transport.base import CommandResult, Transport
 from advisor.transport.batch_framing import BatchScript
 
@@ -142,7 +142,7 @@ hosts:
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "advisor.cli.root", *map(str, args)], capture_output=True, text=True,
                           cwd=REPO, timeout=300)
 
 
@@ -155,7 +155,7 @@ def test_gpfs_only_site_dry_run_scan_and_sudoers_agree(tmp_path):
     r = _cli("scan", "--site", site_file, "--dry-run", "--json")
     assert r.returncode == 0, r.stderr
     dry = {h["host"]: {p["probe"] for p in h["probes"]} for h in json.loads(r.stdout)["hosts"]}
-    from advisor.site_file import load_site
+    from advisor.site.file import load_site
 
     site = load_site(str(site_file))
     sent: dict[str, dict[str, str]] = {}

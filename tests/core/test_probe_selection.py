@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.probe_selection import SKIPPED, selected_probes
-from advisor.errors import UsageError
+from advisor.collect.probe_selection import SKIPPED, selected_probes
+from advisor.util.errors import UsageError
 from advisor.rules.specs import load_catalog
 from tests.support.cli import storadvise
 

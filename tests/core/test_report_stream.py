@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import json
 
-from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.report.json_stream import write_report_json
 from advisor.report.model import build_report, report_from_data
 from advisor.rules.engine import evaluate

@@ -6,15 +6,15 @@ import datetime as dt
 
 import pytest
 
-from advisor.errors import RuleDefinitionError
-from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
-from advisor.findings import FindingStatus
+from advisor.util.errors import RuleDefinitionError
+from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.model.findings import FindingStatus
 from advisor.rules.comparisons import compare
 from advisor.rules.engine import evaluate
 from advisor.rules.waivers import apply_waivers
 from advisor.rules.fact_paths import MISSING, get_path, split_path
 from advisor.rules.specs import load_catalog, resolve_profiles
-from advisor.site import Host, Site, Waiver
+from advisor.site.model import Host, Site, Waiver
 from tests.support.rule_packs import SACK_PACK, write_rules
 
 
@@ -131,7 +131,7 @@ def test_profile_vars_severity_and_exclude(tmp_path):
 
 
 def test_waivers_valid_expired_and_partial():
-    from advisor.findings import Finding, Severity
+    from advisor.model.findings import Finding, Severity
 
     f = Finding(rule_id="T-SACK", hosts=["gpfs01", "gpfs02", "wn01"], status=FindingStatus.fail,
                 severity=Severity.high, evidence=["gpfs01: a", "gpfs02: b", "wn01: c"])
@@ -275,7 +275,7 @@ def test_a_template_substitutes_host_text_once_and_never_evaluates_it():
 
 def test_active_efficiency_findings_come_from_the_rule_engine(tmp_path):
     """EFF-ACTIVE-LOW is a rule like any other: profile variables, severities and waivers reach it."""
-    from advisor.facts import FactSet as FS
+    from advisor.model.facts import FactSet as FS
 
     fs = FS(site="t", hosts={"wn01": host("wn01", roles=("worker",)), "wn02": host("wn02", roles=("worker",))},
             efficiency={"mean": 0.5, "hosts": {"wn01": {"efficiency": 0.35, "cpu_seconds": 1.0, "wall_seconds": 2.9},
@@ -292,7 +292,7 @@ def test_active_efficiency_findings_come_from_the_rule_engine(tmp_path):
 
 def test_active_efficiency_evidence_rounds_seconds_to_what_they_mean():
     """'cpu 1.95 s / wall 9.73 s', never 'cpu 1.9527190000000002 s' (fails before: raw floats)."""
-    from advisor.facts import FactSet as FS
+    from advisor.model.facts import FactSet as FS
 
     fs = FS(site="t", hosts={"wn01": host("wn01", roles=("worker",))},
             efficiency={"mean": 0.2, "hosts": {"wn01": {"efficiency": 0.2, "cpu_seconds": 1.9527190000000002,

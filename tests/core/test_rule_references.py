@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import textwrap
 
-from advisor.resources import rules_dir
+from advisor.util.resources import rules_dir
 from advisor.rules.references import unshipped_files
 from advisor.rules.specs import load_catalog, load_profile_file, available_profiles
 from advisor.rules.lint import lint

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from advisor.errors import RuleDefinitionError
+from advisor.util.errors import RuleDefinitionError
 from advisor.rules.probe_requests import requested_keys
 from advisor.rules.specs import load_catalog, resolve_profiles
-from advisor.scan import open_scan, run_scan
-from advisor.scan_options import ScanOptions
-from advisor.site_file import load_site
+from advisor.scan.pipeline import open_scan, run_scan
+from advisor.scan.options import ScanOptions
+from advisor.site.file import load_site
 from tests.support.cli import storadvise
 from tests.support.rule_packs import NEW_KEY, rules_copy, site_pack
 
@@ -177,7 +177,7 @@ def test_bad_site_rules_are_one_line_errors(tmp_path, content, message):
 
 
 def test_inventory_vars_give_an_inventory_only_site_its_rules_dirs(tmp_path):
-    from advisor.inventory import parse_role_map, site_from_inventory
+    from advisor.site.inventory import parse_role_map, site_from_inventory
 
     pack = site_pack(tmp_path)
     inv = tmp_path / "hosts.ini"

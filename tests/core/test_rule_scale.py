@@ -6,12 +6,12 @@ from __future__ import annotations
 import time
 
 import advisor.rules.checks as check_rules
-from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.rules.finding_groups import group_findings, value_key
-from advisor.findings import Finding, FindingStatus, Severity
+from advisor.model.findings import Finding, FindingStatus, Severity
 from advisor.rules.engine import evaluate
 from advisor.rules.waivers import apply_waivers
-from advisor.site import Waiver
+from advisor.site.model import Waiver
 from tests.support.rule_packs import SACK_PACK, write_rules
 
 from advisor.rules.specs import load_catalog

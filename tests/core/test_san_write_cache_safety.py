@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
-from advisor.findings import FindingStatus
+from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.model.findings import FindingStatus
 from advisor.rules.engine import evaluate
-from advisor.site import Host, Site
+from advisor.site.model import Host, Site
 from probes import get_probe
 
 SAN = Path(__file__).resolve().parents[1] / "fixtures" / "san"

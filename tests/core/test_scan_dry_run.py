@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor.collector import probe_context
-from advisor.probe_plan import probes_for
-from advisor.site_file import load_site
+from advisor.collect.collector import probe_context
+from advisor.collect.probe_plan import probes_for
+from advisor.site.file import load_site
 from tests.support.cli import storadvise
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""The one scan pipeline (advisor/scan.py) as the commands use it: the same scan options on every
+"""The one scan pipeline (advisor/scan/pipeline.py) as the commands use it: the same scan options on every
 command that scans, verify with --from/--hosts/--profile, unknown profiles refused before any
 host is probed (issue 13 item 8)."""
 
@@ -73,7 +73,7 @@ def local_site(tmp_path: Path) -> Path:
 ])
 def test_unknown_profile_refused_before_any_host_is_probed(tmp_path, listener, command):
     site = ssh_site(tmp_path, listener.port)
-    from advisor.facts import FactSet, HostFacts
+    from advisor.model.facts import FactSet, HostFacts
     from advisor.report.model import build_report
 
     factset = FactSet(site="probe-site", hosts={n: HostFacts(name=n, roles=[r]) for n, r in
@@ -94,8 +94,8 @@ def test_every_scanning_command_offers_the_same_scan_options():
     default; collect shows the collection ones."""
     import typer.main
 
-    from advisor.cli import app
-    from advisor.scan_options import ScanOptions
+    from advisor.cli.root import app
+    from advisor.scan.options import ScanOptions
 
     group = typer.main.get_command(app)
     fields = [f for f in dataclasses.fields(ScanOptions) if f.metadata.get("cli")]

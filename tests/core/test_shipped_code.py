@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 
-from advisor import shipped_code
+from advisor.util import shipped_code
 
 
 def test_a_module_is_handed_out_only_once_its_code_has_run(tmp_path, monkeypatch):

@@ -6,10 +6,10 @@ import textwrap
 
 import pytest
 
-from advisor.errors import SiteFileError
-from advisor.inventory import parse_inventory_list, parse_role_map, site_from_inventory
-from advisor.site import Role, local_site
-from advisor.site_file import load_site
+from advisor.util.errors import SiteFileError
+from advisor.site.inventory import parse_inventory_list, parse_role_map, site_from_inventory
+from advisor.site.model import Role, local_site
+from advisor.site.file import load_site
 
 SITE = """\
 name: t2-example

@@ -133,8 +133,8 @@ def scan(site, collect_site_facts, transport_for):
 def test_a_new_storage_kind_is_scanned_planned_applied_and_verified(fakefs, tmp_path):
     from advisor.apply.planner import build_plan
     from advisor.apply.project import write_project
-    from advisor.collector import collect_site_facts
-    from advisor.site import Site
+    from advisor.collect.collector import collect_site_facts
+    from advisor.site.model import Site
     from advisor.transport.factory import transport_for
 
     conf = tmp_path / "fakefs.conf"
@@ -180,14 +180,14 @@ def test_a_new_storage_kind_is_scanned_planned_applied_and_verified(fakefs, tmp_
 
 
 def test_an_unknown_storage_kind_is_refused_by_name():
-    from advisor.site import Site
+    from advisor.site.model import Site
 
     with pytest.raises(ValueError, match="unknown storage kind 'fakefs2'"):
         Site.model_validate({"name": "x", "storage_kind": "fakefs2"})
 
 
 def test_the_gpfs_kind_selects_its_default_profile():
-    from advisor.site import Site
+    from advisor.site.model import Site
 
     assert Site.model_validate({"name": "x", "storage_kind": "gpfs"}).profiles == ["gpfs-site"]
     assert Site.model_validate({"name": "x", "storage_kind": "gpfs", "profiles": ["ifca"]}).profiles == ["ifca"]

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from advisor.probe_plan import probes_for
+from advisor.collect.probe_plan import probes_for
 from advisor.rules.specs import load_catalog, resolve_profiles
-from advisor.site import Host, Site
-from advisor.site_file import load_site
+from advisor.site.model import Host, Site
+from advisor.site.file import load_site
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -75,7 +75,7 @@ def test_a_scan_runs_only_the_site_storage_systems(tmp_path):
           - {name: box, roles: [storage]}
         """))
     assert load_site(str(site_file)).storage_kind == "san"
-    r = subprocess.run([sys.executable, "-m", "advisor.cli", "scan", "--site", str(site_file), "--no-mesh",
+    r = subprocess.run([sys.executable, "-m", "advisor.cli.root", "scan", "--site", str(site_file), "--no-mesh",
                         "--sample-seconds", "0.2", "--json", "--fail-on", "critical"],
                        capture_output=True, text=True, timeout=300, cwd=REPO)
     assert r.returncode in (0, 3), r.stderr

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.facts import ProbeResult, ProbeStatus
-from advisor.findings import Finding, FindingStatus, Remediation, Severity
-from advisor.trusted_models import trusted
+from advisor.model.facts import ProbeResult, ProbeStatus
+from advisor.model.findings import Finding, FindingStatus, Remediation, Severity
+from advisor.util.trusted_models import trusted
 
 
 def test_trusted_equals_validated_and_dumps_the_same():

@@ -11,18 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import yaml
-
-from advisor.history_store import store_scan
-from advisor.report.json_stream import write_report_json
-
-from .test_first_screen import _report
+from advisor.history.store import store_scan
+from tests.support.small_report import saved_small_report
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def cli(*args, columns: str = "80") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "advisor.cli.root", *map(str, args)], capture_output=True, text=True,
                           cwd=REPO, timeout=300, env={**os.environ, "COLUMNS": columns})
 
 
@@ -30,18 +26,8 @@ def whole(value, text: str) -> bool:
     return any(str(value) in line for line in text.splitlines())
 
 
-def _saved(tmp_path):
-    report, site, _ = _report()
-    path = tmp_path / "scan.json"
-    with open(path, "w") as fh:
-        write_report_json(report, fh)
-    site_file = tmp_path / "t.yml"
-    site_file.write_text(yaml.safe_dump(json.loads(site.model_dump_json(exclude_defaults=True))))
-    return report, path, site_file
-
-
 def test_plan_never_splits_a_value_at_80_columns(tmp_path):
-    _report_, scan, site = _saved(tmp_path)
+    _report_, scan, site = saved_small_report(tmp_path)
     for columns in ("80", "200"):
         out = tmp_path / f"plan{columns}"
         r = cli("plan", "--site", site, "--scan", scan, "--out-dir", out, "--min-severity", "info", columns=columns)
@@ -55,7 +41,7 @@ def test_plan_never_splits_a_value_at_80_columns(tmp_path):
 
 
 def test_history_diff_and_list_never_split_rule_ids_or_timestamps(tmp_path):
-    report, _scan, _site = _saved(tmp_path)
+    report, _scan, _site = saved_small_report(tmp_path)
     hist = tmp_path / "h.db"
     store_scan(report, hist, False, None, warn=print)
     later = report.model_copy(update={"started_at": "2026-01-02T00:00:00+00:00", "scan_id": "later"})

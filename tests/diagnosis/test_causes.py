@@ -11,7 +11,7 @@ import pytest
 
 from advisor.diagnosis import DiagnosisInput, diagnose
 from advisor.diagnosis.causes import plan_prediction
-from advisor.findings import Change, Finding, FindingStatus, Severity
+from advisor.model.findings import Change, Finding, FindingStatus, Severity
 from tests.support.diagnosis_site import ADDR, G, RACK_A, RACK_B, TAGS, finding, findings, mesh, site_facts, sysctls
 
 @pytest.fixture(scope="module")

@@ -58,7 +58,7 @@ def test_the_console_lists_the_first_causes_and_says_how_many_more_the_report_ho
 def test_an_error_every_host_reports_alike_is_one_block_with_their_hosts():
     """A capture made before a probe existed lacks it on every host: one block naming the hosts, not one
     per host (10,000 blocks at 10,000 hosts)."""
-    from advisor.findings import Finding, FindingStatus, Severity
+    from advisor.model.findings import Finding, FindingStatus, Severity
     from advisor.report.console import render_scan
 
     rep = make_report()

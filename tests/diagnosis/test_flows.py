@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from advisor.diagnosis import DiagnosisInput, diagnose
-from advisor.findings import Change, Finding, FindingStatus, Severity
+from advisor.model.findings import Change, Finding, FindingStatus, Severity
 from advisor.flows.compare import compare_with_mesh
 from advisor.flows.limits import classify_flow
 from advisor.flows.paths import FLOW_PATH_KEYS, flow_paths

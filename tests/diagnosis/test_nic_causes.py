@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 
 from advisor.diagnosis import DiagnosisInput, diagnose
-from advisor.findings import FindingStatus
+from advisor.model.findings import FindingStatus
 from advisor.mesh.throughput_models import link_goodput_bps
 from tests.support.diagnosis_site import ADDR, G, RACK_A, TAGS, finding, findings, mesh, site_facts, sysctls
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from advisor.apply.plan_markdown import plan_markdown
 from advisor.apply.planner import build_plan
 from advisor.diagnosis import DiagnosisInput, diagnose
-from advisor.site import Site
+from advisor.site.model import Site
 
 from tests.support.diagnosis_site import ADDR, RACK_A, RACK_B, SERVERS, TAGS, findings, mesh, report, site_facts
 

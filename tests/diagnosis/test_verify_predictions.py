@@ -9,7 +9,7 @@ import pytest
 
 from advisor.apply.verify_predictions import by_hand_subjects, calibration, load_plan_prediction, verify_causes
 from advisor.diagnosis import DiagnosisInput, diagnose
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 from advisor.report.model import ScanReport
 
 from tests.support.diagnosis_site import ADDR, RACK_B, TAGS, findings, mesh, report, site_facts

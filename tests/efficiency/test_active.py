@@ -34,7 +34,7 @@ from advisor.efficiency.active import (
     run_active,
 )
 from advisor.efficiency.active_plan import _config, build_active_plan
-from advisor.site import Site
+from advisor.site.model import Site
 
 JOB = str(active.JOB_PATH)
 #: 1 Gbit/s healthy path, compute = 1.5 x the healthy read time per MiB (the default)
@@ -318,7 +318,7 @@ def test_resolve_source_and_hosts():
 def test_cli_exit_codes(tmp_path):
     from typer.testing import CliRunner
 
-    from advisor.cli import app
+    from advisor.cli.root import app
 
     sf = tmp_path / "s.yml"
     sf.write_text("name: t\ntransport: local\nhosts:\n  - {name: wn, roles: [worker]}\n"

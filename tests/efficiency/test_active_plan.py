@@ -13,7 +13,7 @@ import pytest
 
 from advisor.efficiency.active import run_active
 from advisor.efficiency.active_plan import ActiveTestPlan, EfficiencyTestError, build_active_plan
-from advisor.site_file import load_site
+from advisor.site.file import load_site
 
 SITE = """\
 name: planned

@@ -4,7 +4,7 @@ from advisor.efficiency.analysis import Summary, site_group_mapper
 from advisor.efficiency.aggregate_findings import (baseline_finding, failed_wall_finding, io_bound_finding,
                                           load_scan, related_scan_findings)
 from advisor.efficiency.records import EfficiencyInputError, JobRecord
-from advisor.site import Host, Site
+from advisor.site.model import Host, Site
 
 
 def job(i, host, events, cpu_per_event, wall_per_event, status="completed", cores=1):

@@ -162,7 +162,7 @@ def test_storage_finding_not_applicable_without_read_volume(fix):
 def test_cli_ingest_json_and_report_show_storage_groups(tmp_path):
     p = tmp_path / "history.jsonl"
     p.write_text("\n".join(json.dumps(a) for a in _cms_ads("T2_XX_SLOW", 40, True)) + "\n")
-    cp = subprocess.run([sys.executable, "-m", "advisor.cli", "efficiency", "ingest", str(p), "--json", "--limit", "1"],
+    cp = subprocess.run([sys.executable, "-m", "advisor.cli.root", "efficiency", "ingest", str(p), "--json", "--limit", "1"],
                         capture_output=True, text=True, timeout=120)
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(cp.stdout)
@@ -171,7 +171,7 @@ def test_cli_ingest_json_and_report_show_storage_groups(tmp_path):
     assert doc["summary"]["length_kind"] == "events"
     (f,) = [f for f in doc["findings"] if f["rule_id"] == "EFF-IO-BOUND-STORAGE"]
     assert f["status"] == "fail"
-    cp = subprocess.run([sys.executable, "-m", "advisor.cli", "efficiency", "ingest", str(p), "--by", "storage"],
+    cp = subprocess.run([sys.executable, "-m", "advisor.cli.root", "efficiency", "ingest", str(p), "--by", "storage"],
                         capture_output=True, text=True, timeout=120, env={"COLUMNS": "250", "PATH": "/usr/bin:/bin"})
     assert cp.returncode == 0, cp.stderr
     assert "T2_XX_SLOW" in cp.stdout and "yes (-" in cp.stdout and "EFF-IO-BOUND-STORAGE" in cp.stdout

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def ingest(*args):
-    return subprocess.run([sys.executable, "-m", "advisor.cli", "efficiency", "ingest", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "advisor.cli.root", "efficiency", "ingest", *map(str, args)],
                           capture_output=True, text=True, cwd=REPO, timeout=300)
 
 

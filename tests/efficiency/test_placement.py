@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from advisor.cli import app
+from advisor.cli.root import app
 from advisor.efficiency import latency
 from advisor.efficiency.placement import what_if
 

@@ -89,7 +89,7 @@ def test_parse_protocols():
 
 
 def _site(**ext):
-    from advisor.site import Site
+    from advisor.site.model import Site
 
     return Site(name="s", hosts=[
         {"name": "xrd01", "address": "10.0.0.1", "roles": ["storage"],
@@ -150,7 +150,7 @@ def test_cli_usage_errors(args, msg):
     import subprocess
     import sys
 
-    cp = subprocess.run([sys.executable, "-m", "advisor.cli", "efficiency", "test", "--site", "nosuchsite", *args],
+    cp = subprocess.run([sys.executable, "-m", "advisor.cli.root", "efficiency", "test", "--site", "nosuchsite", *args],
                         capture_output=True, text=True, timeout=60)
     assert cp.returncode == 1, (cp.returncode, cp.stderr)
     assert msg in cp.stderr and "Traceback" not in cp.stderr and len(cp.stderr.strip().splitlines()) == 1

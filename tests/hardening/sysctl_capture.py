@@ -15,7 +15,7 @@ SYSCTL_OUTPUT = (REPO / "tests" / "fixtures" / "network" / "sysctl-netns-gpfs-se
 
 def cli(*args, cwd: Path = REPO, timeout: float = 180) -> subprocess.CompletedProcess:
     """``storadvise ARGS`` in a child process, its output captured."""
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "advisor.cli.root", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, timeout=timeout)
 
 

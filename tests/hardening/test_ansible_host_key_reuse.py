@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.apply.ansible_data import dump_data
+from advisor.util.ansible_data import dump_data
 from advisor.apply.project import ANSIBLE_CFG, connection_vars
 from tests.support.sshd import generate_key, running_sshd, sshd_available
 

@@ -11,7 +11,7 @@ import pytest
 
 from advisor.apply.plan_model import Plan
 from advisor.apply.project import plan_markdown
-from advisor.atomic_files import write_atomic
+from advisor.util.atomic_files import write_atomic
 from tests.support.cli import storadvise
 
 

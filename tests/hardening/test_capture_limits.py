@@ -91,7 +91,7 @@ def test_read_captured_refuses_every_non_regular_component(tmp_path):
 def test_a_fifo_neither_hangs_the_scan_nor_outlives_sigterm(tmp_path):
     cap = _capture(tmp_path)
     os.mkfifo(cap / "hosts" / "node1" / "firewall.out")
-    proc = subprocess.Popen([sys.executable, "-m", "advisor.cli", "scan", "--from", "cap", "--json", "--no-history"],
+    proc = subprocess.Popen([sys.executable, "-m", "advisor.cli.root", "scan", "--from", "cap", "--json", "--no-history"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         try:
@@ -125,7 +125,7 @@ def test_sigterm_ends_scan_from_within_5_s(tmp_path):
     for n in names:
         (one / "hosts" / n).mkdir()
         (one / "hosts" / n / "outputs.json").write_bytes(index)
-    proc = subprocess.Popen([sys.executable, "-m", "advisor.cli", "scan", "--from", "one", "--json", "--no-history"],
+    proc = subprocess.Popen([sys.executable, "-m", "advisor.cli.root", "scan", "--from", "one", "--json", "--no-history"],
                             cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         # until it is past its imports and the manifest, reading hosts (in its main thread: a capture

@@ -30,7 +30,7 @@ mesh:
 def test_mesh_obeys_hosts(tmp_path):
     (tmp_path / "site.yml").write_text(SITE)
     site_text = (tmp_path / "site.yml").read_text()
-    cp = subprocess.run([sys.executable, "-m", "advisor.cli", "scan", "--site", "site.yml", "--hosts", "a,b",
+    cp = subprocess.run([sys.executable, "-m", "advisor.cli.root", "scan", "--site", "site.yml", "--hosts", "a,b",
                          "--no-efficiency", "--sample-seconds", "0.2", "--json"],
                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert cp.returncode in (0, 2, 3), cp.stderr[-2000:]

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.units import UnitError, parse_rate_bps, parse_size_bytes
+from advisor.util.units import UnitError, parse_rate_bps, parse_size_bytes
 from probes import all_probes
 from probes.json_text import load_host_json
 from probes.probe import ProbeParseError

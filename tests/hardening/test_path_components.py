@@ -8,8 +8,8 @@ import json
 import pytest
 import yaml
 
-from advisor.apply.ansible_data import as_data, dump_data, load_data
-from advisor.path_component import PathComponentError, path_component
+from advisor.util.ansible_data import as_data, dump_data, load_data
+from advisor.util.path_component import PathComponentError, path_component
 from tests.support.cli import storadvise
 
 def test_vars_file_host_key_cannot_leave_the_capture(tmp_path):

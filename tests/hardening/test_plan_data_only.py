@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from advisor.apply.ansible_data import load_data
+from advisor.util.ansible_data import load_data
 from tests.support.ansible import ANSIBLE_PLAYBOOK, play_recap
 from tests.support.ns_host import STORADVISE, requirements_missing
 

@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.collector import probe_context
-from advisor.probe_helper import HostCommands, helper_text
-from advisor.probe_plan import root_probes
-from advisor.site_file import load_site
+from advisor.collect.collector import probe_context
+from advisor.collect.probe_helper import HostCommands, helper_text
+from advisor.collect.probe_plan import root_probes
+from advisor.site.file import load_site
 from probes import all_probes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,7 +35,7 @@ HELPER_DIR = "/usr/local/sbin"
 
 
 def run(*args, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "advisor.cli.root", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, timeout=120)
 
 

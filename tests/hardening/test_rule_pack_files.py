@@ -20,7 +20,7 @@ SECRET_YAML = (f"name: x\nrules:\n  - {{id: SITE-X, title: t, probe: network.sys
 
 
 def run(*args, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "advisor.cli.root", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, timeout=60)
 
 

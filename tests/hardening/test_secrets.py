@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import stat
 
-from advisor.secret_vars import is_secret_name, redact_vars
+from advisor.site.secret_vars import is_secret_name, redact_vars
 from tests.support.cli import storadvise
 
 SECRET = "PLANTED-s3cr3t-7f1d"

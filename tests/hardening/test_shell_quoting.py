@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.apply.ansible_data import dump_data, vars_as_data
+from advisor.util.ansible_data import dump_data, vars_as_data
 from advisor.apply.project import connection_vars
 from advisor.efficiency.active import EfficiencyTestError, job_script, python_command, server_start_script
 from advisor.transport.factory import SshOptions

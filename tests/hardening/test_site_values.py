@@ -31,7 +31,7 @@ def test_bad_site_values_are_one_line_errors(tmp_path, host_yaml, field, why):
 
 
 def test_rates_with_units_are_read():
-    from advisor.site import Host
+    from advisor.site.model import Host
 
     assert Host(name="a", link_rate="10G").link_rate == 10**10
     assert Host(name="a", link_rate=10**9).link_rate == 10**9
@@ -60,7 +60,7 @@ def test_hostile_connection_fields_are_refused(tmp_path, host_yaml, field):
 
 
 def test_real_addresses_pass():
-    from advisor.site import Host
+    from advisor.site.model import Host
 
     for a in ("10.0.0.1", "fd00::1", "gpfs01.ifca.es", "localhost", "wn-01.example.org."):
         assert Host(name="a", address=a).address == a

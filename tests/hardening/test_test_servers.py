@@ -194,7 +194,7 @@ def test_efficiency_data_server_stopped_when_the_controller_is_interrupted(tmp_p
         site.write_text(yaml.safe_dump({"name": "effint", "hosts": hosts, "extensions": {"efficiency": {
             "mb": 512, "address": INT_ADDR, "calibrate_seconds": 0.05, "cpu_factor": 40}}}))
         others = {p.pid for p in _eff_servers()}
-        proc = subprocess.Popen([sys.executable, "-m", "advisor.cli", "efficiency", "test", "--site", str(site),
+        proc = subprocess.Popen([sys.executable, "-m", "advisor.cli.root", "efficiency", "test", "--site", str(site),
                                  "--source", "st"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             end = time.monotonic() + 60

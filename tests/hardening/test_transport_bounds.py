@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.collector import collect_site_facts, interpret
-from advisor.site import Host, Site
+from advisor.collect.collector import collect_site_facts, interpret
+from advisor.site.model import Host, Site
 from advisor.transport.base import MAX_OUTPUT_BYTES, Command, CommandResult, Transport
 from advisor.transport.factory import SshOptions
 from advisor.transport.ssh import BatchScript, SshTransport

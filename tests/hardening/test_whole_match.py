@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def run(*args, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "advisor.cli.root", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, timeout=120)
 
 
@@ -70,7 +70,7 @@ def test_defaults_pass_the_same_checks_as_a_host(tmp_path, defaults_yaml, field)
 
 
 def test_the_same_defaults_pass_when_legal(tmp_path):
-    from advisor.site_file import load_site
+    from advisor.site.file import load_site
 
     site = tmp_path / "site.yml"
     site.write_text("name: t\ndefaults:\n  user: scanner\n  known_hosts: /etc/ssh/ssh_known_hosts\nhosts:\n  - name: node1\n")
@@ -88,12 +88,12 @@ def _rule(rule_id: str):
 def _validators():
     """(name, a legal value, check) of the validators of names that reach commands, files and plans:
     check(value) raises, or returns a false value, to refuse. Each is the product's own entry point."""
-    from advisor.apply.ansible_data import vars_as_data
+    from advisor.util.ansible_data import vars_as_data
     from advisor.efficiency.active_plan import _dir, python_command
-    from advisor.path_component import path_component
-    from advisor.probe_helper_path import helper_path
-    from advisor.shipped_code import module_utils
-    from advisor.site import Host, HostDefaults, Site, host_address
+    from advisor.util.path_component import path_component
+    from advisor.site.probe_helper_path import helper_path
+    from advisor.util.shipped_code import module_utils
+    from advisor.site.model import Host, HostDefaults, Site, host_address
     from advisor.transport.capture_objects import is_object_id
     from probes.legal_values import DEVICE_NAME, GPFS_ATTRIBUTE, SMCLI_NAME, check_name, check_path
 

@@ -33,7 +33,7 @@ def _limited() -> None:
 
 
 def run(*args, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "advisor.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "advisor.cli.root", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, timeout=60, preexec_fn=_limited)
 
 
@@ -101,7 +101,7 @@ def test_nesting_past_the_bound_is_one_line(tmp_path):
 
 
 def test_aliases_that_repeat_small_values_still_load(tmp_path):
-    from advisor.site_file import load_site
+    from advisor.site.file import load_site
 
     site = tmp_path / "site.yml"
     site.write_text("name: t\nhosts:\n  - name: a\n    vars: &common {xcache_cinfo_max: 20, mesh_address: 10.0.0.1}\n"

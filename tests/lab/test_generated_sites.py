@@ -69,7 +69,7 @@ def cannot_apply_section(plan_md: str) -> str:
 
 def cannot_apply_hosts(section: str) -> set[str]:
     """The hosts the section's rows name (their first cell, host ranges such as wn[01-03] expanded)."""
-    from advisor.host_ranges import expand_hosts
+    from advisor.util.host_ranges import expand_hosts
 
     cells = [ln.split("|")[1].strip() for ln in section.splitlines() if ln.startswith("| ") and "---" not in ln]
     return {h for cell in cells[1:] for h in expand_hosts(cell.split(", "))}
@@ -92,7 +92,7 @@ def test_seeds_cover_the_catalogue():
 
 def test_lab_generate_cli(tmp_path):
     out = tmp_path / "g.yml"
-    cp = subprocess.run([sys.executable, "-m", "advisor.cli", "lab", "generate", "--seed", "3", "--out", str(out)],
+    cp = subprocess.run([sys.executable, "-m", "advisor.cli.root", "lab", "generate", "--seed", "3", "--out", str(out)],
                         capture_output=True, text=True, timeout=60)
     assert cp.returncode == 0, cp.stderr
     from advisor.lab.scenario import load_scenario

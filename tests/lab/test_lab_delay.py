@@ -102,7 +102,7 @@ def test_queue_plan_one_queue_per_delay() -> None:
 def test_delay_refused_without_nfqueue(tmp_path: Path) -> None:
     import yaml
 
-    from advisor.errors import StoradviseError
+    from advisor.util.errors import StoradviseError
 
     sc = Scenario.model_validate(yaml.safe_load(DELAY_SCENARIO))
     assert sc.needs_delay and sc.paths[0].delay == 20.0
@@ -135,7 +135,7 @@ def delay_lab(lab_registry: Path, tmp_path_factory: pytest.TempPathFactory):
         info = json.loads(lab_cli(["up", "--scenario", str(scen), "--name", name, "--json"]).stdout)
         info["before"] = before
         info["dir"] = Path(info["state_dir"])
-        cp = subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())", "scan", "--site", name,
+        cp = subprocess.run([sys.executable, "-c", "import sys; from advisor.cli.root import main; sys.exit(main())", "scan", "--site", name,
                              "--json"], capture_output=True, text=True, timeout=300, cwd=str(REPO),
                             env={**os.environ})
         assert cp.returncode in (1, 2), cp.stderr[-2000:]

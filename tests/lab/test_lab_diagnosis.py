@@ -85,7 +85,7 @@ def diag_lab(lab_registry: Path, tmp_path_factory: pytest.TempPathFactory):
     name = "t-trd"
     try:
         info = json.loads(lab_cli(["up", "--scenario", str(scen), "--name", name, "--json"]).stdout)
-        cp = subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())",
+        cp = subprocess.run([sys.executable, "-c", "import sys; from advisor.cli.root import main; sys.exit(main())",
                              "scan", "--site", name, "--json"], capture_output=True, text=True, timeout=400,
                             cwd=str(REPO), env={**os.environ})
         assert cp.returncode in (1, 2), cp.stderr[-2000:]
@@ -174,7 +174,7 @@ def mesh_beside_busy_loops(site: dict, tmp_path: Path, ns: str | None = None) ->
         for cpu in range(os.cpu_count() or 1):
             loops.append(subprocess.Popen([*inside, "taskset", "-c", str(cpu), "sh", "-c", "while :; do :; done"],
                                           start_new_session=True))
-        cp = subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())",
+        cp = subprocess.run([sys.executable, "-c", "import sys; from advisor.cli.root import main; sys.exit(main())",
                              "mesh", "run", "--site", str(site_file), "--json"], capture_output=True, text=True,
                             timeout=400, cwd=str(REPO), env={**os.environ})
     finally:

@@ -72,7 +72,7 @@ def test_each_host_sees_only_its_processes(lab_registry: Path, tmp_path: Path) -
             if what.startswith("xrootd-"):
                 assert _comm(pid) == "xrootd", (pid, what)
 
-        cp = subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())",
+        cp = subprocess.run([sys.executable, "-c", "import sys; from advisor.cli.root import main; sys.exit(main())",
                              "scan", "--site", name, "--json", "--no-history"],
                             capture_output=True, text=True, timeout=600, cwd=str(REPO), env={**os.environ})
         assert cp.returncode in (0, 2), cp.stderr[-2000:]

@@ -159,7 +159,7 @@ def test_full_scan_changes_nothing_on_any_host(readonly_lab: dict) -> None:
     watch = ListenerWatch(rec, "st1", rec.hosts["wn1"]["ns"])
     watch.start()
     try:
-        cp = subprocess.run([sys.executable, "-m", "advisor.cli", "scan", "--site", rec.site_file, "--sample-seconds",
+        cp = subprocess.run([sys.executable, "-m", "advisor.cli.root", "scan", "--site", rec.site_file, "--sample-seconds",
                              "0.2", "-o", str(tmp / "scan.json"), "--fail-on", "critical"],
                             capture_output=True, text=True, timeout=900)
     finally:

@@ -144,7 +144,7 @@ def test_loss_rule_in_the_switch(small_lab: dict) -> None:
 
 
 def test_site_file_and_inventory(small_lab: dict) -> None:
-    from advisor.site_file import load_site
+    from advisor.site.file import load_site
 
     site = load_site("t-small")
     assert site.name == "t-small" and site.storage_kind == "gpfs"

@@ -36,7 +36,7 @@ def lab(shared_labs, tmp_path_factory: pytest.TempPathFactory):
 
 
 def _scan(*args: str) -> dict:
-    cp = subprocess.run([sys.executable, "-m", "advisor.cli", "scan", *args, "--no-mesh", "--no-efficiency",
+    cp = subprocess.run([sys.executable, "-m", "advisor.cli.root", "scan", *args, "--no-mesh", "--no-efficiency",
                          "--sample-seconds", "0.2", "--json", "--fail-on", "critical"],
                         capture_output=True, text=True, timeout=600, cwd=str(REPO))
     assert cp.returncode in (0, 3), cp.stderr[-2000:]
@@ -75,8 +75,8 @@ def test_site_file_rules_dirs(lab: dict, tmp_path: Path) -> None:
 
 def test_rule_added_to_a_copy_of_rules(lab: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import advisor.rules.specs
-    from advisor.scan import open_scan, run_scan
-    from advisor.scan_options import ScanOptions
+    from advisor.scan.pipeline import open_scan, run_scan
+    from advisor.scan.options import ScanOptions
 
     copy = rules_copy(tmp_path)
     monkeypatch.setattr(advisor.rules.specs, "rules_dir", lambda: copy)

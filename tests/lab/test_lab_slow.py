@@ -116,7 +116,7 @@ def test_clean_scenario_scan_finds_nothing_above_info(lab_registry: Path, capsys
     name = "t-clean"
     try:
         lab_cli(["up", "--scenario", "clean", "--name", name])
-        cp = subprocess.run([sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())",
+        cp = subprocess.run([sys.executable, "-c", "import sys; from advisor.cli.root import main; sys.exit(main())",
                              "scan", "--site", name, "--json"], capture_output=True, text=True, timeout=600,
                             env={**os.environ})
     finally:

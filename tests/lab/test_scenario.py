@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.errors import SiteFileError, StoradviseError
+from advisor.util.errors import SiteFileError, StoradviseError
 from advisor.lab.scenario import builtin_scenarios, expand_host_pattern, load_scenario, parse_loss_ppm
 
 

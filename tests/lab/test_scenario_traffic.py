@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.errors import SiteFileError
+from advisor.util.errors import SiteFileError
 from advisor.lab.scenario import load_scenario
 from advisor.lab.scenario_traffic import parse_bytes_rate, traffic_readers, traffic_servers
 from advisor.lab.traffic import Reader

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from advisor.cli import main
-from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.cli.root import main
+from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.rules.engine import evaluate
-from advisor.site import Site
+from advisor.site.model import Site
 from tests.support.ifca_mesh import GPFS, WN, ifca_facts, ifca_paths
 
 

@@ -10,10 +10,10 @@ import subprocess
 
 import pytest
 
-from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from advisor.mesh import symptoms as dg
 from advisor.mesh.runner import MeshProgress, run_mesh
-from advisor.site import Site
+from advisor.site.model import Site
 from advisor.transport.local import LocalTransport
 from tests.support.netns import NetnsSite
 from tests.support.subprocess_transport import SubprocessTransport

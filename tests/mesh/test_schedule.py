@@ -8,7 +8,7 @@ import itertools
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from advisor.errors import SiteFileError
+from advisor.util.errors import SiteFileError
 from advisor.mesh.schedule import (
     PathRequest,
     circle_rounds,
@@ -18,7 +18,7 @@ from advisor.mesh.schedule import (
     mesh_schedule,
     schedule_method,
 )
-from advisor.site import Site
+from advisor.site.model import Site
 
 
 def check_rounds(requested: list[tuple[str, str]], rounds: list[list[tuple[str, str]]]) -> None:

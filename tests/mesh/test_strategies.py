@@ -10,10 +10,10 @@ from collections import Counter
 
 import pytest
 
-from advisor.errors import UsageError
+from advisor.util.errors import UsageError
 from advisor.mesh.schedule import expand_pairs, mesh_schedule
 from advisor.mesh.strategies import estimated_wall_seconds, runs_to_cover, select_paths
-from advisor.site import Site
+from advisor.site.model import Site
 
 N_WORKERS, N_STORAGE = 400, 6
 
@@ -88,7 +88,7 @@ def test_mesh_plan_prints_rounds_and_estimated_wall_time(tmp_path):
     import yaml
 
     path.write_text(yaml.safe_dump(json.loads(site.model_dump_json(exclude_defaults=True))))
-    cmd = [sys.executable, "-m", "advisor.cli", "mesh", "plan", "--site", str(path), "--strategy", "sample",
+    cmd = [sys.executable, "-m", "advisor.cli.root", "mesh", "plan", "--site", str(path), "--strategy", "sample",
            "--k", "2", "--run", "1"]
     r = subprocess.run(cmd + ["--json"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.findings import Change
+from advisor.model.findings import Change
 from advisor.mesh import symptoms as dg
 from advisor.mesh.results import judge_paths, summary
 from advisor.paths.record import PathRecord

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from advisor.rules.analytic.storage import kernel_fstab_line
-from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
-from advisor.findings import FindingStatus
+from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.model.findings import FindingStatus
 from advisor.rules.engine import evaluate
 from probes import get_probe
 from probes.ceph_conf import parse_ceph_conf
@@ -58,7 +58,7 @@ def test_mount_ceph_fuse_names_the_fstab_line_in_its_remediation():
 
 def test_option_also_set_for_a_named_client_is_not_planned_in_client():
     from advisor.adapters.ceph_client import ADAPTER
-    from advisor.findings import Change
+    from advisor.model.findings import Change
 
     conf = parse_ceph_conf("[client]\nclient_oc = false\n[client.admin]\nclient oc = false\n").model_dump()
     why = ADAPTER.cannot_change({"ceph.client_conf": conf}, Change(host="wn1", adapter="ceph_client", key="client_oc", target="true"), {})

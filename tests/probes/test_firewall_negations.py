@@ -6,8 +6,8 @@ Fixtures from a real kernel, iptables-nft 1.8.9 and nft 1.0.6 (tests/fixtures/fi
 from __future__ import annotations
 
 
-from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
-from advisor.findings import FindingStatus
+from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.model.findings import FindingStatus
 from advisor.rules.engine import evaluate
 from probes.firewall import FirewallProbe
 

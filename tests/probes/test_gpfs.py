@@ -273,8 +273,8 @@ def test_parsers_structured_noise(lines):
 def test_unknown_node_class_value_is_not_judged_as_unset():
     """IBM's sample sets pagepool only for [storagenodegrp]; without mmlsnodeclass the pagepool rules say
     the value is unknown (not applicable), they never judge a default or the cluster-wide value."""
-    from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
-    from advisor.findings import FindingStatus
+    from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+    from advisor.model.findings import FindingStatus
     from advisor.rules.engine import evaluate
 
     facts = MMLS.parse(sectioned(sample("mmlsconfig-IBM-ibm-spectrum-scale-ibm-cloud-schematics.txt"), node="stor1"))

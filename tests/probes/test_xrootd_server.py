@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from advisor.adapters.xrootd import ADAPTER
-from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
-from advisor.findings import Change, FindingStatus
+from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.model.findings import Change, FindingStatus
 from advisor.rules.engine import evaluate
 from probes import get_probe
 from probes.probe import ProbeParseError

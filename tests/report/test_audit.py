@@ -9,9 +9,9 @@ from pathlib import Path
 from lxml import etree
 
 from advisor.audit.checklist import audit_checklist
-from advisor.findings import Finding, FindingStatus, Severity
+from advisor.model.findings import Finding, FindingStatus, Severity
 from advisor.rules.specs import load_catalog
-from advisor.site import Host, MeshPair, MeshSpec, Site, Waiver
+from advisor.site.model import Host, MeshPair, MeshSpec, Site, Waiver
 
 from tests.support.cli import storadvise
 from tests.support.paths import JUNIT_XSD

@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from advisor.history_store import HistoryStore
+from advisor.history.store import HistoryStore
 from advisor.report.model import load_report
 
 from tests.support.cli import storadvise
@@ -26,8 +26,8 @@ WRITER = """
 import sys
 sys.path.insert(0, {repo!r})
 from tests.support.reports import make_report
-from advisor.findings import Finding, FindingStatus, Severity
-from advisor.history_store import HistoryStore
+from advisor.model.findings import Finding, FindingStatus, Severity
+from advisor.history.store import HistoryStore
 n, rows = int(sys.argv[2]), int(sys.argv[3])
 big = [Finding(rule_id="R", hosts=[f"h{{i}}" for i in range(rows)], status=FindingStatus.fail, severity=Severity.low)]
 with HistoryStore(sys.argv[1]) as store:

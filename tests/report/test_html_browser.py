@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from advisor.findings import Finding, FindingStatus, Severity
+from advisor.model.findings import Finding, FindingStatus, Severity
 from advisor.report.html import host_groups, scan_html
 
 from tests.support.browser import open_page
@@ -99,14 +99,14 @@ def test_cache_curves_from_a_real_simulation(report, tmp_path):
     log.write_text("\n".join(rows) + "\n")
     repo = Path(__file__).resolve().parents[2]
     sim = tmp_path / "sim.json"
-    r = subprocess.run([sys.executable, "-m", "advisor.cli", "cache", "simulate", str(log), "--capacity", "64M,256M,1G",
+    r = subprocess.run([sys.executable, "-m", "advisor.cli.root", "cache", "simulate", str(log), "--capacity", "64M,256M,1G",
                         "--policy", "lru,arc", "--curve", "--output", str(sim)], capture_output=True, text=True, cwd=repo)
     assert r.returncode == 0, r.stderr
     configs = json.loads(sim.read_text())["configurations"]
     scan = tmp_path / "scan.json"
     scan.write_text(report.model_dump_json())
     html = tmp_path / "site.html"
-    r = subprocess.run([sys.executable, "-m", "advisor.cli", "report", str(scan), "--html", str(html),
+    r = subprocess.run([sys.executable, "-m", "advisor.cli.root", "report", str(scan), "--html", str(html),
                         "--cache-simulation", str(sim)], capture_output=True, text=True, cwd=repo)
     assert r.returncode == 0, r.stderr
     with open_page(html) as (page, problems):
@@ -121,6 +121,6 @@ def test_cache_curves_from_a_real_simulation(report, tmp_path):
     assert problems == []
     bad = tmp_path / "bad.json"
     bad.write_text('{"configurations": [{"policy": "lru"}]}')
-    r = subprocess.run([sys.executable, "-m", "advisor.cli", "report", str(scan), "--html", str(html),
+    r = subprocess.run([sys.executable, "-m", "advisor.cli.root", "report", str(scan), "--html", str(html),
                         "--cache-simulation", str(bad)], capture_output=True, text=True, cwd=repo)
     assert r.returncode == 1 and "configurations[0]: needs" in r.stderr and r.stderr.count("\n") == 1

@@ -58,7 +58,7 @@ def test_timestamp_has_colon_in_offset(report):
 
 
 def test_scan_writes_colon_offsets():
-    from advisor.collector import now_iso
+    from advisor.collect.collector import now_iso
     import re
 
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d", now_iso())

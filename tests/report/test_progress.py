@@ -9,7 +9,7 @@ from rich.progress import Progress
 
 from advisor.mesh.render import RoundProgress
 from advisor.mesh.runner import MeshProgress
-from advisor.progress_bars import progress_columns
+from advisor.util.progress_bars import progress_columns
 
 
 class Clock:

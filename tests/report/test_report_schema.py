@@ -103,7 +103,7 @@ def _nested(leaves: list[dict]) -> object:
 
 
 def test_hostile_schema_2_values_are_one_line_errors(scan_file, tmp_path):
-    from advisor.errors import StoradviseError
+    from advisor.util.errors import StoradviseError
     from advisor.report.model import load_report
 
     good = json.loads(scan_file.read_text())

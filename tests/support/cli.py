@@ -12,7 +12,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 #: what the ``storadvise`` console script runs
-STORADVISE = [sys.executable, "-c", "import sys; from advisor.cli import main; sys.exit(main())"]
+STORADVISE = [sys.executable, "-c", "import sys; from advisor.cli.root import main; sys.exit(main())"]
 
 
 def storadvise(*args: str | PathLike, cwd: str | PathLike = REPO, env: Mapping[str, str] | None = None,
@@ -27,7 +27,7 @@ def every_command():
     """(path, click command, context) for every command, groups included."""
     import typer.main
 
-    from advisor.cli import app
+    from advisor.cli.root import app
 
     root = typer.main.get_command(app)
     todo = [(("storadvise",), root, None)]
@@ -37,3 +37,10 @@ def every_command():
         yield path, cmd, ctx
         for name, sub in sorted(getattr(cmd, "commands", {}).items()):
             todo.append((path + (name,), sub, ctx))
+
+
+def next_lines(stdout: str) -> dict[str, str]:
+    """``next, WHAT:`` followed by the indented command line."""
+    lines = stdout.splitlines()
+    return {lines[i][len("next, "):].rstrip(":"): lines[i + 1].strip()
+            for i in range(len(lines) - 1) if lines[i].startswith("next, ")}

@@ -7,7 +7,7 @@ not the models' own output."""
 
 from __future__ import annotations
 
-from advisor.findings import Change, Finding, FindingStatus, Severity
+from advisor.model.findings import Change, Finding, FindingStatus, Severity
 from advisor.report.model import HostReport, ScanReport, ScanSummary
 
 RACK_A = ["wn01", "wn02", "wn03"]

@@ -13,7 +13,7 @@ firewall facts (tests/support/diagnosis_site.py's shapes).
 
 from __future__ import annotations
 
-from advisor.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
+from advisor.model.facts import FactSet, HostFacts, ProbeResult, ProbeStatus
 from tests.support.diagnosis_site import sysctls
 
 ADDR = {"st01": "198.18.1.1", "st02": "198.18.1.2", "wn01": "198.18.2.1", "wn02": "198.18.2.2",

@@ -127,7 +127,7 @@ def inject_and_scan(lab: dict) -> dict:
         t.start()
     report = tmp / "scan.json"
     t0 = time.monotonic()
-    cp = subprocess.run([sys.executable, "-m", "advisor.cli", "scan", "--site", str(site_file), "--connect-timeout",
+    cp = subprocess.run([sys.executable, "-m", "advisor.cli.root", "scan", "--site", str(site_file), "--connect-timeout",
                          str(CONNECT_TIMEOUT), "--sample-seconds", "0.2", "--no-efficiency", "--fail-on", "critical",
                          "-o", str(report)],
                         capture_output=True, text=True, timeout=600)

@@ -8,7 +8,7 @@ from pathlib import Path
 def plan_vars_files(plan: Path, host: str) -> list[Path]:
     """The vars files a plan directory gives ``host``: its change-set groups' group_vars, then its
     host_vars (Ansible's order: host_vars win)."""
-    from advisor.apply.ansible_data import load_data
+    from advisor.util.ansible_data import load_data
 
     inventory = load_data((plan / "inventory.yml").read_text())
     groups = [g for g, v in (inventory["all"].get("children") or {}).items() if host in ((v or {}).get("hosts") or {})]
@@ -24,7 +24,7 @@ def plan_vars_text(plan: Path, host: str) -> str:
 
 def plan_vars(plan: Path, host: str) -> dict:
     """The role variables the plan gives ``host`` (group_vars of its change set, then its host_vars)."""
-    from advisor.apply.ansible_data import load_data
+    from advisor.util.ansible_data import load_data
 
     out: dict = {}
     for f in plan_vars_files(plan, host):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from advisor.facts import HostFacts, ProbeResult, ProbeStatus
+from advisor.model.facts import HostFacts, ProbeResult, ProbeStatus
 
 TODAY = dt.date(2026, 11, 23)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from advisor.findings import Finding, FindingStatus, Remediation, Severity
+from advisor.model.findings import Finding, FindingStatus, Remediation, Severity
 from advisor.report.model import HostReport, ScanReport, ScanSummary
 from tests.support.cli import storadvise
 from tests.support.paths import REPO

@@ -5,7 +5,7 @@ Usage (the ``sshd`` fixture is registered for every test by tests/conftest.py)::
     from tests.support.sshd import running_sshd
 
     def test_something(sshd):                 # fixture form: one fresh sshd per test
-        host = sshd.host()                    # an advisor.site.Host pointing at it
+        host = sshd.host()                    # an advisor.site.model.Host pointing at it
         ...
 
     with running_sshd(extra_config="AllowTcpForwarding no") as s:   # context-manager form
@@ -103,8 +103,8 @@ class SshdServer:
         return f"{self.host_pattern} {self.host_public_key}\n"
 
     def host(self, name: str = "sshd-test", **overrides):
-        """An ``advisor.site.Host`` for this server: client key, this dir's known_hosts."""
-        from advisor.site import Host
+        """An ``advisor.site.model.Host`` for this server: client key, this dir's known_hosts."""
+        from advisor.site.model import Host
 
         kw = dict(
             name=name,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import subprocess
 
-from advisor.shipped_code import module_utils
+from advisor.util.shipped_code import module_utils
 from advisor.transport.base import Command
 from advisor.transport.batch_framing import SharedScript
 

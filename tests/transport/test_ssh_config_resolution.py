@@ -10,7 +10,7 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from advisor.site import Host
+from advisor.site.model import Host
 from advisor.transport.base import TransportError
 from advisor.transport.ssh import append_known_host, fingerprint, read_known_hosts
 from advisor.transport.ssh_config import SshConfig, load_ssh_config, parse_jump_spec, resolve_endpoint, resolve_host

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.site import Host, Site
+from advisor.site.model import Host, Site
 from advisor.transport.base import (
     AuthenticationFailed,
     Command,

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from advisor.errors import StoradviseError
+from advisor.util.errors import StoradviseError
 from advisor.lab.emulation import LabEmulation, emulator_python, package_root
 
 BIN_DIR = "/usr/local/bin"

@@ -120,7 +120,7 @@ class DisksLab(LabEmulation):
     def start(self, rec: Any, spec: DiskEmulation, scenario: Any) -> None:
         """One /proc/diskstats feeder per host (its pid recorded: ``lab down`` kills it); the disks'
         mounts in the host's mount namespace (they stay there across ``lab reboot``)."""
-        from advisor.errors import StoradviseError
+        from advisor.util.errors import StoradviseError
         from advisor.lab.emulators.disks import partition_of
         from advisor.lab.records import read_pids
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.lab.emulators.common import locked, log_invocation, read_json, this_host, write_json
-from advisor.shipped_code import module_utils
+from advisor.util.shipped_code import module_utils
 
 #: parameter defaults of a client mount (values a stock Lustre 2.15 client shows)
 OSC_DEFAULTS = {"max_rpcs_in_flight": 8, "max_dirty_mb": 32, "max_pages_per_rpc": 256, "checksums": 1}

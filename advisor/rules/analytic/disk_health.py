@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from advisor.rules.analytic.diskio import DISKSTATS, await_limits, busy_devices, outlier_settings
-from advisor.findings import Finding, FindingStatus
+from advisor.model.findings import Finding, FindingStatus
 from advisor.rules.context import RuleContext, analytic_rule
 from probes.block import disk_of
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterator
 
-from advisor.findings import Finding, FindingStatus
+from advisor.model.findings import Finding, FindingStatus
 from advisor.rules.context import RuleContext, analytic_rule
 
 DISKSTATS = "block.diskstats"

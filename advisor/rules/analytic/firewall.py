@@ -7,7 +7,7 @@ import ipaddress
 from collections.abc import Iterator
 
 from advisor.adapters.firewall import rule_key
-from advisor.findings import Finding, FindingStatus
+from advisor.model.findings import Finding, FindingStatus
 from advisor.rules.context import RuleContext, analytic_rule
 
 FIREWALL = "firewall"

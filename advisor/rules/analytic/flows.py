@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from advisor.findings import Finding, FindingStatus
+from advisor.model.findings import Finding, FindingStatus
 from advisor.flows.limits import NETWORK_CLASSES
 from advisor.paths.record import OUTSIDE
 from advisor.rules.context import RuleContext, analytic_rule
-from advisor.units import format_bps
+from advisor.util.units import format_bps
 
 
 def describe_flow(p: dict) -> str:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from advisor.findings import Change, Finding, FindingStatus
+from advisor.model.findings import Change, Finding, FindingStatus
 from advisor.mesh import symptoms as dg
 from advisor.mesh.results import judge_paths
 from advisor.rules.context import RuleContext, analytic_rule
-from advisor.units import format_bps
+from advisor.util.units import format_bps
 
 
 def _paths(ctx: RuleContext) -> list[dict] | None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from advisor.link_rate import host_link_rate, physical_nics, site_link_rates
-from advisor.findings import Finding, FindingStatus
+from advisor.model.link_rate import host_link_rate, physical_nics, site_link_rates
+from advisor.model.findings import Finding, FindingStatus
 from advisor.rules.context import RuleContext, analytic_rule
-from advisor.units import format_bps
+from advisor.util.units import format_bps
 
 SYSCTL = "network.sysctl"
 NIC = "network.nic"

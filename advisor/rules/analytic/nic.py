@@ -8,10 +8,10 @@ import ipaddress
 from collections import Counter
 from collections.abc import Iterator
 
-from advisor.findings import Finding, FindingStatus
-from advisor.link_rate import address_mtu, site_link_rates
+from advisor.model.findings import Finding, FindingStatus
+from advisor.model.link_rate import address_mtu, site_link_rates
 from advisor.rules.context import RuleContext, analytic_rule
-from advisor.units import format_bps
+from advisor.util.units import format_bps
 
 PORTS = "nic.ports"
 NIC = "network.nic"

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from advisor.findings import Finding, FindingStatus
+from advisor.model.findings import Finding, FindingStatus
 from advisor.rules.context import RuleContext, analytic_rule
-from advisor.shipped_code import canonical
-from advisor.units import parse_size_bytes
+from advisor.util.shipped_code import canonical
+from advisor.util.units import parse_size_bytes
 
 MMLSCONFIG = "gpfs.mmlsconfig"
 MMDIAG = "gpfs.mmdiag"
