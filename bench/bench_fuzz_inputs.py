@@ -376,7 +376,8 @@ def fuzz_saved_scans(cases: int, rng: random.Random, case_seconds: float) -> Tal
                     if not hasattr(result, "changes") or not hasattr(result, "cannot_apply"):
                         continue
                     t.accepted += 1
-                    for c in result.changes:
+                    for planned in result.changes:
+                        c = planned.change
                         if c.adapter == "sysctl" and not c.key.startswith(("net.", "vm.")):
                             t.fail(f"planned sysctl {c.key!r}")
                         if ".." in c.key.replace("\\", "/").split("/"):
@@ -384,7 +385,7 @@ def fuzz_saved_scans(cases: int, rng: random.Random, case_seconds: float) -> Tal
                         adapter = registry.get(c.adapter)
                         if adapter is None or adapter.key_problem(c.key):
                             t.fail(f"planned a key its adapter refuses: {c.adapter} {c.key!r}")
-                        for rid in c.rule_ids:
+                        for rid in planned.rule_ids:
                             rule = declared.catalog.rules.get(rid)
                             if rule is None or c.adapter not in {tm.adapter for tm in rule.remediation.changes}:
                                 t.fail(f"planned a change {rid} does not declare: {c.adapter} {c.key!r}")

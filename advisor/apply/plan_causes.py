@@ -24,8 +24,8 @@ def order_by_cause(plan: Plan, groups: list) -> list:
         for slot in _slots(cause):
             rank.setdefault(slot, i)
     last = len(plan.causes)
-    return sorted(groups, key=lambda g: min((rank.get((c.host, c.adapter, c.key), last) for c in g.changes),
-                                            default=last))
+    return sorted(groups, key=lambda g: min((rank.get((pc.change.host, pc.change.adapter, pc.change.key), last)
+                                             for pc in g.changes), default=last))
 
 
 def cause_lines(plan: Plan) -> list[str]:

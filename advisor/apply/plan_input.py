@@ -7,7 +7,8 @@ the facts of the hosts it plans changes for. This module decodes exactly that wi
 msgspec structs: every other field is skipped by the decoder, and each probe's facts stay raw
 JSON until an adapter asks for them (decoded once per distinct text, so 10,000 identical workers
 cost one decode). The structs have the attribute names of advisor.report.model and
-advisor.model.findings, so advisor.apply.planner reads either.
+advisor.model.findings, so advisor.apply.planner reads either; a change's struct has exactly the fields,
+types and defaults of advisor.model.findings.Change (tests/apply/test_change_parity.py holds them equal).
 """
 
 from __future__ import annotations
@@ -19,21 +20,32 @@ from typing import Any
 import msgspec
 
 from advisor.util.errors import StoradviseError
-from advisor.model.findings import ChangeScope, FindingStatus, Severity
+from advisor.model.findings import BootSource, ChangeScope, FindingStatus, Severity
 from advisor.report.saved_json import check_value, past_limit
 from advisor.report.wire import facts_from_leaves, major_of
 
 
-class PlanChange(msgspec.Struct):
+class PlanBootValue(msgspec.Struct, kw_only=True):
+    """advisor.model.findings.BootValue as the decoder reads it (field by field the same:
+    tests/apply/test_change_parity.py)."""
+
+    value: Any = None
+    source: BootSource
+    origin: str | None = None
+
+
+class PlanChange(msgspec.Struct, kw_only=True):
+    """advisor.model.findings.Change as the decoder reads it: the same fields, types and defaults, in the
+    same order (tests/apply/test_change_parity.py fails when the two differ)."""
+
     host: str
     adapter: str
     key: str
-    target: Any
     runtime: Any = None
     persisted: Any = None
+    target: Any
     scope: ChangeScope = ChangeScope.both
-    #: advisor.model.findings.BootValue as plain data (the planner validates the ones it plans)
-    boot: dict[str, Any] | None = None
+    boot: PlanBootValue | None = None
 
 
 class PlanRemediation(msgspec.Struct):
@@ -151,7 +163,8 @@ def load_plan_scan(path: str | Path) -> PlanScan:
         raise StoradviseError(f"{p}: not JSON: {exc}") from None
     # what is decoded as Any (a change's values, the mesh, the diagnosis): nesting and digits bounded
     # as every saved scan's (advisor.report.saved_json); facts are checked when decoded
-    check_value([[c.target, c.runtime, c.persisted, c.boot] for f in report.findings for c in f.changes]
+    check_value([[c.target, c.runtime, c.persisted, None if c.boot is None else c.boot.value]
+                 for f in report.findings for c in f.changes]
                 + [report.mesh, report.efficiency, report.flows, report.causes, report.hygiene, report.unexplained,
                    report.inconclusive, report.set_aside, report.plan_prediction, report.schema_version],
                 data, p)

@@ -20,7 +20,7 @@ from typing import Any
 
 from advisor.apply.plan_causes import cause_lines, order_by_cause, set_aside_lines
 from advisor.apply.plan_model import SCOPE_TEXT, Plan, PlannedChange
-from advisor.model.findings import ChangeScope
+from advisor.model.findings import BootSource, Change, ChangeScope
 from advisor.util.host_ranges import fold_hosts, hosts_text
 from advisor.report.safe_text import markdown_text
 
@@ -67,12 +67,12 @@ def _fold(items: Iterable[Any], key: Callable[[Any], Hashable], host: Callable[[
 def group_changes(plan: Plan) -> list[ChangeGroup]:
     """The plan's changes folded into rows, in apply order (role, then setting, then hosts)."""
     folded = _fold(plan.changes,
-                   key=lambda c: (c.role, _cell(c.runtime), persisted_cell(c), _cell(c.target), c.scope,
-                                  tuple(c.rule_ids)),
-                   host=lambda c: (c.host,), setting=lambda c: str(c.setting))
-    groups = [ChangeGroup(hosts=hosts, role=members[0].role, settings=settings, runtime=members[0].runtime,
-                          persisted=persisted_cell(members[0]), target=members[0].target, scope=members[0].scope,
-                          rule_ids=list(members[0].rule_ids), changes=members)
+                   key=lambda c: (c.role, _cell(c.change.runtime), persisted_cell(c.change), _cell(c.change.target),
+                                  c.change.scope, tuple(c.rule_ids)),
+                   host=lambda c: (c.change.host,), setting=lambda c: str(c.setting))
+    groups = [ChangeGroup(hosts=hosts, role=members[0].role, settings=settings, runtime=members[0].change.runtime,
+                          persisted=persisted_cell(members[0].change), target=members[0].change.target,
+                          scope=members[0].change.scope, rule_ids=list(members[0].rule_ids), changes=members)
               for _key, hosts, settings, members in folded]
     order = {r: i for i, r in enumerate(plan.role_order)}
     groups.sort(key=lambda g: (order.get(g.role, len(order)), g.settings, min(g.hosts)))
@@ -96,10 +96,10 @@ def _cell(v: Any) -> str:
     return markdown_text(v)
 
 
-def persisted_cell(c: PlannedChange) -> str:
+def persisted_cell(c: Change) -> str:
     """The persisted value, or the boot default when no file sets it: ``default (1)``."""
-    boot = getattr(c, "boot", None)
-    if c.persisted is None and boot is not None and getattr(boot.source, "value", boot.source) == "default":
+    boot = c.boot
+    if c.persisted is None and boot is not None and boot.source == BootSource.default:
         return f"default ({_cell(boot.value)})"
     return _cell(c.persisted)
 
@@ -147,7 +147,7 @@ def _notices(plan: Plan) -> list[str]:
     """Notices ``"<host>: text"`` of several hosts with the same text fold into one line."""
     if not plan.notices:
         return []
-    known = set(plan.hosts) | {c.host for c in plan.changes} | {c["host"] for c in plan.cannot_apply}
+    known = set(plan.hosts) | {c.change.host for c in plan.changes} | {c["host"] for c in plan.cannot_apply}
     by_text: dict[str, set[str]] = {}
     for n in plan.notices:
         host, sep, text = n.partition(": ")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.util.errors import StoradviseError
-from advisor.model.findings import BootValue, ChangeScope
+from advisor.model.findings import Change, ChangeScope
 
 SCOPE_TEXT = {
     ChangeScope.both: "runtime and persisted",
@@ -24,28 +24,24 @@ def registered_roles() -> list[str]:
 
 @dataclass
 class PlannedChange:
-    host: str
-    adapter: str
+    """One change a plan makes: the change (the values the scan saw, the target it resolved, the scope),
+    the Ansible role that makes it, how PLAN.md names the setting, and the rules that asked for it."""
+
+    change: Change
     role: str
-    key: str
     #: how PLAN.md names the setting
     setting: str
-    runtime: Any
-    persisted: Any
-    target: Any
-    scope: ChangeScope
     rule_ids: list[str]
-    #: the value at the next boot: the persisted one (``file``) or the default (``default``); None: unknown
-    boot: BootValue | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"host": self.host, "adapter": self.adapter, "role": self.role, "key": self.key,
-                "setting": self.setting, "runtime": self.runtime, "persisted": self.persisted,
-                "target": self.target, "scope": self.scope.value,
+        c = self.change
+        return {"host": c.host, "adapter": c.adapter, "role": self.role, "key": c.key,
+                "setting": self.setting, "runtime": c.runtime, "persisted": c.persisted,
+                "target": c.target, "scope": c.scope.value,
                 # the names plan.json had before runtime/persisted/target (kept for readers of it)
-                "old": self.persisted if self.scope == ChangeScope.persisted else self.runtime, "new": self.target,
+                "old": c.persisted if c.scope == ChangeScope.persisted else c.runtime, "new": c.target,
                 "rules": self.rule_ids,
-                "boot": None if self.boot is None else self.boot.model_dump(mode="json")}
+                "boot": None if c.boot is None else c.boot.model_dump(mode="json")}
 
 
 @dataclass

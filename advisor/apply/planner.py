@@ -19,7 +19,7 @@ from advisor.adapters import Adapter, adapters
 from advisor.apply.declared_changes import DeclaredChanges, declared_changes
 from advisor.rules.finding_changes import change_with_scope
 from advisor.model.findings import SEVERITY_ORDER, BootValue, Change, Finding, FindingStatus, Severity
-from advisor.apply.plan_input import PlanScan
+from advisor.apply.plan_input import PlanBootValue, PlanScan
 from advisor.apply.plan_model import Plan, PlanError, PlannedChange
 from advisor.apply.plan_outcome import predicted_outcome
 from advisor.report.diagnosed import ensure_diagnosis
@@ -51,7 +51,7 @@ def build_plan(report: ScanReport | PlanScan, site: Site, source: str = "scan", 
     if min_severity not in SEVERITY_ORDER:
         raise PlanError(f"--min-severity {min_severity!r}: one of {', '.join(SEVERITY_ORDER)}")
     report = ensure_diagnosis(report)
-    set_aside = {(s.host, s.adapter, s.key): s for s in report.set_aside}
+    set_aside = {(s.change.host, s.change.adapter, s.change.key): s for s in report.set_aside}
     # symptoms a cause explains are the causes' business (PLAN.md "Causes"), not a by-hand line each;
     # the measured states a by-hand cause repairs (a failing disk: SMART, its I/O errors, its await)
     # stay one each
@@ -120,17 +120,14 @@ def build_plan(report: ScanReport | PlanScan, site: Site, source: str = "scan", 
             plan.set_aside.append({"host": host, "adapter": adapter_name, "key": key, "target": change.target,
                                    "rules": rules, "reason": set_aside[slot].reason})
             continue
-        pc = PlannedChange(host=host, adapter=adapter.name, role=adapter.role, key=key, setting=adapter.label(key),
-                           runtime=change.runtime, persisted=change.persisted, target=change.target,
-                           scope=change.scope, rule_ids=rules, boot=change.boot)
+        pc = PlannedChange(change=change, role=adapter.role, setting=adapter.label(key), rule_ids=rules)
         planned.setdefault(host, {}).setdefault(adapter.name, []).append(pc)
         plan.changes.append(pc)
 
     for host, by_adapter in planned.items():
         for name, pcs in by_adapter.items():
             adapter = registry[name]
-            changes = [Change(host=host, adapter=name, key=p.key, runtime=p.runtime, persisted=p.persisted,
-                              target=p.target, scope=p.scope, boot=p.boot) for p in pcs]
+            changes = [p.change for p in pcs]
             plan.host_vars.setdefault(host, {})[adapter.role] = adapter.role_vars(
                 changes, facts.get(host) or {}, host_settings(site_hosts[host]))
             notice = adapter.notice(host, changes, host_settings(site_hosts[host]))
@@ -149,7 +146,8 @@ def build_plan(report: ScanReport | PlanScan, site: Site, source: str = "scan", 
                 plan.host_vars.setdefault(h, {}).setdefault(adapter.role, v)
     plan.refused = [{"host": h, "reason": r} for h, r in sorted(refused.items())]
     plan.causes, plan.prediction = predicted_outcome(report, plan.changes)
-    plan.changes.sort(key=lambda c: (c.host, plan.role_order.index(c.role) if c.role in plan.role_order else 99, c.key))
+    plan.changes.sort(key=lambda c: (c.change.host, plan.role_order.index(c.role) if c.role in plan.role_order else 99,
+                                     c.change.key))
     return plan
 
 
@@ -203,8 +201,8 @@ def _resolve(plan: Plan, adapter: Adapter, asks: list[tuple[Change, Finding]], f
     a rule that did not ask its adapter) gets it from the host's facts here."""
     first = asks[0][0]
     boot = first.boot if first.boot is not None else adapter.boot(facts, first.key, first.persisted)
-    if isinstance(boot, dict):  # read by the typed scan decoder (advisor/apply/plan_input.py)
-        boot = BootValue.model_validate(boot)
+    if isinstance(boot, PlanBootValue):  # read by the typed scan decoder (advisor/apply/plan_input.py)
+        boot = BootValue.model_validate(boot, from_attributes=True)
     targets = [(adapter.normalize_target(c.key, c.target), f) for c, f in asks]
     distinct = []
     for t, f in targets:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.diagnosis.causes import DiagnosisInput, diagnose, plan_prediction
-from advisor.diagnosis.report_types import Cause, Diagnosis, FindingRef, PlannedSetting, Predicted
+from advisor.diagnosis.report_types import Cause, Diagnosis, FindingRef, Predicted
 
-__all__ = ["Cause", "Diagnosis", "DiagnosisInput", "FindingRef", "PlannedSetting", "Predicted", "diagnose",
+__all__ = ["Cause", "Diagnosis", "DiagnosisInput", "FindingRef", "Predicted", "diagnose",
            "diagnosis_input", "plan_prediction"]
 
 

@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.diagnosis.localise import LossBlame
-from advisor.diagnosis.report_types import FindingRef, PlannedSetting, Predicted
+from advisor.diagnosis.report_types import FindingRef, Predicted
 from advisor.diagnosis.paths import Fix
 from advisor.model.findings import Change, Finding
-from advisor.util.trusted_models import trusted
 
 #: the kernel's limit classes each kind of fix acts on (a cause whose paths agree is confident)
 FIX_CLASS = {"sack": {"loss"}, "loss": {"loss"}, "loss_recv": {"loss"}, "nic_speed": {"link"}, "rmem": {"receiver_window"},
@@ -35,7 +34,7 @@ class ByHand:
 class Candidate:
     key: tuple
     kind: str  # change | by_hand
-    changes: list[PlannedSetting] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
     proposed_by: list[Finding] = field(default_factory=list)
     fixes: set[Fix] = field(default_factory=set)
     blame: LossBlame | None = None
@@ -53,12 +52,6 @@ def norm(v: Any) -> str:
     return " ".join(str(v).split()).lower() if v is not None else ""
 
 
-def planned(c: Change) -> PlannedSetting:
-    """A finding's change (validated when the finding was made) as a planned setting."""
-    return trusted(PlannedSetting, {"host": c.host, "adapter": c.adapter, "key": c.key, "target": c.target,
-                                    "runtime": c.runtime})
-
-
 def ref(f: Finding) -> FindingRef:
     return FindingRef(rule_id=f.rule_id, subject=f.subject, hosts=list(f.hosts))
 
@@ -67,7 +60,7 @@ def refkey(f: Finding) -> tuple:
     return f.rule_id, f.subject or "", tuple(f.hosts)
 
 
-def fix_of(setting: PlannedSetting) -> Fix | None:
+def fix_of(setting: Change) -> Fix | None:
     """The path model's view of a change (None: the change does not act on a TCP path)."""
     k, t = setting.key, norm(setting.target)
     if setting.adapter == "firewall" and t == "absent":
@@ -112,9 +105,8 @@ def change_candidates(failed: list[Finding]) -> list[Candidate]:
             slot = (c.host, c.adapter, c.key)
             if slot not in seen:
                 seen.add(slot)
-                setting = planned(c)
-                cand.changes.append(setting)
-                fx = fix_of(setting)
+                cand.changes.append(c)
+                fx = fix_of(c)
                 if fx:
                     cand.fixes.add(fx)
             if (key, id(f)) not in proposed:

@@ -19,16 +19,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from advisor.diagnosis.candidates import FIX_CLASS, Candidate, change_candidates, fix_of, norm, planned, ref, refkey
+from advisor.diagnosis.candidates import FIX_CLASS, Candidate, change_candidates, fix_of, norm, ref, refkey
 from advisor.diagnosis.efficiency import efficiency_predictions
 from advisor.diagnosis.localise import localise_loss
 from advisor.diagnosis.nic_causes import absorbed_by_loss, attribute_loss, black_hole, negotiated_low
-from advisor.diagnosis.report_types import Diagnosis, PlannedSetting, Predicted, SetAside
+from advisor.diagnosis.report_types import Diagnosis, Predicted, SetAside
 from advisor.diagnosis.paths import (INCONCLUSIVE, Fix, FixIndex, PathState, fixes_at, local_index, path_state,
                                      predict)
 from advisor.paths.host_view import HostFacts
 from advisor.diagnosis.ranking import cause_id_of, rank, to_cause
-from advisor.model.findings import SEVERITY_ORDER, Finding, FindingStatus
+from advisor.model.findings import SEVERITY_ORDER, Change, Finding, FindingStatus
 from advisor.paths.record import OUTSIDE, PathRecord
 
 #: a prediction counts as lifting a path when it beats the measurement by this factor
@@ -164,7 +164,7 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
     hygiene = [ref(f) for f in failed if refkey(f) not in in_cause
                and not (tagged(f, "symptom") or tagged(f, "derived"))]
     all_changes = [ch for c in kept if c.kind == "change" for ch in c.changes]
-    hygiene_changes = [planned(ch) for f in failed if refkey(f) not in in_cause for ch in f.changes]
+    hygiene_changes = [ch for f in failed if refkey(f) not in in_cause for ch in f.changes]
     # what only an analysis of symptoms proposed, and no kept cause holds, is never planned
     kept_slots = {(ch.host, ch.adapter, ch.key) for c in kept for ch in c.changes}
     other_slots = {(ch.host, ch.adapter, ch.key) for f in failed if not tagged(f, "derived") for ch in f.changes}
@@ -177,7 +177,7 @@ def diagnose(inp: DiagnosisInput) -> Diagnosis:
             same = ch.runtime is not None and norm(ch.runtime) == norm(ch.target)
             why = (f"already {ch.target} at run time" if same else
                    "no measured symptom follows from it (the path model: docs/diagnosis.md)")
-            set_aside[slot] = SetAside(host=ch.host, adapter=ch.adapter, key=ch.key, target=ch.target, rule_id=f.rule_id,
+            set_aside[slot] = SetAside(change=ch, rule_id=f.rule_id,
                                        reason=f"{why}; proposed only by {f.rule_id}, which no cause supports")
     hygiene_changes = [ch for ch in hygiene_changes if (ch.host, ch.adapter, ch.key) not in set_aside]
     return Diagnosis(causes=causes, hygiene=hygiene, unexplained=unexplained, inconclusive=not_concluded,
@@ -345,9 +345,9 @@ def _judge_failed_tests(cand: Candidate, failed_paths: dict[str, dict], path_sym
             cand.explains[refkey(f)] = ref(f)
 
 
-def plan_prediction(inp: DiagnosisInput, settings: list[PlannedSetting],
+def plan_prediction(inp: DiagnosisInput, settings: list[Change],
                     states: dict[str, PathState] | None = None) -> list[Predicted]:
-    """Every path (and active-test worker) after ``settings``, by-hand causes still in place."""
+    """Every path (and active-test worker) after the changes ``settings``, by-hand causes still in place."""
     if states is None:
         states = path_states(inp)
     fixes = FixIndex(fx for s in settings if (s.runtime is None or norm(s.runtime) != norm(s.target))

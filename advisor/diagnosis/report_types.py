@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_serializer, model_serializer, model_validator
+
+from advisor.model.findings import Change
 
 
 class FindingRef(BaseModel):
@@ -15,13 +17,10 @@ class FindingRef(BaseModel):
     hosts: list[str] = Field(default_factory=list)
 
 
-class PlannedSetting(BaseModel):
-    host: str
-    adapter: str
-    key: str
-    target: Any = None
-    #: the value the scan saw at run time (None: unknown)
-    runtime: Any = None
+#: what the scan report writes of each change of a cause: the setting, its target and the value the
+#: scan saw at run time (the persisted and boot values and the scope are the plan's, read from the
+#: findings); the report's schema names this form ``PlannedSetting`` (advisor/report/schema.py)
+CAUSE_CHANGE_KEYS = ("host", "adapter", "key", "target", "runtime")
 
 
 class Predicted(BaseModel):
@@ -43,7 +42,8 @@ class Cause(BaseModel):
     hosts: list[str]
     confidence: float
     severity: str = "medium"
-    changes: list[PlannedSetting] = Field(default_factory=list)
+    #: the changes of its findings it makes (the findings' own Change objects), written as CAUSE_CHANGE_KEYS
+    changes: list[Change] = Field(default_factory=list)
     #: for a by-hand cause: what to do
     action: str | None = None
     explains: list[FindingRef] = Field(default_factory=list)
@@ -56,16 +56,36 @@ class Cause(BaseModel):
     gain: float | None = None
     evidence: list[str] = Field(default_factory=list)
 
+    @field_serializer("changes")
+    def _changes_out(self, changes: list[Change]) -> list[dict[str, Any]]:
+        return [{k: getattr(c, k) for k in CAUSE_CHANGE_KEYS} for c in changes]
 
+
+#: the keys of a set-aside change the scan report writes, beside its ``rule_id`` and ``reason``
+SET_ASIDE_CHANGE_KEYS = ("host", "adapter", "key", "target")
+
+
+# The report writes it flat ({host, adapter, key, target, rule_id, reason}) and reads it back so
+# (advisor/report/schema.py describes that form).
 class SetAside(BaseModel):
     """A change only an analysis of symptoms proposed, that explains no symptom: never planned."""
 
-    host: str
-    adapter: str
-    key: str
-    target: Any = None
+    change: Change
     rule_id: str
     reason: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_report(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "change" not in data:
+            return {"change": {k: data[k] for k in SET_ASIDE_CHANGE_KEYS if k in data},
+                    **{k: v for k, v in data.items() if k not in SET_ASIDE_CHANGE_KEYS}}
+        return data
+
+    @model_serializer
+    def _to_report(self) -> dict[str, Any]:
+        return {**{k: getattr(self.change, k) for k in SET_ASIDE_CHANGE_KEYS}, "rule_id": self.rule_id,
+                "reason": self.reason}
 
 
 class Diagnosis(BaseModel):

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from advisor.adapters.firewall import rule_key
-from advisor.model.findings import ChangeTarget
+from advisor.model.findings import Change
 from advisor.mesh.results import path_ratio
 from advisor.paths import host_view as hv
 from advisor.paths.host_view import FIREWALL, SYSCTL  # noqa: F401  (the keys of a host's facts map)
@@ -98,16 +98,19 @@ def acting_firewall_rules(facts: HostFactsMap, host: str) -> list[dict] | None:
 
 
 @dataclass
-class Cause:
-    """Something a blamed host has that the good hosts on its side lack."""
+class HostDifference:
+    """A fact a blamed host has that the good hosts on its side lack (a sysctl, acting firewall rules,
+    a smaller buffer): evidence for the asymmetry finding, not a diagnosis cause (those are
+    advisor.diagnosis.report_types.Cause, built from the findings' changes)."""
 
     key: str  # "net.ipv4.tcp_sack", "firewall", ...
     observed: Any
     good: Any
     text: str
-    #: the remedy as targets (advisor.model.findings.ChangeTarget): the finding that reports the cause renders
-    #: them through rules/mesh.yml, and the adapters turn them into changes once
-    changes: list[ChangeTarget] = field(default_factory=list)
+    #: the remedy as changes with only a target (the values the scan saw unknown here): the finding
+    #: that reports the difference renders them through rules/mesh.yml, and the adapters complete
+    #: them with the runtime and persisted values (advisor/rules/finding_changes.py)
+    changes: list[Change] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
 
 
@@ -123,7 +126,7 @@ class Asymmetry:
     #: the host's other paths on the same side that are fine
     other_fine: list[dict]
     good_hosts: list[str]
-    causes: list[Cause]
+    differences: list[HostDifference]
     #: hosts with the same blame in the same group (for "a sender group" wording)
     group: str | None = None
 
@@ -136,8 +139,8 @@ class Asymmetry:
         s = (f"{len(self.slow)} slow path(s) {arrow}; reverse directions fine: {len(self.reverse_fine)}"
              f"/{len(self.reverse_fine) + len(self.reverse_slow)}; other paths of {self.host} as {self.side} fine: "
              f"{len(self.other_fine)}")
-        if self.causes:
-            s += "; likely cause: " + "; ".join(c.text for c in self.causes)
+        if self.differences:
+            s += "; likely cause: " + "; ".join(c.text for c in self.differences)
         else:
             s += "; no difference in the collected facts explains it (check the switch ports and NIC on this path)"
         return s
@@ -215,9 +218,9 @@ def _majority(values: list[Any]) -> Any:
     return Counter(vals).most_common(1)[0][0]
 
 
-def compare_facts(host: str, good: list[str], side: str, facts: HostFactsMap) -> list[Cause]:
+def compare_facts(host: str, good: list[str], side: str, facts: HostFactsMap) -> list[HostDifference]:
     """What ``host`` has that the good hosts on its side lack (ordered by how likely a cause)."""
-    causes: list[Cause] = []
+    differences: list[HostDifference] = []
     good_with = [g for g in good if (facts.get(g) or {}).get(SYSCTL)]
 
     for key, bad in (("net.ipv4.tcp_sack", "0"), ("net.ipv4.tcp_timestamps", "0")):
@@ -227,7 +230,7 @@ def compare_facts(host: str, good: list[str], side: str, facts: HostFactsMap) ->
         theirs = _majority([hv.sysctl(facts.get(g), key) for g in good_with])
         if mine == bad and (theirs is None or theirs != bad):
             short = key.rsplit(".", 1)[-1]
-            causes.append(Cause(
+            differences.append(HostDifference(
                 key=key, observed=mine, good=theirs,
                 text=f"{short}={mine} on {host}" + (f" (good {side}s: {theirs})" if theirs is not None else ""),
                 changes=[sysctl_change(host, key, "1")],
@@ -239,7 +242,7 @@ def compare_facts(host: str, good: list[str], side: str, facts: HostFactsMap) ->
         good_fw = [g for g in good if (facts.get(g) or {}).get(FIREWALL) is not None]
         good_counts = [len(acting_firewall_rules(facts, g) or []) for g in good_fw]
         if not good_counts or min(good_counts) == 0:
-            causes.append(Cause(
+            differences.append(HostDifference(
                 key="firewall", observed=len(rules), good=min(good_counts) if good_counts else None,
                 text=f"{len(rules)} firewall rule(s) on {host} that drop, reject or rate-limit"
                      + (" (good hosts: none)" if good_counts else ""),
@@ -254,7 +257,7 @@ def compare_facts(host: str, good: list[str], side: str, facts: HostFactsMap) ->
         ints = hv.sysctl_ints(facts.get(host), buf_key) or []
         target = min(good_max)
         new = " ".join(str(x) for x in ints[:-1] + [target]) if len(ints) == 3 else str(target)
-        causes.append(Cause(
+        differences.append(HostDifference(
             key=buf_key, observed=mine_max, good=target,
             text=f"{buf_key.rsplit('.', 1)[-1]} max {mine_max} on {host} (good {side}s: >= {target})",
             changes=[sysctl_change(host, buf_key, new)],
@@ -265,29 +268,29 @@ def compare_facts(host: str, good: list[str], side: str, facts: HostFactsMap) ->
     mine_q = hv.sysctl(facts.get(host), qkey)
     good_q = _majority([hv.sysctl(facts.get(g), qkey) for g in good_with])
     if mine_q and good_q and mine_q != good_q:
-        causes.append(Cause(
+        differences.append(HostDifference(
             key=qkey, observed=mine_q, good=good_q,
             text=f"default_qdisc {mine_q} on {host} (good {side}s: {good_q})",
             changes=[sysctl_change(host, qkey, good_q)],
             evidence=[f"{host}: {qkey} = {mine_q}"],
         ))
-    return causes
+    return differences
 
 
-def sysctl_change(host: str, key: str, target: str) -> ChangeTarget:
-    """Set ``key`` to ``target`` on ``host``."""
-    return ChangeTarget(host, "sysctl", key, target)
+def sysctl_change(host: str, key: str, target: str) -> Change:
+    """Set ``key`` to ``target`` on ``host`` (the values it has: not read here)."""
+    return Change(host=host, adapter="sysctl", key=key, target=target)
 
 
-def firewall_changes(host: str, rules: list[dict]) -> list[ChangeTarget]:
+def firewall_changes(host: str, rules: list[dict]) -> list[Change]:
     """Remove each rule (named as the firewall adapter names a scanned rule)."""
-    return [ChangeTarget(host, "firewall", rule_key(r), "absent") for r in rules]
+    return [Change(host=host, adapter="firewall", key=rule_key(r), target="absent") for r in rules]
 
 
-def merged_changes(causes: list[Cause]) -> list[ChangeTarget]:
-    """The changes of every cause, one per (host, adapter, key): a later cause's target wins."""
-    out: dict[tuple[str, str, str], ChangeTarget] = {}
-    for c in causes:
+def merged_changes(differences: list[HostDifference]) -> list[Change]:
+    """The changes of every difference, one per (host, adapter, key): a later one's target wins."""
+    out: dict[tuple[str, str, str], Change] = {}
+    for c in differences:
         for ch in c.changes:
             out[(ch.host, ch.adapter, ch.key)] = ch
     return list(out.values())
@@ -323,7 +326,7 @@ class BufferLimit:
     bdp_bytes: int
     recommended_bytes: int
     #: the remedy: the window sysctl (and, for a buffer, the net.core maximum that caps it)
-    changes: list[ChangeTarget]
+    changes: list[Change]
     #: mean RTT during the test minus the idle RTT (None when iperf3 gave no minimum)
     queueing_delay_us: float | None = None
 
@@ -420,7 +423,7 @@ def buffer_limited(paths: Iterable[dict], facts: HostFactsMap, min_ratio: float,
 # ----------------------------------------------------------------------------- failures
 
 
-def failure_hint(p: dict, facts: HostFactsMap) -> tuple[str | None, list[str], list[ChangeTarget]]:
+def failure_hint(p: dict, facts: HostFactsMap) -> tuple[str | None, list[str], list[Change]]:
     """For a failed test: a firewall on either end that could explain it (text, evidence, changes)."""
     err = str(p.get("error") or "").lower()
     connect = any(s in err for s in ("unable to connect", "refused", "no route", "timed out", "timeout"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, NamedTuple
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -60,17 +60,11 @@ class BootValue(BaseModel):
     origin: str | None = None
 
 
-class ChangeTarget(NamedTuple):
-    """What an analysis asks of one setting (the mesh diagnosis: ``tcp_sack`` to 1 on gpfs01): the
-    rule that reports it renders it through its pack's change templates, and its adapter turns it
-    into a ``Change`` once, with the values the scan saw (advisor/rules/finding_changes.py)."""
-
-    host: str
-    adapter: str
-    key: str
-    target: Any
-
-
+# The one type of a change from finding to plan: an analysis that asks for a target only (the mesh's
+# differences, advisor/mesh/symptoms.py) leaves the values unknown; a cause of the diagnosis holds the
+# changes of its findings (advisor/diagnosis/report_types.py); a plan holds each change it makes
+# (advisor/apply/plan_model.py). The planner's decoder of a saved scan has its msgspec form
+# (advisor/apply/plan_input.py), held field by field to this one by tests/apply/test_change_parity.py.
 class Change(BaseModel):
     """One setting a failed finding asks to change on one host (docs/report-schema.md).
 

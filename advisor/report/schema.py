@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from advisor.diagnosis.report_types import CAUSE_CHANGE_KEYS, SET_ASIDE_CHANGE_KEYS
 from advisor.report.model import SCHEMA_VERSION, ScanReport
 
 SCHEMA_FILE = Path(__file__).with_name("scan-report.schema.json")
@@ -82,6 +83,18 @@ def _schema_2(defs: dict[str, Any]) -> None:
         finding[k] = {**_typed("string", "null"), "default": None, "title": k.title()}
         finding[f"{k}_value"] = {**_typed("number", "null"), "default": None, "title": f"{k.title()} Value"}
         finding[f"{k}_type"] = {**_TYPE, "default": None, "title": f"{k.title()} Type"}
+    # a cause's changes are written as some keys of each Change (Cause's serializer), under the name
+    # the schema has always given them; a set-aside change flat, with its rule and reason
+    change = defs["Change"]
+    defs["PlannedSetting"] = {"type": "object", "title": "PlannedSetting",
+                              "properties": {k: change["properties"][k] for k in CAUSE_CHANGE_KEYS},
+                              "required": [k for k in change["required"] if k in CAUSE_CHANGE_KEYS]}
+    defs["Cause"]["properties"]["changes"]["items"] = {"$ref": "#/$defs/PlannedSetting"}
+    set_aside = defs["SetAside"]
+    own = {k: v for k, v in set_aside["properties"].items() if k != "change"}
+    set_aside["properties"] = {**{k: change["properties"][k] for k in SET_ASIDE_CHANGE_KEYS}, **own}
+    set_aside["required"] = [k for k in change["required"] if k in SET_ASIDE_CHANGE_KEYS] + [
+        k for k in set_aside["required"] if k != "change"]
     defs["HostReport"]["properties"]["facts"] = {
         "type": "object", "title": "Facts", "description": "probe name -> its facts as leaves",
         "additionalProperties": {"type": "array", "items": _LEAF}}

@@ -21,7 +21,7 @@ from advisor.apply.plan_model import Plan, PlannedChange
 from advisor.apply.planner import build_plan
 from advisor.util.errors import StoradviseError
 from advisor.model.facts import FactSet
-from advisor.model.findings import ChangeScope
+from advisor.model.findings import Change, ChangeScope
 from advisor.report.model import build_report, load_report
 from advisor.rules.engine import evaluate
 from advisor.site.model import Site
@@ -38,8 +38,9 @@ def unescaped(md: str) -> str:
 
 def _change(h: str, setting: str, key: str | None = None, role: str = "san_cache", runtime="TRUE", target="FALSE",
             rules=("SAN-WRITE-CACHE",)) -> PlannedChange:
-    return PlannedChange(host=h, adapter=role, role=role, key=key or setting, setting=setting, runtime=runtime,
-                         persisted=runtime, target=target, scope=ChangeScope.both, rule_ids=list(rules))
+    return PlannedChange(change=Change(host=h, adapter=role, key=key or setting, runtime=runtime, persisted=runtime,
+                                       target=target, scope=ChangeScope.both),
+                         role=role, setting=setting, rule_ids=list(rules))
 
 
 def test_identical_changes_fold_into_one_row_with_host_ranges():
@@ -57,7 +58,7 @@ def test_identical_changes_fold_into_one_row_with_host_ranges():
         plan.changes.append(_change("gpfs01", f"SAN gpfs_data{lun:02d} writeCacheEnabled"))
     plan.changes.append(_change("gpfs01", "SAN gpfs_data01 cacheReadPrefetch", runtime="FALSE", target="TRUE",
                                 rules=("SAN-READ-PREFETCH",)))
-    plan.host_vars = {h: {"network_tuning": {}} for h in {c.host for c in plan.changes}}
+    plan.host_vars = {h: {"network_tuning": {}} for h in {c.change.host for c in plan.changes}}
     groups = group_changes(plan)
     assert [(g.hosts, g.settings, g.runtime) for g in groups] == [
         (["wn01", "wn02", "wn03", "wn04", "wn06"], ["net.ipv4.tcp_wmem"], "4096 16384 4194304"),
@@ -177,6 +178,20 @@ def test_the_plan_reads_the_same_from_the_typed_decoder(tmp_path):
         with pytest.raises(StoradviseError, match=said) as err:
             load_plan_scan(tmp_path / "bad.json")
         assert "\n" not in str(err.value)
+
+
+def test_a_saved_change_s_boot_value_is_read_as_the_model_types_it(tmp_path):
+    """The decoder's change is the model's, field by field (tests/apply/test_change_parity.py): a boot
+    value of a saved scan that is not a BootValue is one line naming where, when the scan is read."""
+    the_site, report = _fleet(1)
+    data = json.loads(report.model_dump_json())
+    change = next(c for f in data["findings"] if f["status"] == "fail" for c in f["changes"])
+    change["boot"] = {"value": "1", "source": "bogus"}
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    where = r"findings\[\d+\]\.changes\[0\]\.boot\.source"
+    with pytest.raises(StoradviseError, match="invalid scan report: .*" + where) as err:
+        build_plan(load_plan_scan(tmp_path / "bad.json"), the_site, today=TODAY)
+    assert "\n" not in str(err.value)
 
 
 @pytest.mark.skipif(ANSIBLE_INVENTORY is None, reason="ansible-core is a dependency; its ansible-inventory is missing")

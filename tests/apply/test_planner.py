@@ -29,7 +29,7 @@ def scan(the_site: Site, hosts: dict[str, dict], extra: list[Finding] = ()):
 
 
 def planned(plan) -> dict:
-    return {(c.host, c.key): (c.target, c.scope.value) for c in plan.changes}
+    return {(c.change.host, c.change.key): (c.change.target, c.change.scope.value) for c in plan.changes}
 
 
 def cannot(plan) -> dict:
@@ -51,7 +51,7 @@ def test_runtime_right_persisted_wrong_is_a_file_only_change():
     plan = build_plan(scan(site(), {"st01": s}), site(), today=TODAY)
     assert planned(plan) == {("st01", "net.ipv4.tcp_sack"): ("1", "persisted")}
     c = plan.changes[0]
-    assert (c.runtime, c.persisted, c.rule_ids) == ("1", "0", ["NET-SYSCTL-NOT-PERSISTED"])
+    assert (c.change.runtime, c.change.persisted, c.rule_ids) == ("1", "0", ["NET-SYSCTL-NOT-PERSISTED"])
     from advisor.apply.project import plan_markdown
 
     assert "| 1 | 0 | 1 | persisted file only (the runtime value is already right) |" in plan_markdown(plan, "/x")
@@ -143,7 +143,7 @@ def test_two_targets_for_one_key_resolve_to_the_larger_and_say_so():
                                    target="4096 16384 67108864")])
     plan = build_plan(scan(site(), {"st01": s}, [mesh]), site(), today=TODAY)
     assert planned(plan)[("st01", "net.ipv4.tcp_wmem")] == ("4096 16384 67108864", "both")
-    c = next(c for c in plan.changes if c.key == "net.ipv4.tcp_wmem")
+    c = next(c for c in plan.changes if c.change.key == "net.ipv4.tcp_wmem")
     assert set(c.rule_ids) == {"NET-TCP-BUFFER-MAX", "MESH-BUFFER-LIMITED"}
     note = next(n for n in plan.notices if "net.ipv4.tcp_wmem" in n)
     assert "NET-TCP-BUFFER-MAX asks 4096 16384 33554432" in note and "MESH-BUFFER-LIMITED asks 4096 16384 67108864" in note
@@ -238,7 +238,7 @@ def test_a_persisted_change_is_planned_only_when_the_boot_value_is_wrong():
     plan = build_plan(scan(site(), {"st01": healthy(), "st02": s2}, [loss]), site(), today=TODAY)
     assert ("st01", "net.ipv4.tcp_sack") not in planned(plan)
     assert planned(plan)[("st02", "net.ipv4.tcp_sack")] == ("1", "persisted")
-    assert plan.changes[0].boot.model_dump(mode="json") == {"value": "0", "source": "file", "origin": None}
+    assert plan.changes[0].change.boot.model_dump(mode="json") == {"value": "0", "source": "file", "origin": None}
 
     s1 = healthy()
     s1["net.ipv4.tcp_sack"] = sysctl("0")

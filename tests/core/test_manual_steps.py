@@ -71,12 +71,12 @@ def test_plan_md_explains_its_question_marks(tmp_path):
     from advisor.apply.plan_markdown import UNKNOWN_VALUE, plan_markdown
     from advisor.apply.plan_model import Plan, PlannedChange
 
-    from advisor.model.findings import ChangeScope
+    from advisor.model.findings import Change, ChangeScope
 
     plan = Plan(site="t", scan_started_at="2026-01-01T00:00:00+00:00", min_severity="low")
-    plan.changes = [PlannedChange(host="st01", adapter="sysctl", role="network_tuning", key="net.ipv4.tcp_sack",
-                                  setting="net.ipv4.tcp_sack", runtime=None, persisted=None, target="1",
-                                  scope=ChangeScope.both, rule_ids=["NET-TCP-SACK"])]
+    plan.changes = [PlannedChange(change=Change(host="st01", adapter="sysctl", key="net.ipv4.tcp_sack", runtime=None,
+                                                persisted=None, target="1", scope=ChangeScope.both),
+                                  role="network_tuning", setting="net.ipv4.tcp_sack", rule_ids=["NET-TCP-SACK"])]
     plan.host_vars = {"st01": {"network_tuning": {"network_tuning_sysctls": {"net.ipv4.tcp_sack": "1"}}}}
     text = plan_markdown(plan, tmp_path)
     assert "| ? | ? | 1 |" in text and f"`?`: {UNKNOWN_VALUE}." in text

@@ -10,9 +10,8 @@ from __future__ import annotations
 import pytest
 
 from advisor.diagnosis import DiagnosisInput, diagnose
-from advisor.diagnosis.report_types import PlannedSetting
 from advisor.diagnosis.causes import plan_prediction
-from advisor.model.findings import Finding, FindingStatus, Severity
+from advisor.model.findings import Change, Finding, FindingStatus, Severity
 from tests.support.diagnosis_site import ADDR, G, RACK_A, RACK_B, TAGS, finding, findings, mesh, site_facts, sysctls
 
 @pytest.fixture(scope="module")
@@ -102,7 +101,7 @@ def test_plan_prediction_has_every_path_with_the_loss_still_in_place(diagnosis):
     assert by_subject["st01->wn11"].after < 0.3 * G and by_subject["st01->wn11"].model in ("mathis", "measured")
     assert by_subject["st02->wn11"].after > 0.9 * G  # rack B's buffers raised
     # a plan without the firewall change keeps st03's cap
-    only = [PlannedSetting(host="st01", adapter="sysctl", key="net.ipv4.tcp_sack", target="1", runtime="0")]
+    only = [Change(host="st01", adapter="sysctl", key="net.ipv4.tcp_sack", target="1", runtime="0")]
     partial = {p.subject: p for p in plan_prediction(inp, only) if p.metric == "throughput"}
     assert partial["wn01->st03"].model == "measured" and partial["wn01->st03"].after == partial["wn01->st03"].now
 
@@ -158,7 +157,7 @@ def test_the_states_of_one_object_fold_into_one_repair_that_says_what_is_wrong()
 
 def test_a_change_only_a_wrong_blame_proposed_is_set_aside(diagnosis):
     _inp, d = diagnosis
-    assert [(s.host, s.key, s.rule_id) for s in d.set_aside] == [("st02", "net.ipv4.tcp_wmem", "MESH-ASYMMETRY")]
+    assert [(s.change.host, s.change.key, s.rule_id) for s in d.set_aside] == [("st02", "net.ipv4.tcp_wmem", "MESH-ASYMMETRY")]
 
 
 def test_a_path_several_causes_hold_is_explained_by_each_that_is_needed(diagnosis):

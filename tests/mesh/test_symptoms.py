@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from advisor.model.findings import Change
 from advisor.mesh import symptoms as dg
 from advisor.mesh.results import judge_paths, summary
 from advisor.paths.record import PathRecord
@@ -27,12 +28,13 @@ def test_asymmetry_blames_the_storage_senders_and_names_tcp_sack():
         assert [p["dst"] for p in a.other_fine] == ["se01"]
         assert a.group == "gpfs"
         assert "gpfs01" not in a.good_hosts and "wn01" in a.good_hosts and "se01" in a.good_hosts
-        assert a.causes[0].key == "net.ipv4.tcp_sack"
-        assert a.causes[0].changes == [(a.host, "sysctl", "net.ipv4.tcp_sack", "1")]  # a target: the adapter reads the value
+        assert a.differences[0].key == "net.ipv4.tcp_sack"
+        # a target only: the adapter reads the values the host has
+        assert a.differences[0].changes == [Change(host=a.host, adapter="sysctl", key="net.ipv4.tcp_sack", target="1")]
         assert f"tcp_sack=0 on {a.host}" in a.summary()
     # gpfs02 also carries a dropping firewall rule the good senders lack: named after sack
-    assert [c.key for c in found[1].causes] == ["net.ipv4.tcp_sack", "firewall"]
-    merged = dg.merged_changes(found[1].causes)
+    assert [c.key for c in found[1].differences] == ["net.ipv4.tcp_sack", "firewall"]
+    merged = dg.merged_changes(found[1].differences)
     assert [(c.adapter, c.target) for c in merged] == [("sysctl", "1"), ("firewall", "absent")]
     assert all(c.host == "gpfs02" for c in merged)
     assert merged[1].key.endswith(": " + DROP_RULE["text"])  # the firewall adapter's name of the scanned rule
@@ -56,8 +58,8 @@ def test_receiver_side_asymmetry_and_small_rmem():
     facts["r"] = {"network.sysctl": sysctl_facts(rmem=(4096, 65536, 262144))}
     found = dg.find_asymmetries(ps, facts, 0.8)
     assert [(a.host, a.side) for a in found] == [("r", "receiver")]
-    assert found[0].causes[0].key == "net.ipv4.tcp_rmem"
-    assert [(c.host, c.adapter, c.key, c.target) for c in found[0].causes[0].changes] == [
+    assert found[0].differences[0].key == "net.ipv4.tcp_rmem"
+    assert [(c.host, c.adapter, c.key, c.target) for c in found[0].differences[0].changes] == [
         ("r", "sysctl", "net.ipv4.tcp_rmem", "4096 65536 6291456")]
 
 
@@ -70,13 +72,13 @@ def test_other_qdisc_and_timestamps_named():
     facts = {h: {"network.sysctl": sysctl_facts()} for h in "bc"}
     facts["x"] = {"network.sysctl": sysctl_facts(ts="0", qdisc="pfifo_fast")}
     (a,) = dg.find_asymmetries(ps, facts, 0.8)
-    assert [c.key for c in a.causes] == ["net.ipv4.tcp_timestamps", "net.core.default_qdisc"]
+    assert [c.key for c in a.differences] == ["net.ipv4.tcp_timestamps", "net.core.default_qdisc"]
 
 
 def test_no_facts_still_reports_the_asymmetry_without_a_cause():
     ps = ifca_paths()
     found = dg.find_asymmetries(ps, {}, 0.8)
-    assert [a.host for a in found] == GPFS and all(not a.causes for a in found)
+    assert [a.host for a in found] == GPFS and all(not a.differences for a in found)
     assert "no difference in the collected facts" in found[0].summary()
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from advisor.model.findings import ChangeTarget, Finding, FindingStatus
+from advisor.model.findings import Change, Finding, FindingStatus
 from advisor.mesh import symptoms as dg
 from advisor.mesh.results import judge_paths
 from advisor.rules.context import RuleContext, analytic_rule
@@ -40,7 +40,7 @@ def _ratio(ctx: RuleContext) -> float:
     return float(ctx.vars.get("mesh_min_ratio", 0.8))
 
 
-def _values(changes: list[ChangeTarget]) -> dict:
+def _values(changes: list[Change]) -> dict:
     """The diagnosis' changes as the values rules/mesh.yml's change templates read: ``sysctls``
     [{key, target}] and ``firewall_rules`` [rule keys] (the rule pack states the remediation)."""
     return {
@@ -96,12 +96,12 @@ def mesh_asymmetry(ctx: RuleContext) -> Iterator[Finding]:
         evidence = [dg.describe_path(p) for p in a.slow]
         evidence += ["reverse " + dg.describe_path(p) for p in a.reverse_fine[:4]]
         evidence += ["other " + dg.describe_path(p) for p in a.other_fine[:4]]
-        for c in a.causes:
+        for c in a.differences:
             evidence += c.evidence
-        changes = dg.merged_changes(a.causes)
+        changes = dg.merged_changes(a.differences)
         text = None
-        if a.causes:
-            text = "Likely cause: " + "; ".join(c.text for c in a.causes) + ". Apply what the good hosts have."
+        if a.differences:
+            text = "Likely cause: " + "; ".join(c.text for c in a.differences) + ". Apply what the good hosts have."
         yield ctx.finding(
             a.host, FindingStatus.fail,
             observed=a.summary(),
@@ -110,7 +110,7 @@ def mesh_asymmetry(ctx: RuleContext) -> Iterator[Finding]:
             subject=f"{a.host} as {a.side}" + (f" (group {a.group})" if a.group else ""),
             values=_values(changes),
             remediation_text=text,
-            message=("likely cause: " + ", ".join(c.text for c in a.causes)) if a.causes else
+            message=("likely cause: " + ", ".join(c.text for c in a.differences)) if a.differences else
                     "no fact difference found; check NIC and switch ports on these paths",
         )
 
@@ -175,7 +175,7 @@ def _buffer_values(b: dg.BufferLimit) -> dict:
             "core_target": targets.get(core) if core else None}
 
 
-def _firewall_host(changes: list[ChangeTarget]) -> str | None:
+def _firewall_host(changes: list[Change]) -> str | None:
     """The end of a failed path whose firewall rules the hint names."""
     return next((c.host for c in changes if c.adapter == "firewall"), None)
 
