@@ -128,3 +128,14 @@ def test_unreachable_host_is_incomplete(tmp_path):
     assert d["hosts"][0]["reachable"] is False and d["hosts"][0]["errors"]
     assert d["summary"]["incomplete"] is True
     assert any(f["status"] == "error" and f["hosts"] == ["ghost"] for f in d["findings"])
+
+
+def test_python_m_advisor_cli_is_the_command_with_its_exit_status(tmp_path):
+    """``python -m advisor.cli`` (the package's __main__) runs the command line and exits as it does:
+    without sys.exit its status was lost (0 for an error)."""
+    import subprocess
+    import sys
+
+    cp = subprocess.run([sys.executable, "-m", "advisor.cli", "report", str(tmp_path / "missing.json")],
+                        capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 1 and "scan report not found" in cp.stderr, (cp.returncode, cp.stderr)
