@@ -36,7 +36,6 @@ from pathlib import Path
 from advisor.util.errors import StoradviseError
 from advisor.lab import netns as nx
 from advisor.lab.records import LabRecord
-from advisor.util.resources import playbooks_dir
 from probes.sysctl_conf import SYSCTL_CONF, SYSCTL_DIRS, order_sysctl_files, parse_sysctl_conf
 
 DEFAULTS_FILE = "sysctl-defaults.json"
@@ -107,14 +106,11 @@ def _changed_only(ns: str, values: dict[str, str]) -> dict[str, str]:
 
 
 def _firewalld_zones_module():
-    """The firewall role's translation of zone rich rules (one translation for the role and the lab)."""
-    import importlib.util
+    """The firewall role's translation of zone rich rules (one translation for the role and the lab),
+    loaded as every shipped module_utils is (once, under the loader's lock)."""
+    from advisor.util.shipped_code import module_utils
 
-    path = playbooks_dir() / "module_utils" / "storadvise_firewalld_zones.py"
-    spec = importlib.util.spec_from_file_location("storadvise_firewalld_zones", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return module_utils("storadvise_firewalld_zones")
 
 
 def firewalld_zone_files(zones_dir: Path) -> list[tuple[Path, str, str]]:
