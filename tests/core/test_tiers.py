@@ -39,10 +39,11 @@ markers =
 """
 
 
-def _suite(pytester: pytest.Pytester, tests: str) -> None:
+def _suite(pytester: pytest.Pytester, tests: str, **more: str) -> None:
+    """A suite in test_suite.py (``tests``), and in each module ``more`` names."""
     pytester.makeconftest(CONFTEST)
     pytester.makeini(INI)
-    pytester.makepyfile(test_suite=textwrap.dedent(tests))
+    pytester.makepyfile(test_suite=textwrap.dedent(tests), **{k: textwrap.dedent(v) for k, v in more.items()})
 
 
 @pytest.fixture(autouse=True)
@@ -156,9 +157,20 @@ def test_quiet_tests_run_after_every_other_test_alone_on_one_worker(pytester, tm
         @pytest.mark.parametrize("i", range(8, 12))
         def test_unit_after(i):
             _record(f"unit{{i}}")
+    """, test_more=f"""
+        import json, os, time
+        import pytest
+
+        @pytest.mark.parametrize("i", range(12, 20))
+        def test_unit(i):
+            start = time.monotonic()
+            time.sleep(0.3)
+            with open({str(log)!r}, "a") as f:
+                f.write(json.dumps({{"name": f"unit{{i}}", "worker": os.environ["PYTEST_XDIST_WORKER"],
+                                    "start": start, "end": time.monotonic()}}) + "\\n")
     """)
     r = _run(pytester, "-n", "2")
-    r.assert_outcomes(passed=15)
+    r.assert_outcomes(passed=23)
     runs = [json.loads(line) for line in log.read_text().splitlines()]
     units = [x for x in runs if x["name"].startswith("unit")]
     quiet = sorted((x for x in runs if x["name"].startswith("quiet")), key=lambda x: x["start"])
@@ -167,3 +179,34 @@ def test_quiet_tests_run_after_every_other_test_alone_on_one_worker(pytester, tm
     assert len({q["worker"] for q in quiet}) == 1
     assert [q["name"] for q in quiet] == ["quiet0", "quiet1", "quiet2"]  # collection order, one at a time
     assert all(a["end"] <= b["start"] for a, b in zip(quiet, quiet[1:]))
+
+
+def test_a_module_s_tests_run_on_one_worker_in_order(pytester, tmp_path):
+    """A module-scoped fixture's state (a namespace host, its plan, then its apply) is set up once and seen
+    by the module's later tests: the load scheduler cut test_network_apply between two workers, and the
+    second found no plan."""
+    log = tmp_path / "log.jsonl"
+    module = f"""
+        import json, os
+        import pytest
+
+        @pytest.fixture(scope="module")
+        def world():
+            return {{"done": []}}
+
+        @pytest.mark.parametrize("i", range(7))
+        def test_step(i, world):
+            assert world["done"] == list(range(i))  # every earlier step ran here, in order
+            world["done"].append(i)
+            with open({str(log)!r}, "a") as f:
+                f.write(json.dumps({{"module": __name__, "worker": os.environ["PYTEST_XDIST_WORKER"]}}) + "\\n")
+    """
+    _suite(pytester, module, **{f"test_m{k}": module for k in range(5)})
+    r = _run(pytester, "-n", "2")
+    r.assert_outcomes(passed=42)
+    runs = [json.loads(line) for line in log.read_text().splitlines()]
+    workers: dict[str, set[str]] = {}
+    for x in runs:
+        workers.setdefault(x["module"], set()).add(x["worker"])
+    assert all(len(w) == 1 for w in workers.values()), workers
+    assert len(set().union(*workers.values())) == 2  # and the modules still share the cores

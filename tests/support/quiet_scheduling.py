@@ -1,5 +1,5 @@
 """pytest-xdist scheduling in two phases: the tests that allow it on every worker, then the `quiet` tests
-alone on one worker, every other worker already gone.
+alone on one worker, every other worker already gone. A module's tests go to one worker together.
 
 A `quiet` test brings up a lab or measures throughput or CPU time. On a 2-core machine a measurement taken
 beside other CPU work reads low (the ifca loop read a 0.80 path as 0.61 beside a parallel run), so these
@@ -62,6 +62,17 @@ class QuietLastScheduling(LoadScheduling):
                 self.maxschedchunk = len(collection)
         for node in self.nodes:
             self.check_schedule(node)
+
+    def _send_tests(self, node, num: int) -> None:
+        """Send ``num`` pending tests, and the rest of the last one's module: a module's tests run on one
+        worker, in order, so a module-scoped fixture (a namespace host, its plan, then its apply) is set
+        up once and its tests see the state the earlier ones left (pytest's own order in one process)."""
+        assert self.collection is not None
+        if 0 < num < len(self.pending):
+            module = self.collection[self.pending[num - 1]].split("::", 1)[0]
+            while num < len(self.pending) and self.collection[self.pending[num]].split("::", 1)[0] == module:
+                num += 1
+        super()._send_tests(node, num)
 
     def check_schedule(self, node, duration: float = 0) -> None:
         if node.shutting_down:
